@@ -1,0 +1,106 @@
+"""The whole validated configuration: the root of the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gslbd.model.check import Check
+from gslbd.model.service import Service
+from gslbd.model.topology import Locality, SiteInfo, Topology
+from gslbd.model.zone import Zone
+from gslbd.types import Discover, SyncMode
+
+
+@dataclass(frozen=True, slots=True)
+class ListenAddress:
+    """A host and port to listen on; `host` has no brackets ("::1", "127.0.0.1")."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class SiteConfig:
+    """This instance's place in the world (k8gb's geo tag)."""
+
+    name: str = "local"
+    locality: Locality = Locality()
+
+
+@dataclass(frozen=True, slots=True)
+class DnsConfig:
+    """DNS listeners. Durations are seconds."""
+
+    listen: tuple[ListenAddress, ...] = (ListenAddress("0.0.0.0", 53),)
+    workers: int = 1
+    max_udp_payload: int = 1232
+    tcp_idle_timeout: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ApiConfig:
+    """The HTTP admin API. `token` is already read from `token_file` when that was given."""
+
+    listen: ListenAddress
+    token: str | None = None
+    token_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RedisConfig:
+    url: str
+    password: str | None = None
+    key_prefix: str = "gslb:"
+    sync_mode: SyncMode = SyncMode.LOCK
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    redis: RedisConfig
+
+
+@dataclass(frozen=True, slots=True)
+class PeerSite:
+    """A peer site and the "host:port" addresses of its nameservers."""
+
+    name: str
+    nameservers: tuple[ListenAddress, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PeersConfig:
+    """Multi-site exchange over DNS. Durations are seconds."""
+
+    interval: float = 5.0
+    stale_after: float = 300.0
+    timeout: float = 1.0
+    notify: bool = True
+    sites: tuple[PeerSite, ...] = ()
+    discover: Discover = Discover.STATIC
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A whole, validated configuration. `source` is the file it came from."""
+
+    version: int = 1
+    site: SiteConfig = SiteConfig()
+    dns: DnsConfig = DnsConfig()
+    api: ApiConfig | None = None
+    zones: tuple[Zone, ...] = ()
+    checks: tuple[Check, ...] = ()
+    services: tuple[Service, ...] = ()
+    topology: Topology = Topology()
+    sites: tuple[SiteInfo, ...] = ()  # every known site, this one included
+    cluster: ClusterConfig | None = None
+    peers: PeersConfig | None = None
+    source: str = field(default="<memory>", compare=False)
+
+    def site_info(self, name: str) -> SiteInfo | None:
+        for s in self.sites:
+            if s.name == name:
+                return s
+        return None

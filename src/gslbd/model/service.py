@@ -1,0 +1,64 @@
+"""Load-balanced services and their endpoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gslbd.model.check import Check
+from gslbd.model.topology import Locality
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+
+# (service fqdn, endpoint address): identifies an endpoint everywhere (state, API, Redis keys).
+EndpointKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One answerable target of a service.
+
+    `address` is a normalized IPv4/IPv6 address text, or an absolute lower-case hostname ending in a
+    dot (answered as a CNAME). `service` is the fqdn of the owning service.
+    """
+
+    service: str
+    address: str
+    kind: EndpointKind
+    site: str
+    locality: Locality = Locality()
+    weight: int = 1
+    priority: int = 0
+    check: Check | None = None
+    probe_address: str | None = None
+    admin: AdminState = AdminState.OBEY
+
+    @property
+    def key(self) -> EndpointKey:
+        return (self.service, self.address)
+
+    @property
+    def rtype(self) -> str:
+        """The record type this endpoint is answered as: A, AAAA or CNAME."""
+        if self.kind is EndpointKind.IPV4:
+            return "A"
+        if self.kind is EndpointKind.IPV6:
+            return "AAAA"
+        return "CNAME"
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """A load-balanced name. `name` is absolute and lower case; `zone` is the origin holding it;
+    `label` is the name relative to the zone ("app" for app.gslb.example.com. in gslb.example.com.)."""
+
+    name: str
+    zone: str
+    label: str
+    policy: PolicyName = PolicyName.ROUND_ROBIN
+    failover_order: tuple[str, ...] = ()
+    weights: tuple[tuple[str, int], ...] | None = None  # per-site weights, in config order
+    ttl: int = 30
+    max_answers: int = 8
+    all_down: AllDown = AllDown.SERVE_ALL
+    fallback: tuple[str, ...] = ()  # addresses, or one absolute hostname (answered as CNAME)
+    locality_names: bool = False
+    endpoints: tuple[Endpoint, ...] = ()

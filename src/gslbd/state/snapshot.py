@@ -1,0 +1,43 @@
+"""An immutable picture of endpoint health; a change makes a new snapshot that replaces the old whole."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.types import AdminState
+
+_EMPTY_HEALTH: Mapping[EndpointKey, bool] = MappingProxyType({})
+_EMPTY_ADMIN: Mapping[EndpointKey, AdminState] = MappingProxyType({})
+_EMPTY_PEERS: Mapping[str, tuple[Endpoint, ...]] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Health of every endpoint at one moment.
+
+    `health`: the probed verdict per endpoint; an endpoint without a verdict yet counts as up.
+    `admin`: run-time admin overrides; an endpoint without one uses the admin state of its config.
+    `peer_endpoints`: endpoints learned from peer sites per service fqdn (already healthy as published).
+    `version` grows with every new snapshot.
+    """
+
+    version: int = 0
+    health: Mapping[EndpointKey, bool] = field(default_factory=lambda: _EMPTY_HEALTH)
+    admin: Mapping[EndpointKey, AdminState] = field(default_factory=lambda: _EMPTY_ADMIN)
+    peer_endpoints: Mapping[str, tuple[Endpoint, ...]] = field(default_factory=lambda: _EMPTY_PEERS)
+
+    def admin_state(self, endpoint: Endpoint) -> AdminState:
+        return self.admin.get(endpoint.key, endpoint.admin)
+
+
+def effective_up(endpoint: Endpoint, snapshot: Snapshot) -> bool:
+    """Is this endpoint a candidate? Admin `up`/`down` force; `obey` follows health (up until a verdict)."""
+    admin = snapshot.admin_state(endpoint)
+    if admin is AdminState.UP:
+        return True
+    if admin is AdminState.DOWN:
+        return False
+    return snapshot.health.get(endpoint.key, True)

@@ -1,0 +1,70 @@
+"""Names used across gslbd: enums with the exact spellings of the configuration format."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class PolicyName(StrEnum):
+    ROUND_ROBIN = "round_robin"
+    WEIGHTED = "weighted"
+    FAILOVER = "failover"
+    GEO = "geo"
+    RANDOM = "random"
+    HASH = "hash"
+
+
+class AllDown(StrEnum):
+    SERVE_ALL = "serve_all"
+    NXDOMAIN = "nxdomain"
+    SERVFAIL = "servfail"
+    NODATA = "nodata"
+    FALLBACK = "fallback"
+
+
+class AdminState(StrEnum):
+    OBEY = "obey"
+    UP = "up"
+    DOWN = "down"
+
+
+class CheckType(StrEnum):
+    HTTP = "http"
+    HTTPS = "https"
+    TCP = "tcp"
+    DNS = "dns"
+    GRPC = "grpc"
+    ICMP = "icmp"
+    EXEC = "exec"
+
+
+class SyncMode(StrEnum):
+    LOCK = "lock"
+    NONE = "none"
+
+
+class Discover(StrEnum):
+    STATIC = "static"
+    NS = "ns"
+
+
+class EndpointKind(StrEnum):
+    IPV4 = "ipv4"
+    IPV6 = "ipv6"
+    HOSTNAME = "hostname"
+
+
+def choices(enum: type[StrEnum]) -> str:
+    """The valid spellings of an enum, for error messages: 'a | b | c'."""
+    return " | ".join(m.value for m in enum)
+
+
+class Rcode:
+    """DNS response codes used by the answer model (the numeric values of RFC 1035/6891)."""
+
+    NOERROR = 0
+    FORMERR = 1
+    SERVFAIL = 2
+    NXDOMAIN = 3
+    NOTIMP = 4
+    REFUSED = 5
