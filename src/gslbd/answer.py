@@ -12,7 +12,7 @@ Names are absolute, lower case text ("app.gslb.example.com."); types are mnemoni
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gslbd.model.config import Config
@@ -233,10 +233,15 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
     if isinstance(outcome, Records):
         return Answer(Rcode.NOERROR, answer=outcome.answer, additional=outcome.additional)
     if isinstance(outcome, Negative):
-        return Answer(outcome.rcode, authority=(soa_rr(zone, zone.negative_ttl),)) if outcome.rcode in (
-            Rcode.NOERROR,
-            Rcode.NXDOMAIN,
-        ) else Answer(outcome.rcode)
+        return (
+            Answer(outcome.rcode, authority=(soa_rr(zone, zone.negative_ttl),))
+            if outcome.rcode
+            in (
+                Rcode.NOERROR,
+                Rcode.NXDOMAIN,
+            )
+            else Answer(outcome.rcode)
+        )
     index = outcome.plan.pick(ip, v6, rng, seq)
     return Answer(
         Rcode.NOERROR,
@@ -260,7 +265,7 @@ def _apex_outcomes(zone: Zone) -> dict[str, Outcome]:
 
 def _ancestors(name: str, origin: str) -> list[str]:
     """Names strictly between `name` and `origin` (the empty non-terminal candidates)."""
-    out = []
+    out: list[str] = []
     current = name
     while True:
         dot = current.find(".")
@@ -268,14 +273,6 @@ def _ancestors(name: str, origin: str) -> list[str]:
         if len(current) <= len(origin):
             return out
         out.append(current)
-
-
-def zone_of(zones: Mapping[str, Zone], name: str) -> Zone | None:
-    best: Zone | None = None
-    for origin, zone in zones.items():
-        if (name == origin or name.endswith("." + origin)) and (best is None or len(origin) > len(best.origin)):
-            best = zone
-    return best
 
 
 def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:

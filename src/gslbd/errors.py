@@ -1,10 +1,10 @@
 """The gslbd exception tree.
 
-    GslbdError                  base of everything gslbd raises on purpose
-    +-- ConfigError             a configuration could not be loaded; carries every problem at once
-    +-- StateError              the state store refused or lost an operation
-    +-- WireError               a DNS message could not be parsed or rendered
-        +-- FormError           the message is malformed but has a readable header (answer FORMERR)
+GslbdError                  base of everything gslbd raises on purpose
++-- ConfigError             a configuration could not be loaded; carries every problem at once
++-- StateError              the state store refused or lost an operation
++-- WireError               a DNS message could not be parsed or rendered
+    +-- FormError           the message is malformed but has a readable header (answer FORMERR)
 """
 
 from __future__ import annotations

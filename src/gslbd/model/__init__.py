@@ -10,8 +10,8 @@ from gslbd.model.config import (
     Config,
     DnsConfig,
     ListenAddress,
-    PeerSite,
     PeersConfig,
+    PeerSite,
     RedisConfig,
     SiteConfig,
 )

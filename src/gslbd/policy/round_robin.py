@@ -33,7 +33,5 @@ class RoundRobin:
         if len(candidates) == 1:
             return FixedPlan(candidates, "round_robin: one candidate")
         n = len(candidates)
-        rotations = tuple(
-            (candidates[i:] + candidates[:i])[: service.max_answers] for i in range(n)
-        )
+        rotations = tuple((candidates[i:] + candidates[:i])[: service.max_answers] for i in range(n))
         return RotationPlan(rotations)

@@ -1,0 +1,222 @@
+"""The text `gslbd explain` prints: why a client gets the answer it gets.
+
+Pure: it reads a built `View` (config + snapshot + plans) and the policy environment, and returns
+text. The answer shown is the real one (`View.resolve`) rendered with a seeded rng and seq=0; when
+the answer varies per query or per client the possible answers are listed too.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from collections.abc import Iterable
+
+from gslbd.answer import SERVICE_TYPES, Dynamic, Negative, Outcome, Records, Rr, View, family_candidates
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint, Service
+from gslbd.policy.base import Client, FixedPlan, Location, Plan, PolicyEnv
+from gslbd.policy.random_order import ShufflePlan
+from gslbd.policy.weighted import WeightedPlan
+from gslbd.state.snapshot import Snapshot, effective_up
+from gslbd.types import AdminState, PolicyName, Rcode
+
+RCODE_NAMES = {
+    Rcode.NOERROR: "NOERROR",
+    Rcode.FORMERR: "FORMERR",
+    Rcode.SERVFAIL: "SERVFAIL",
+    Rcode.NXDOMAIN: "NXDOMAIN",
+    Rcode.NOTIMP: "NOTIMP",
+    Rcode.REFUSED: "REFUSED",
+}
+# At most this many possible answers are listed.
+MAX_VARIANTS_SHOWN = 24
+
+
+def normalize_name(qname: str) -> str:
+    name = qname.strip().lower()
+    return name if name.endswith(".") else name + "."
+
+
+def rr_text(rr: Rr) -> str:
+    return f"{rr.name} {rr.ttl} IN {rr.rtype} {rr.rdata}"
+
+
+def locality_text(site: str | None, region: str | None, zone: str | None) -> str:
+    parts = [
+        f"site {site}" if site else "",
+        f"region {region}" if region else "",
+        f"zone {zone}" if zone else "",
+    ]
+    return ", ".join(p for p in parts if p) or "nowhere known"
+
+
+def location_text(loc: Location, geoip: bool) -> str:
+    where = locality_text(loc.site, loc.locality.region, loc.locality.zone)
+    if loc.coordinates is not None:
+        where += f", coordinates {loc.coordinates[0]:g},{loc.coordinates[1]:g}"
+    if loc.how == "unknown":
+        geo = "the GeoIP database has no record" if geoip else "no GeoIP database is configured"
+        return f"unknown (no topology network matches and {geo})"
+    return f"{loc.how} -> {where}"
+
+
+def health_text(endpoint: Endpoint, snapshot: Snapshot, peer: bool) -> str:
+    if peer:
+        return f"up (published by site {endpoint.site})"
+    verdict = snapshot.health.get(endpoint.key)
+    if verdict is None:
+        return "up (no verdict yet)"
+    return "up" if verdict else "down"
+
+
+def endpoint_lines(service: Service, rtype: str, snapshot: Snapshot) -> list[str]:
+    """One line per endpoint that can answer `rtype`, local then peer, with its state."""
+    local = family_candidates(service.endpoints, rtype)
+    peers = family_candidates(snapshot.peer_endpoints.get(service.name, ()), rtype)
+    if not local and not peers:
+        return [f"endpoints ({rtype}): none"]
+    lines = [f"endpoints ({rtype}):"]
+    width = max(len(e.address) for e in local + peers)
+    for endpoint, peer in [(e, False) for e in local] + [(e, True) for e in peers]:
+        loc = endpoint.locality
+        admin = snapshot.admin_state(endpoint)
+        verdict = "candidate" if effective_up(endpoint, snapshot) else "not a candidate"
+        if admin is AdminState.DOWN:
+            verdict += " (forced down by an admin)"
+        elif admin is AdminState.UP:
+            verdict += " (forced up by an admin)"
+        lines.append(
+            f"  {endpoint.address:<{width}}  {locality_text(endpoint.site, loc.region, loc.zone)}"
+            f"  weight {endpoint.weight}  priority {endpoint.priority}  admin {admin.value}"
+            f"  health {health_text(endpoint, snapshot, peer)}  -> {verdict}"
+        )
+    return lines
+
+
+def service_lines(service: Service) -> list[str]:
+    lines = [
+        f"service: {service.name} policy {service.policy.value}, ttl {service.ttl}, "
+        f"max_answers {service.max_answers}, all_down {service.all_down.value}"
+    ]
+    if service.policy is PolicyName.FAILOVER:
+        lines.append(f"  failover_order: {', '.join(service.failover_order) or '(empty)'}")
+    if service.policy is PolicyName.WEIGHTED:
+        weights = ", ".join(f"{s} {w}" for s, w in service.weights) if service.weights else None
+        lines.append(f"  weights: {weights or 'none, per-endpoint weight'}")
+    if service.fallback:
+        lines.append(f"  fallback: {', '.join(service.fallback)}")
+    return lines
+
+
+def variant_text(variant: Iterable[Endpoint]) -> str:
+    return ", ".join(e.address for e in variant)
+
+
+def variation_lines(plan: Plan) -> list[str]:
+    """How the answer varies, and every possible answer with its share when that is known."""
+    variants = plan.variants
+    if len(variants) == 1:
+        return ["the answer is the same for every query"]
+    shares: tuple[float, ...] | None
+    equal = tuple(1 / len(variants) for _ in variants)
+    if isinstance(plan, WeightedPlan):
+        head, shares = f"varies per query, drawn by weight from {len(variants)} answers:", plan.shares()
+    elif isinstance(plan, ShufflePlan):
+        head, shares = f"varies per query, drawn uniformly from {len(variants)} answers:", equal
+    elif plan.location_dependent:
+        head, shares = f"depends on the client, {len(variants)} possible answers:", None
+    else:
+        head, shares = f"varies per query, the query counter rotates through {len(variants)} answers:", equal
+    lines = [f"the answer {head}"]
+    for i, variant in enumerate(variants[:MAX_VARIANTS_SHOWN]):
+        share = f"{shares[i]:6.1%}  " if shares is not None else "  "
+        lines.append(f"  {share}{variant_text(variant)}")
+    if len(variants) > MAX_VARIANTS_SHOWN:
+        lines.append(f"  ... and {len(variants) - MAX_VARIANTS_SHOWN} more")
+    return lines
+
+
+def decision_lines(outcome: Outcome, service: Service | None, rtype: str, client: Client) -> list[str]:
+    if isinstance(outcome, Negative):
+        return [f"decision: {outcome.reason}"]
+    if isinstance(outcome, Records):
+        if service is not None and rtype in SERVICE_TYPES:
+            return [f"decision: no healthy {rtype} candidates; all_down=fallback answers the fallback"]
+        return ["decision: records of the zone, served as they are"]
+    lines = [f"decision: {outcome.reason}" if outcome.reason else "decision:"]
+    lines.extend(f"  {line}" for line in outcome.plan.explain(client.ip, client.v6))
+    return lines
+
+
+def client_lines(config: Config, client_ip: str, ecs: str | None) -> tuple[Client, list[str], int | None]:
+    """The address the client is located by, how it was chosen, and the ECS source prefix length."""
+    if ecs is None:
+        return Client.parse(client_ip), [f"client: {client_ip} (packet source, no ECS)"], None
+    net = ipaddress.ip_network(ecs, strict=False)
+    if not config.topology.use_client_subnet:
+        lines = [f"client: {client_ip} (packet source; ECS {net} ignored: use_client_subnet is off)"]
+        return Client.parse(client_ip), lines, None
+    client = Client(int(net.network_address), net.version == 6)
+    lines = [f"client: {net} from EDNS Client Subnet (source {client_ip})"]
+    return client, lines, net.prefixlen
+
+
+def answer_lines(view: View, qname: str, rtype: str, client: Client) -> tuple[list[str], bool]:
+    answer = view.resolve(qname, rtype, client.ip, client.v6, random.Random(0), 0)
+    rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
+    if answer.rcode == Rcode.NOERROR and not answer.answer:
+        rcode = "NOERROR (NODATA)"
+    lines = [f"answer: {rcode}{', authoritative' if answer.authoritative else ''}"]
+    sections = (("answer", answer.answer), ("authority", answer.authority), ("additional", answer.additional))
+    for section, rrs in sections:
+        lines.extend(f"  {section}: {rr_text(rr)}" for rr in rrs)
+    return lines, answer.location_dependent
+
+
+def explain(  # noqa: PLR0917 - the signature the CLI calls
+    config: Config,
+    view: View,
+    env: PolicyEnv,
+    qname: str,
+    rtype: str,
+    client_ip: str,
+    ecs: str | None = None,
+) -> str:
+    """Why `client_ip` (or the ECS address) gets the answer it gets for `qname`/`rtype`."""
+    name = normalize_name(qname)
+    rtype = rtype.upper()
+    client, lines, ecs_prefix = client_lines(config, client_ip, ecs)
+    lines.insert(0, f"question: {name} {rtype}")
+    data = view.names.get(name)
+    zone = data.zone if data is not None else view.find_zone(name)
+    if zone is None:
+        lines.append("zone: none served contains this name -> REFUSED")
+        lines.extend(answer_lines(view, name, rtype, client)[0])
+        return "\n".join(lines) + "\n"
+    lines.append(f"zone: {zone.origin}")
+    if data is None:
+        lines.append("name: does not exist in the zone -> NXDOMAIN")
+        lines.extend(answer_lines(view, name, rtype, client)[0])
+        return "\n".join(lines) + "\n"
+    service = data.service
+    if service is not None:
+        lines.extend(service_lines(service))
+        if rtype in SERVICE_TYPES:
+            lines.extend(endpoint_lines(service, rtype, view.snapshot))
+    elif not data.outcomes:
+        lines.append("name: exists only because names below it exist (empty non-terminal)")
+    else:
+        lines.append(f"name: holds {', '.join(sorted(data.outcomes))}")
+    if service is not None:
+        geoip = config.topology.geoip_database is not None
+        lines.append("location: " + location_text(env.locator.locate(client.ip, client.v6), geoip))
+    outcome = data.outcome(rtype)
+    lines.extend(decision_lines(outcome, service, rtype, client))
+    if isinstance(outcome, Dynamic) and not isinstance(outcome.plan, FixedPlan):
+        lines.extend(variation_lines(outcome.plan))
+    answers, dependent = answer_lines(view, name, rtype, client)
+    lines.extend(answers)
+    if ecs_prefix is not None:
+        scope = ecs_prefix if dependent else 0
+        lines.append(f"ECS scope: /{scope} ({'depends on' if dependent else 'independent of'} the location)")
+    return "\n".join(lines) + "\n"

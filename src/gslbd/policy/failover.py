@@ -1,0 +1,62 @@
+"""failover: the most preferred site that has candidates answers alone.
+
+Sites are taken in `failover_order`; the sites not listed there come after the listed ones, as one
+group. Inside the chosen site (or group) only the lowest `priority` tier that has candidates answers,
+rotated per query like round_robin so that load spreads inside the tier. Failback is automatic: plans
+are rebuilt from the candidates whenever health changes.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from gslbd.model.service import Endpoint, Service
+from gslbd.policy.base import FixedPlan, Plan, PolicyEnv
+
+
+@dataclass(frozen=True, slots=True)
+class FailoverPlan:
+    """Rotations of the chosen tier; the query counter walks them in turn."""
+
+    variants: tuple[tuple[Endpoint, ...], ...]
+    reason: str
+
+    @property
+    def location_dependent(self) -> bool:
+        return False
+
+    def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
+        return seq % len(self.variants)
+
+    def explain(self, ip: int, v6: bool) -> list[str]:
+        return [self.reason, f"failover: {len(self.variants)} rotations of that tier, one per query in turn"]
+
+
+def choose_group(candidates: tuple[Endpoint, ...], order: tuple[str, ...]) -> tuple[str, list[Endpoint]]:
+    """The preferred group of candidates and a description of it: the first listed site that has
+    candidates, else every candidate of an unlisted site."""
+    for site in order:
+        members = [e for e in candidates if e.site == site]
+        if members:
+            return f"site {site} (preference {order.index(site) + 1} of {len(order)})", members
+    listed = set(order)
+    rest = [e for e in candidates if e.site not in listed]
+    sites = ", ".join(dict.fromkeys(e.site for e in rest))
+    if order:
+        return f"sites not in failover_order ({sites}), no listed site has candidates", rest
+    return f"every site ({sites}), failover_order is empty", rest
+
+
+class Failover:
+    name = "failover"
+
+    def plan(self, candidates: tuple[Endpoint, ...], service: Service, env: PolicyEnv) -> Plan:
+        where, members = choose_group(candidates, service.failover_order)
+        best = min(e.priority for e in members)
+        tier = tuple(e for e in members if e.priority == best)
+        reason = f"failover: {where} answers; priority tier {best} has {len(tier)} candidate(s)"
+        if len(tier) == 1:
+            return FixedPlan(tier, reason)
+        rotations = tuple((tier[i:] + tier[:i])[: service.max_answers] for i in range(len(tier)))
+        return FailoverPlan(rotations, reason)

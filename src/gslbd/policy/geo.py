@@ -1,0 +1,201 @@
+"""geo: answer with the candidates closest to the client.
+
+The client's location (topology networks first, then the GeoIP database; see locate.py) picks the
+candidates in the same zone, else in the same region, else at the same site, else at the nearest site
+by great-circle distance (from the client's coordinates, or its site's), else all candidates. Inside
+the chosen set the answer rotates per query like round_robin.
+
+Every distinct set is built at plan time; a query only looks its client up in a bounded per-plan
+cache (address -> set), locating the client on a miss.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gslbd.model.service import Endpoint, Service
+from gslbd.model.topology import Locality, SiteInfo
+from gslbd.policy.base import FixedPlan, Locator, Plan, PolicyEnv
+
+# A plan forgets the clients it has located once it has seen this many (per address family).
+CACHE_LIMIT = 100_000
+EARTH_RADIUS_KM = 6371.0
+
+
+def great_circle_km(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Haversine distance in kilometres between two (latitude, longitude) points in degrees."""
+    lat1, lon1 = math.radians(a[0]), math.radians(a[1])
+    lat2, lon2 = math.radians(b[0]), math.radians(b[1])
+    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
+
+
+def endpoint_locality(endpoint: Endpoint, sites: Mapping[str, SiteInfo]) -> Locality:
+    """An endpoint's locality, or its site's when it declares none."""
+    if endpoint.locality.region is not None:
+        return endpoint.locality
+    info = sites.get(endpoint.site)
+    return info.locality if info is not None else endpoint.locality
+
+
+@dataclass(frozen=True, slots=True)
+class GeoTables:
+    """Which candidate set (class) answers each kind of location."""
+
+    by_zone: Mapping[tuple[str | None, str], int]
+    by_region: Mapping[str, int]
+    by_site: Mapping[str, int]
+    site_points: tuple[tuple[str, tuple[float, float], int], ...]  # sites with candidates and coordinates
+    everyone: int
+
+
+@dataclass(frozen=True, slots=True)
+class GeoPlan:
+    """Rotations of each candidate set laid end to end: set c owns variants starts[c] .. +counts[c]."""
+
+    variants: tuple[tuple[Endpoint, ...], ...]
+    starts: tuple[int, ...]
+    counts: tuple[int, ...]
+    tables: GeoTables
+    locator: Locator = field(compare=False)
+    sites: Mapping[str, SiteInfo] = field(compare=False)
+    cache4: dict[int, int] = field(default_factory=dict, compare=False)
+    cache6: dict[int, int] = field(default_factory=dict, compare=False)
+
+    @property
+    def location_dependent(self) -> bool:
+        return True
+
+    def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
+        cache = self.cache6 if v6 else self.cache4
+        chosen = cache.get(ip)
+        if chosen is None:
+            chosen = self.classify(ip, v6)[0]
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[ip] = chosen
+        return self.starts[chosen] + seq % self.counts[chosen]
+
+    def classify(self, ip: int, v6: bool) -> tuple[int, str]:
+        """The candidate set for a client, and why."""
+        t = self.tables
+        loc = self.locator.locate(ip, v6)
+        region, zone = loc.locality.region, loc.locality.zone
+        if zone is not None:
+            found = t.by_zone.get((region, zone))
+            if found is not None:
+                return found, f"same zone {zone} as the client"
+        if region is not None:
+            found = t.by_region.get(region)
+            if found is not None:
+                return found, f"same region {region} as the client"
+        if loc.site is not None:
+            found = t.by_site.get(loc.site)
+            if found is not None:
+                return found, f"same site {loc.site} as the client"
+        origin = loc.coordinates
+        source = "the client's coordinates"
+        info = self.sites.get(loc.site) if loc.site is not None else None
+        if info is not None and info.coordinates is not None and origin in (None, info.coordinates):
+            origin, source = info.coordinates, f"the client's site {info.name}"
+        if origin is not None and t.site_points:
+            best_site, best_class, best_km = "", t.everyone, math.inf
+            for site, point, chosen in t.site_points:
+                km = great_circle_km(origin, point)
+                if km < best_km:
+                    best_site, best_class, best_km = site, chosen, km
+            return best_class, f"nearest site {best_site} ({best_km:.0f} km from {source})"
+        if loc.how == "unknown":
+            return t.everyone, "client location unknown: all candidates"
+        return t.everyone, "no candidate shares the client's zone, region or site and none is placed: all"
+
+    def explain(self, ip: int, v6: bool) -> list[str]:
+        chosen, why = self.classify(ip, v6)
+        count = self.counts[chosen]
+        members = self.variants[self.starts[chosen]]
+        names = ", ".join(e.address for e in members)
+        return [f"geo: {why} -> {names}", f"geo: rotates among {count} answer(s) per query"]
+
+
+@dataclass(frozen=True, slots=True)
+class SameEverywherePlan:
+    """geo when every client would get the same set: a plain rotation, independent of the client."""
+
+    variants: tuple[tuple[Endpoint, ...], ...]
+    reason: str
+
+    @property
+    def location_dependent(self) -> bool:
+        return False
+
+    def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
+        return seq % len(self.variants)
+
+    def explain(self, ip: int, v6: bool) -> list[str]:
+        return [self.reason, f"geo: {len(self.variants)} rotations, one per query in turn"]
+
+
+class _Builder:
+    """Collects distinct candidate sets and their rotations."""
+
+    def __init__(self, max_answers: int) -> None:
+        self.max_answers = max_answers
+        self.ids: dict[tuple[Endpoint, ...], int] = {}
+        self.variants: list[tuple[Endpoint, ...]] = []
+        self.starts: list[int] = []
+        self.counts: list[int] = []
+
+    def add(self, members: tuple[Endpoint, ...]) -> int:
+        found = self.ids.get(members)
+        if found is not None:
+            return found
+        new = self.ids[members] = len(self.starts)
+        self.starts.append(len(self.variants))
+        self.counts.append(len(members))
+        for i in range(len(members)):
+            self.variants.append((members[i:] + members[:i])[: self.max_answers])
+        return new
+
+
+class Geo:
+    name = "geo"
+
+    def plan(self, candidates: tuple[Endpoint, ...], service: Service, env: PolicyEnv) -> Plan:
+        if len(candidates) == 1:
+            return FixedPlan(candidates, "geo: one candidate")
+        zones: dict[tuple[str | None, str], list[Endpoint]] = {}
+        regions: dict[str, list[Endpoint]] = {}
+        sites: dict[str, list[Endpoint]] = {}
+        for e in candidates:
+            loc = endpoint_locality(e, env.sites)
+            if loc.zone is not None:
+                zones.setdefault((loc.region, loc.zone), []).append(e)
+            if loc.region is not None:
+                regions.setdefault(loc.region, []).append(e)
+            sites.setdefault(e.site, []).append(e)
+        builder = _Builder(service.max_answers)
+        everyone = builder.add(candidates)
+        by_zone = {k: builder.add(tuple(v)) for k, v in zones.items()}
+        by_region = {k: builder.add(tuple(v)) for k, v in regions.items()}
+        by_site = {k: builder.add(tuple(v)) for k, v in sites.items()}
+        if len(builder.starts) == 1:
+            return SameEverywherePlan(
+                tuple(builder.variants), "geo: every candidate is in the same place, so all answer"
+            )
+        points = []
+        for site, chosen in by_site.items():
+            info = env.sites.get(site)
+            if info is not None and info.coordinates is not None:
+                points.append((site, info.coordinates, chosen))
+        tables = GeoTables(by_zone, by_region, by_site, tuple(points), everyone)
+        return GeoPlan(
+            tuple(builder.variants),
+            tuple(builder.starts),
+            tuple(builder.counts),
+            tables,
+            env.locator,
+            env.sites,
+        )
