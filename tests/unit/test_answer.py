@@ -145,6 +145,14 @@ def test_apex_ns_with_glue_for_in_zone_names_only() -> None:
     )
 
 
+def test_in_zone_nameserver_names_answer_their_glue_addresses() -> None:
+    assert ask("ns1.gslb.example.com.", "A").answer == (Rr("ns1.gslb.example.com.", "A", 300, "192.0.2.53"),)
+    assert ask("ns1.gslb.example.com.", "AAAA").answer == (
+        Rr("ns1.gslb.example.com.", "AAAA", 300, "2001:db8::53"),
+    )
+    assert ask("ns1.gslb.example.com.", "TXT") == Answer(Rcode.NOERROR, authority=(SOA_NEG,))
+
+
 def test_apex_a_is_nodata() -> None:
     assert ask(ORIGIN, "A") == Answer(Rcode.NOERROR, authority=(SOA_NEG,))
 

@@ -1,0 +1,78 @@
+"""Loading and validating gslbd configuration files.
+
+    load_config(path) -> Config               raises ConfigError listing every error at once
+    load_config_text(text, source) -> Config  the same for text in memory
+    check_config(path) -> (Config | None, problems)   never raises ConfigError; errors first, then warnings
+
+Every problem names the file, the line and the dotted field path (`services[0].endpoints[1].address`).
+Relative file paths inside a config (api.token_file, topology.geoip.database, checks.*.ca_file) are
+relative to the config file's directory (to the working directory for text in memory).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from gslbd.config.fields import Report
+from gslbd.config.loader import parse_yaml
+from gslbd.config.validate import build_config
+from gslbd.errors import ConfigError, Problem
+from gslbd.model.config import Config
+
+log = logging.getLogger(__name__)
+
+
+def _order(problems: list[Problem]) -> list[Problem]:
+    """Errors first, then warnings; each group by line (file-level problems first), stable."""
+    return sorted(problems, key=lambda p: (p.severity != "error", p.line or 0))
+
+
+def check_config_text(
+    text: str, source: str = "<string>", base_dir: str | os.PathLike[str] | None = None
+) -> tuple[Config | None, list[Problem]]:
+    """Validate configuration text: (the Config, or None when there are errors; every problem)."""
+    tree, problems = parse_yaml(text, source)
+    rep = Report(source, Path(base_dir) if base_dir is not None else Path.cwd())
+    rep.problems.extend(problems)
+    if any(p.severity == "error" for p in problems) and tree is None:
+        return None, _order(rep.problems)
+    config = build_config(rep, tree)
+    return (None if rep.failed else config), _order(rep.problems)
+
+
+def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Problem]]:
+    """Validate a configuration file: (the Config, or None when there are errors; every problem).
+
+    Never raises ConfigError: an unreadable file is a problem like any other.
+    """
+    source = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return None, [Problem(source, None, "", f"cannot read the configuration: {why}")]
+    return check_config_text(text, source, Path(path).resolve().parent)
+
+
+def _raise_or_return(config: Config | None, problems: list[Problem]) -> Config:
+    errors = [p for p in problems if p.severity == "error"]
+    if config is None or errors:
+        raise ConfigError(errors)
+    for problem in problems:
+        log.warning("%s", problem)
+    return config
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Load and validate a configuration file; raises ConfigError with every error. Warnings are logged."""
+    return _raise_or_return(*check_config(path))
+
+
+def load_config_text(text: str, source: str = "<string>") -> Config:
+    """Load and validate configuration text; raises ConfigError with every error. Warnings are logged."""
+    return _raise_or_return(*check_config_text(text, source))
+
+
+__all__ = ["check_config", "check_config_text", "load_config", "load_config_text"]

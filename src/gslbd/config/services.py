@@ -1,0 +1,288 @@
+"""Services (`services:`) and their endpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from gslbd.config.checks import CheckRef
+from gslbd.config.fields import (
+    Invalid,
+    MapReader,
+    Report,
+    as_map,
+    boolean,
+    enum,
+    integer,
+    join,
+    site_name,
+    string,
+    ttl,
+)
+from gslbd.config.loader import Map, Scalar, Seq
+from gslbd.config.names import in_zone, ip_address, make_name, origin_name, relative_to, target
+from gslbd.config.network import opt_locality
+from gslbd.config.zones import ZoneInfo, reserved_message
+from gslbd.model.check import Check
+from gslbd.model.service import Endpoint, Service
+from gslbd.model.topology import Locality
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+
+_SERVICE_KEYS = (
+    "name",
+    "zone",
+    "policy",
+    "failover_order",
+    "weights",
+    "ttl",
+    "max_answers",
+    "all_down",
+    "fallback",
+    "locality_names",
+    "check",
+    "endpoints",
+)
+_ENDPOINT_KEYS = ("address", "site", "locality", "weight", "priority", "check", "probe_address", "admin")
+_MAX_EXCHANGE_LABEL = 63 - len("localtargets-")
+
+
+@dataclass(slots=True)
+class ServiceContext:
+    """What services are checked against: the zones, the check profiles, and the known sites."""
+
+    rep: Report
+    zones: list[ZoneInfo]
+    checks: CheckRef
+    this_site: str
+    site_locality: Callable[[str], Locality]
+    peer_sites: set[str]
+    can_locate: bool  # topology networks or a GeoIP database exist
+    sites_used: dict[str, None] = field(default_factory=dict)  # every site named, in first-seen order
+
+
+def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str | None]:
+    """The zone holding the service and its absolute name; problems are reported."""
+    text = r.req("name", string)
+    explicit = r.opt("zone", origin_name)
+    if r.has("zone") and explicit is None:
+        return None, None
+    served = {z.zone.origin: z for z in ctx.zones}
+    if explicit is not None and explicit not in served:
+        known = ", ".join(sorted(served)) or "none"
+        r.error("zone", f"{explicit!r} is not a served zone; served zones: {known}")
+        return None, None
+    if text is None:
+        return None, None
+    absolute = text.strip().endswith(".") or text.strip() == "@"
+    if explicit is None and not absolute:
+        if len(ctx.zones) != 1:
+            why = "no zones are defined" if not ctx.zones else "there are several zones"
+            r.error("name", f"relative name {text!r} needs a zone: {why}; write it absolute or set zone")
+            return None, None
+        explicit = ctx.zones[0].zone.origin
+    try:
+        name = make_name(text, explicit)
+    except Invalid as exc:
+        r.error("name", exc.message)
+        return None, None
+    candidates = [z for z in ctx.zones if in_zone(name, z.zone.origin)]
+    if explicit is not None:
+        candidates = [z for z in candidates if z.zone.origin == explicit]
+    if not candidates:
+        where = f"the zone {explicit!r}" if explicit is not None else "any served zone"
+        r.error("name", f"{name!r} is not inside {where}")
+        return None, None
+    return max(candidates, key=lambda z: len(z.zone.origin)), name
+
+
+def _check_name(r: MapReader, info: ZoneInfo, name: str) -> bool:
+    origin = info.zone.origin
+    label = relative_to(name, origin)
+    why = reserved_message(name, origin)
+    if name == origin:
+        why = f"a service cannot be the zone apex {origin!r} (it holds SOA and NS)"
+    elif len(label.split(".", 1)[0]) > _MAX_EXCHANGE_LABEL:
+        limit = _MAX_EXCHANGE_LABEL
+        why = f"the first label of {name!r} is longer than {limit} (localtargets-<label> must fit)"
+    if why is not None:
+        r.error("name", why)
+        return False
+    owners = info.owners.get(name)
+    if owners:
+        r.error("name", f"{name!r} is also a static record ({owners[0].record})")
+        return False
+    return True
+
+
+def _fallback(r: MapReader, all_down: AllDown) -> tuple[str, ...]:
+    found = r.list_of("fallback", target) or []
+    hosts = [(a, p, line) for (a, kind), p, line in found if kind is EndpointKind.HOSTNAME]
+    if hosts and len(found) > 1:
+        r.error("fallback", "give either IP addresses or exactly one hostname")
+    node = r.node_of("fallback")
+    if all_down is AllDown.FALLBACK and node is None:
+        r.rep.error(r.line, r.at("fallback"), "required when all_down is fallback")
+    elif all_down is AllDown.FALLBACK and isinstance(node, Seq) and not node.items:
+        r.error("fallback", "must not be empty when all_down is fallback")
+    if found and all_down is not AllDown.FALLBACK:
+        r.warn("fallback", f"fallback is only used with all_down: fallback (all_down is {all_down})")
+    return tuple(dict.fromkeys(a for (a, _), _, _ in found))
+
+
+def _weights(r: MapReader) -> tuple[tuple[str, int], ...] | None:
+    w = r.sub("weights")
+    if w is None:
+        return None
+    out = []
+    for entry in w.node.entries:
+        path = join(w.path, entry.key)
+        try:
+            site_name(Scalar(entry.key_line, entry.key))
+            out.append((entry.key, integer(0, 1000)(entry.value)))
+        except Invalid as exc:
+            w.rep.error(entry.value.line, path, exc.message)
+    if out and not any(v for _, v in out):
+        r.warn("weights", "every weight is 0: the sites are picked as if equal")
+    return tuple(out)
+
+
+def _read_endpoint(
+    ctx: ServiceContext, r: MapReader, service: str, default_check: Check | None
+) -> Endpoint | None:
+    r.check_keys(_ENDPOINT_KEYS)
+    found = r.req("address", target)
+    site = r.get("site", site_name, ctx.this_site)
+    ctx.sites_used.setdefault(site)
+    locality = opt_locality(r)
+    weight = r.get("weight", integer(0, 1000), 1)
+    priority = r.get("priority", integer(0), 0)
+    inline = f"{service}#{found[0]}" if found is not None else f"{service}#endpoint"
+    given, check = ctx.checks.resolve(r, inline)
+    probe = r.opt("probe_address", ip_address)
+    admin = r.get("admin", enum(AdminState, "admin state"), AdminState.OBEY)
+    if found is None:
+        return None
+    return Endpoint(
+        service=service,
+        address=found[0],
+        kind=found[1],
+        site=site,
+        locality=locality if locality is not None else ctx.site_locality(site),
+        weight=weight,
+        priority=priority,
+        check=check if given else default_check,
+        probe_address=probe,
+        admin=admin,
+    )
+
+
+def _read_endpoints(ctx: ServiceContext, r: MapReader, name: str, default: Check | None) -> list[Endpoint]:
+    out: list[Endpoint] = []
+    seen: dict[str, str] = {}
+    for item, path in r.items("endpoints"):
+        e = as_map(ctx.rep, item, path)
+        if e is None:
+            continue
+        endpoint = _read_endpoint(ctx, e, name, default)
+        if endpoint is None:
+            continue
+        if endpoint.address in seen:
+            e.error(
+                "address", f"duplicate endpoint address {endpoint.address} (also {seen[endpoint.address]})"
+            )
+            continue
+        seen[endpoint.address] = path
+        out.append(endpoint)
+    return out
+
+
+def _site_warnings(
+    ctx: ServiceContext, r: MapReader, service: Service, order: list[tuple[str, str, int]]
+) -> None:
+    have = {e.site for e in service.endpoints} | ctx.peer_sites
+    if service.failover_order and service.policy is not PolicyName.FAILOVER:
+        r.warn(
+            "failover_order",
+            f"failover_order is only used by the failover policy (policy is {service.policy})",
+        )
+    if service.weights is not None and service.policy is not PolicyName.WEIGHTED:
+        r.warn("weights", f"weights are only used by the weighted policy (policy is {service.policy})")
+    for site, path, line in order:
+        if site not in have:
+            r.rep.warn(line, path, f"no endpoint has site '{site}'")
+    w = r.node_of("weights")
+    for site, _ in service.weights or ():
+        if site not in have and isinstance(w, Map):
+            entry = w.get(site)
+            line = entry.key_line if entry is not None else w.line
+            r.rep.warn(line, join(r.at("weights"), site), f"no endpoint has site '{site}'")
+    kinds = {e.kind is EndpointKind.HOSTNAME for e in service.endpoints}
+    if len(kinds) == 2:
+        r.warn(
+            "endpoints", "mixes hostname and IP endpoints: a hostname picked first is answered alone (CNAME)"
+        )
+    if service.locality_names and not any(e.locality.region for e in service.endpoints):
+        r.warn("locality_names", "no endpoint has a region, so no locality names are made")
+    if service.policy is PolicyName.GEO and not ctx.can_locate:
+        r.warn("policy", "geo policy, but topology has no networks and no geoip database to locate clients")
+    if not service.endpoints and not ctx.peer_sites:
+        r.rep.warn(r.line, r.at("endpoints"), "the service has no endpoints")
+
+
+def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
+    r.check_keys(_SERVICE_KEYS)
+    info, name = _zone_for(ctx, r)
+    ok = info is not None and name is not None and _check_name(r, info, name)
+    policy = r.get("policy", enum(PolicyName, "policy"), PolicyName.ROUND_ROBIN)
+    order = r.list_of("failover_order", site_name) or []
+    seen: set[str] = set()
+    for site, path, line in order:
+        if site in seen:
+            ctx.rep.error(line, path, f"site '{site}' is listed twice")
+        seen.add(site)
+        ctx.sites_used.setdefault(site)
+    weights = _weights(r)
+    for site, _ in weights or ():
+        ctx.sites_used.setdefault(site)
+    zone_ttl = info.zone.ttl if info is not None else 30
+    all_down = r.get("all_down", enum(AllDown, "all_down mode"), AllDown.SERVE_ALL)
+    fqdn = name or "<service>"
+    _, default_check = ctx.checks.resolve(r, f"{fqdn}#inline")
+    service = Service(
+        name=fqdn,
+        zone=info.zone.origin if info is not None else "",
+        label=relative_to(fqdn, info.zone.origin) if info is not None and name is not None else "",
+        policy=policy,
+        failover_order=tuple(dict.fromkeys(s for s, _, _ in order)),
+        weights=weights,
+        ttl=r.get("ttl", ttl, zone_ttl),
+        max_answers=r.get("max_answers", integer(1), 8),
+        all_down=all_down,
+        fallback=_fallback(r, all_down),
+        locality_names=r.get("locality_names", boolean, False),
+        endpoints=tuple(_read_endpoints(ctx, r, fqdn, default_check)),
+    )
+    _site_warnings(ctx, r, service, order)
+    return service if ok else None
+
+
+def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:
+    out: list[Service] = []
+    seen: dict[str, str] = {}
+    for item, path in root.items("services"):
+        r = as_map(ctx.rep, item, path)
+        if r is None:
+            continue
+        service = read_service(ctx, r)
+        if service is None:
+            continue
+        if service.name in seen:
+            r.error("name", f"duplicate service {service.name!r} (also {seen[service.name]})")
+            continue
+        seen[service.name] = path
+        out.append(service)
+    return out
+
+
+def locality_lookup(localities: Mapping[str, Locality]) -> Callable[[str], Locality]:
+    return lambda site: localities.get(site, Locality())

@@ -1,0 +1,172 @@
+"""From the marked YAML tree to a `Config`: every section, then the checks across sections."""
+
+from __future__ import annotations
+
+from gslbd.config.checks import CheckRef, read_profiles
+from gslbd.config.fields import Invalid, MapReader, Report, describe, integer
+from gslbd.config.loader import Map, Node
+from gslbd.config.names import in_zone
+from gslbd.config.network import (
+    read_api,
+    read_cluster,
+    read_dns,
+    read_peers,
+    read_site,
+    read_sites,
+    read_topology,
+)
+from gslbd.config.services import ServiceContext, locality_lookup, read_services
+from gslbd.config.zones import ZoneInfo, read_zones
+from gslbd.model.config import Config, PeersConfig, SiteConfig
+from gslbd.model.topology import Locality, SiteInfo, Topology
+from gslbd.types import Discover
+
+SUPPORTED_VERSION = 1
+TOP_KEYS = (
+    "version",
+    "site",
+    "dns",
+    "api",
+    "zones",
+    "checks",
+    "services",
+    "topology",
+    "sites",
+    "cluster",
+    "peers",
+)
+
+
+def _version(node: Node) -> int:
+    value = integer()(node)
+    if value != SUPPORTED_VERSION:
+        raise Invalid(f"unsupported version {value}; this gslbd reads version {SUPPORTED_VERSION}")
+    return value
+
+
+def _records_in_subzones(rep: Report, zones: list[ZoneInfo]) -> None:
+    """A record written in a zone but inside a more specific served zone would never be answered."""
+    for info in zones:
+        for name, places in info.owners.items():
+            for other in zones:
+                inner = other.zone.origin
+                deeper = len(inner) > len(info.zone.origin) and in_zone(inner, info.zone.origin)
+                if deeper and in_zone(name, inner):
+                    rep.error(
+                        places[0].line,
+                        places[0].record,
+                        f"{name!r} belongs to the more specific zone {inner!r}",
+                    )
+                    break
+
+
+def _conflict(a: Locality, b: Locality) -> bool:
+    """Do two localities disagree (a part set in both but different)?"""
+    return bool(a.region and b.region and a.region != b.region) or bool(
+        a.zone and b.zone and a.zone != b.zone
+    )
+
+
+def _site_localities(
+    site: SiteConfig, site_locality_given: bool, sites: dict[str, tuple[SiteInfo, bool]], r: MapReader
+) -> dict[str, Locality]:
+    localities = {name: info.locality for name, (info, _) in sites.items()}
+    own = sites.get(site.name)
+    if site_locality_given:
+        if own is not None and own[1] and _conflict(own[0].locality, site.locality):
+            s = r.sub("sites")
+            if s is not None:
+                s.rep.warn(
+                    s.line_of(site.name),
+                    s.at(site.name) + ".locality",
+                    f"differs from site.locality, which wins for this site ('{site.name}')",
+                )
+        localities[site.name] = site.locality
+    return localities
+
+
+def _all_sites(
+    site: SiteConfig,
+    sites: dict[str, tuple[SiteInfo, bool]],
+    used: dict[str, None],
+    peers: PeersConfig | None,
+    topology: Topology,
+) -> tuple[SiteInfo, ...]:
+    out: dict[str, SiteInfo] = {}
+    own = sites.get(site.name)
+    out[site.name] = SiteInfo(site.name, site.locality, own[0].coordinates if own is not None else None)
+    for name, (info, _) in sites.items():
+        out.setdefault(name, info)
+    extra: list[str | None] = list(used)
+    extra += [p.name for p in peers.sites] if peers is not None else []
+    extra += [n.site for n in topology.networks]
+    for extra_name in extra:
+        if extra_name is not None:
+            out.setdefault(extra_name, SiteInfo(extra_name))
+    return tuple(out.values())
+
+
+def _discover_warning(rep: Report, r: MapReader, peers: PeersConfig | None, zones: list[ZoneInfo]) -> None:
+    if peers is None or peers.discover is not Discover.NS:
+        return
+    names = [ns.name for z in zones for ns in z.zone.nameservers]
+    if not any(n.startswith("gslb-ns-") for n in names):
+        p = r.sub("peers")
+        if p is not None:
+            p.warn("discover", "discover: ns, but no zone has a nameserver named gslb-ns-<site>-...")
+
+
+def build_config(rep: Report, tree: Node | None) -> Config | None:
+    """Validate a whole configuration; None when there are errors (all of them are in `rep`)."""
+    if tree is None:
+        tree = Map(1, ())
+    if not isinstance(tree, Map):
+        rep.error(tree.line, "", f"the configuration must be a mapping of sections, got {describe(tree)}")
+        return None
+    r = MapReader(rep, tree, "", 1)
+    r.check_keys(TOP_KEYS)
+    version = r.get("version", _version, SUPPORTED_VERSION)
+    site, site_locality_given = read_site(r.sub("site"))
+    sites = read_sites(r.sub("sites"))
+    localities = _site_localities(site, site_locality_given, sites, r)
+    site = SiteConfig(site.name, localities.get(site.name, Locality()))
+    dns = read_dns(r.sub("dns"))
+    api = read_api(r.sub("api"))
+    peers = read_peers(r.sub("peers"), site.name)
+    topology = read_topology(r.sub("topology"))
+    zones = read_zones(rep, r)
+    _records_in_subzones(rep, zones)
+    if not zones and not r.has("zones"):
+        rep.warn(1, "zones", "no zones: every query will be answered REFUSED")
+    _discover_warning(rep, r, peers, zones)
+    checks_r = r.sub("checks")
+    profiles = read_profiles(rep, checks_r)
+    refs = CheckRef(rep, profiles, set(checks_r.keys()) - {"none"} if checks_r is not None else set())
+    ctx = ServiceContext(
+        rep=rep,
+        zones=zones,
+        checks=refs,
+        this_site=site.name,
+        site_locality=locality_lookup(localities),
+        peer_sites={p.name for p in peers.sites} if peers is not None else set(),
+        can_locate=bool(topology.networks) or topology.geoip_database is not None,
+    )
+    services = read_services(ctx, r)
+    refs.warn_unused(checks_r)
+    cluster = read_cluster(r.sub("cluster"))
+    if rep.failed:
+        return None
+    return Config(
+        version=version,
+        site=site,
+        dns=dns,
+        api=api,
+        zones=tuple(z.zone for z in zones),
+        checks=tuple(check for check, _ in profiles.values()),
+        services=tuple(services),
+        topology=topology,
+        sites=_all_sites(site, sites, ctx.sites_used, peers, topology),
+        cluster=cluster,
+        peers=peers,
+        source=rep.source,
+    )
