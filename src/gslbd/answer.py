@@ -294,11 +294,12 @@ def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
         for (name, rtype), rrs in grouped.items():
             node(name, zone).outcomes[rtype] = Records(tuple(rrs))
         # In-zone nameservers answer their own addresses (resolvers re-query glue names).
-        glue = _apex_outcomes(zone).get("NS")
-        for rr in glue.additional if isinstance(glue, Records) else ():
+        ns = _apex_outcomes(zone).get("NS")
+        glue = ns.additional if isinstance(ns, Records) else ()
+        for rr in glue:
             outcomes = node(rr.name, zone).outcomes
             if rr.rtype not in outcomes:
-                same = tuple(g for g in glue.additional if g.name == rr.name and g.rtype == rr.rtype)
+                same = tuple(g for g in glue if g.name == rr.name and g.rtype == rr.rtype)
                 outcomes[rr.rtype] = Records(same)
     for service in config.services:
         zone = zones[service.zone]

@@ -173,7 +173,7 @@ def answer_lines(view: View, qname: str, rtype: str, client: Client) -> tuple[li
     return lines, answer.location_dependent
 
 
-def explain(  # noqa: PLR0917 - the signature the CLI calls
+def explain(
     config: Config,
     view: View,
     env: PolicyEnv,

@@ -1,0 +1,236 @@
+"""The answer-table compiler: a `View` turned into the precompiled bytes the fast path sends.
+
+For every existing name the table holds a node: an entry per query type the name answers
+specially, and a default entry for every other type (NODATA, or the name's CNAME). An entry holds one
+or more variants (a policy plan's possible answers), each as:
+  - `heads`: the 10 header bytes after the ID (flags, QDCOUNT=1, ANCOUNT, NSCOUNT, ARCOUNT) for
+    the four cases RD clear/set x without/with OPT, indexed by `rd | has_opt << 1`;
+  - `tc_heads`: the same for the truncated form (TC set, no records, ARCOUNT = has_opt);
+  - `sections`: the answer, authority and additional records as wire bytes, rendered by dnspython
+    behind a lower-case question for that name at offset 12. A query's question, in whatever case,
+    has the same length and layout, so these bytes follow it unchanged and their compression
+    pointers into the question echo the client's letter case.
+For every served zone the table holds the NXDOMAIN answer: heads and the SOA record without its
+owner; the fast path writes the owner as a pointer to the zone's suffix inside the query's own
+question. One REFUSED variant serves names outside every zone and zone transfers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import random
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+import dns.rdatatype
+
+from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Rr, View, render, soa_rr
+from gslbd.types import Rcode
+from gslbd.wire.render import IN, dns_name, rdata, sections_wire
+
+PickFn = Callable[[int, bool, random.Random, int], int]
+Heads = tuple[bytes, bytes, bytes, bytes]
+# Types whose answer is precompiled at every name besides the name's own types.
+ALWAYS_TYPES = ("ANY", "SOA", "NS")
+ZONE_TRANSFER_TYPES = (dns.rdatatype.AXFR, dns.rdatatype.IXFR)
+_ADDRESS_TYPES = ("A", "AAAA")
+_UNUSED_RNG = random.Random(0)  # fixed answers take nothing from it
+# Any type string that is no record type: NameData.outcome() of it is what every other type gets.
+_OTHER_TYPE = ""
+
+
+class Variant(NamedTuple):
+    """One possible response: header tails and the records after the question."""
+
+    heads: Heads
+    tc_heads: Heads
+    sections: bytes
+
+
+class Entry(NamedTuple):
+    """The answer to one (name, type): a fixed variant (`pick` None) or a plan's variants."""
+
+    pick: PickFn | None
+    counter: Iterator[int]  # this entry's query counter: the plan's `seq`
+    variants: tuple[Variant, ...]
+    location_dependent: bool
+
+
+class Node(NamedTuple):
+    """An existing name: entries by query type, and the entry of every other type."""
+
+    types: dict[int, Entry]
+    default: Entry
+
+
+class ZoneEntry(NamedTuple):
+    """A served zone's NXDOMAIN: header tails and the SOA record after its owner name."""
+
+    heads: Heads
+    tc_heads: Heads
+    soa_tail: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerTable:
+    """Everything the fast path answers from. Never mutated after `compile_table` (the entries'
+    query counters aside). Keys are wire-format names in lower case."""
+
+    names: dict[bytes, Node]
+    zones: dict[bytes, ZoneEntry]
+    refused: Variant
+    max_udp_payload: int
+    use_client_subnet: bool
+    opt_plain: tuple[bytes, bytes]  # our OPT record without options, DO clear / set
+    opt_prefix: tuple[bytes, bytes]  # the same up to RDLENGTH, for appending options
+
+
+def heads(rcode: int, *, authoritative: bool, counts: tuple[int, int, int] = (0, 0, 0)) -> Heads:
+    """Header tails (flags and counts) for rd in (0, 1) x OPT in (no, yes)."""
+    return _heads(rcode, authoritative, counts, truncated=False)
+
+
+def tc_heads(rcode: int, *, authoritative: bool) -> Heads:
+    return _heads(rcode, authoritative, (0, 0, 0), truncated=True)
+
+
+@lru_cache(maxsize=1024)
+def _heads(rcode: int, authoritative: bool, counts: tuple[int, int, int], *, truncated: bool) -> Heads:
+    an, ns, ar = counts
+    out = []
+    for has_opt in (0, 1):
+        for rd in (0, 1):
+            flags = 0x80 | (0x04 if authoritative else 0) | (0x02 if truncated else 0) | rd
+            out.append(struct.pack("!BBHHHH", flags, rcode & 0xF, 1, an, ns, ar + has_opt))
+    return (out[0], out[1], out[2], out[3])
+
+
+@lru_cache(maxsize=1 << 16)
+def compile_answer(qname: str, answer: Answer) -> Variant:
+    """A variant for a fixed answer to a question for `qname`. Cached across compilations: fixed
+    answers (static records, NODATA, all_down) rarely change when health does."""
+    sections, an, ns, ar = sections_wire(dns_name(qname), answer)
+    aa = answer.authoritative and answer.rcode != Rcode.REFUSED
+    return Variant(
+        heads(answer.rcode, authoritative=aa, counts=(an, ns, ar)),
+        tc_heads(answer.rcode, authoritative=aa),
+        sections,
+    )
+
+
+@lru_cache(maxsize=65536)
+def address_record(rtype: str, ttl: int, address: str) -> bytes:
+    """An A or AAAA record owned by the question's name (a pointer to offset 12), as dnspython
+    writes it behind the question."""
+    packed = ipaddress.ip_address(address).packed
+    return struct.pack("!HHHIH", 0xC00C, 1 if rtype == "A" else 28, IN, ttl, len(packed)) + packed
+
+
+def compile_records(name: str, records: tuple[Rr, ...]) -> Variant:
+    """A positive answer at `name`. Plain address answers (the policies' usual variants: one RRset
+    of A or AAAA records at the question's name, one TTL, no repeats) are written directly, byte for
+    byte as dnspython would write them; anything else is rendered by dnspython."""
+    first = records[0]
+    rtype, ttl = first.rtype, first.ttl
+    if rtype in _ADDRESS_TYPES:
+        parts = []
+        seen = set()
+        for rr in records:
+            if rr.name != name or rr.rtype != rtype or rr.ttl != ttl or rr.rdata in seen:
+                break
+            seen.add(rr.rdata)
+            parts.append(address_record(rtype, ttl, rr.rdata))
+        else:
+            return Variant(
+                heads(Rcode.NOERROR, authoritative=True, counts=(len(parts), 0, 0)),
+                tc_heads(Rcode.NOERROR, authoritative=True),
+                b"".join(parts),
+            )
+    return compile_answer(name, Answer(Rcode.NOERROR, answer=records))
+
+
+def compile_outcome(data: NameData, outcome: Outcome) -> Entry:
+    """The entry of one outcome at one name: every variant of a plan, or the one fixed answer."""
+    if isinstance(outcome, Dynamic):
+        plan = outcome.plan
+        variants = tuple(compile_records(data.name, outcome.records(i)) for i in range(len(plan.variants)))
+        pick = None if len(variants) == 1 else plan.pick
+        return Entry(pick, itertools.count(), variants, plan.location_dependent)
+    # Records and Negative answers do not depend on the client, the rng or the counter.
+    fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
+    return Entry(None, itertools.count(), (compile_answer(data.name, fixed),), False)
+
+
+def compile_node(data: NameData, refused: Entry) -> Node:
+    """Entries for every type this name answers specially, and its default entry."""
+    # Types sharing an outcome share its entry: plans and records by identity, negatives by value.
+    compiled: dict[object, Entry] = {}
+    seen: list[Outcome] = []  # keeps every outcome alive while its id() is a key above
+    types: dict[int, Entry] = {}
+
+    def entry_of(rtype: str) -> Entry:
+        outcome = data.outcome(rtype)
+        key = outcome if isinstance(outcome, Negative) else id(outcome)
+        found = compiled.get(key)
+        if found is None:
+            seen.append(outcome)
+            found = compiled[key] = compile_outcome(data, outcome)
+        return found
+
+    for rtype in (*data.outcomes, *ALWAYS_TYPES):
+        types[int(dns.rdatatype.from_text(rtype))] = entry_of(rtype)
+    default = entry_of(_OTHER_TYPE)
+    for rdtype in ZONE_TRANSFER_TYPES:
+        types[int(rdtype)] = refused
+    return Node(types, default)
+
+
+def compile_zone(origin: str, view: View) -> ZoneEntry:
+    """A zone's NXDOMAIN variant: the SOA with TTL negative_ttl, its owner left to the fast path."""
+    zone = view.zones[origin]
+    soa = soa_rr(zone, zone.negative_ttl)
+    rdata_wire = rdata("SOA", soa.rdata).to_wire()
+    assert rdata_wire is not None  # to_wire() without a file returns the bytes
+    tail = struct.pack("!HHIH", dns.rdatatype.SOA, IN, soa.ttl, len(rdata_wire)) + rdata_wire
+    return ZoneEntry(
+        heads(Rcode.NXDOMAIN, authoritative=True, counts=(0, 1, 0)),
+        tc_heads(Rcode.NXDOMAIN, authoritative=True),
+        tail,
+    )
+
+
+def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
+    """Our OPT record: root owner, type 41, class = payload, version 0, DO as asked; with RDLENGTH
+    0 when `rdlen` is 0, or without RDLENGTH when `rdlen` is None (options are appended later)."""
+    head = struct.pack("!BHHBBH", 0, 41, payload, 0, 0, 0x8000 if do else 0)
+    return head if rdlen is None else head + struct.pack("!H", rdlen)
+
+
+def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) -> AnswerTable:
+    """Precompile every answer of a view for the fast path."""
+    refused = Variant(
+        heads(Rcode.REFUSED, authoritative=False),
+        tc_heads(Rcode.REFUSED, authoritative=False),
+        b"",
+    )
+    refused_entry = Entry(None, itertools.count(), (refused,), False)
+    names = {_wire_key(name): compile_node(data, refused_entry) for name, data in view.names.items()}
+    zones = {_wire_key(origin): compile_zone(origin, view) for origin in view.zones}
+    payload = max_udp_payload  # 512..65535, checked by the config loader
+    return AnswerTable(
+        names=names,
+        zones=zones,
+        refused=refused,
+        max_udp_payload=max_udp_payload,
+        use_client_subnet=use_client_subnet,
+        opt_plain=(opt_record(payload, False, 0), opt_record(payload, True, 0)),
+        opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
+    )
+
+
+def _wire_key(name: str) -> bytes:
+    return dns_name(name).to_wire(canonicalize=True) or b""

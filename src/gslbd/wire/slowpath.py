@@ -1,0 +1,191 @@
+"""The complete DNS behaviour, with dnspython: every query the fast path does not take.
+
+The order of checks (each answers or drops, the first that applies wins):
+  1. shorter than a header (12 bytes), or QR set: dropped (None);
+  2. the message does not parse: NOTIMP for an opcode other than QUERY, else BADVERS when a readable
+     OPT record has a version above 0, else FORMERR; the question is echoed when it can be read, an
+     OPT record is added when one could be found;
+  3. opcode other than QUERY: NOTIMP;
+  4. QDCOUNT != 1: FORMERR without a question;
+  5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
+  6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
+  7. class other than IN, AXFR, IXFR: REFUSED;
+  8. the view's answer for (name, type) at the client's location.
+Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
+echoes ECS when `use_client_subnet` is on and the query carried it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import struct
+
+import dns.edns
+import dns.message
+import dns.name
+import dns.opcode
+import dns.rcode
+import dns.rdatatype
+import dns.rrset
+
+from gslbd.answer import Answer, View, render, soa_rr
+from gslbd.types import Rcode
+from gslbd.wire.render import (
+    DO,
+    IN,
+    TCP_LIMIT,
+    EdnsReply,
+    build_message,
+    message_wire,
+    response_flags,
+    to_wire_limited,
+    udp_limit,
+)
+
+BADVERS = 16
+OPT_TYPE = 41
+ZONE_TRANSFERS = (dns.rdatatype.AXFR, dns.rdatatype.IXFR)
+
+
+def slow_response(
+    data: bytes,
+    view: View,
+    src_ip: int,
+    src_v6: bool,
+    *,
+    tcp: bool,
+    max_udp_payload: int,
+    use_client_subnet: bool,
+    rng: random.Random,
+    seq: int,
+) -> bytes | None:
+    """The response to one query packet (without the TCP length prefix), or None to drop it."""
+    if len(data) < 12 or data[2] & 0x80:
+        return None
+    qid = int.from_bytes(data[0:2], "big")
+    qflags = int.from_bytes(data[2:4], "big")
+    try:
+        query = dns.message.from_wire(data)
+    except Exception:  # dnspython raises many kinds of errors on malformed input
+        return _unparsed(data, qid, qflags, max_udp_payload)
+    has_edns = query.edns >= 0
+    edns = EdnsReply(max_udp_payload, query.ednsflags & DO) if has_edns else None
+    if query.opcode() != dns.opcode.QUERY:
+        echoed = query.question if len(query.question) == 1 else []
+        return _error(qid, qflags, echoed, Rcode.NOTIMP, edns)
+    if len(query.question) != 1:
+        return _error(qid, qflags, [], Rcode.FORMERR, edns)
+    question = query.question[0]
+    if query.edns > 0:
+        return _error(qid, qflags, [question], BADVERS, edns)
+    ecs_options = [o for o in query.options if isinstance(o, dns.edns.ECSOption)]
+    if len(ecs_options) > 1:
+        return _error(qid, qflags, [question], Rcode.FORMERR, edns)
+    ecs = ecs_options[0] if ecs_options and use_client_subnet else None
+    ip, v6 = src_ip, src_v6
+    if ecs is not None and ecs.srclen > 0:
+        ip, v6 = int(ipaddress.ip_address(ecs.address)), ecs.family == 2
+    if question.rdclass != IN or question.rdtype in ZONE_TRANSFERS:
+        answer = Answer(Rcode.REFUSED, authoritative=False)
+    else:
+        answer = resolve(view, question.name, question.rdtype, ip=ip, v6=v6, rng=rng, seq=seq)
+    if edns is not None and ecs is not None:
+        scope = ecs.srclen if answer.location_dependent else 0
+        edns = EdnsReply(edns.payload, edns.flags, (dns.edns.ECSOption(ecs.address, ecs.srclen, scope),))
+    flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
+    msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
+    limit = TCP_LIMIT if tcp else udp_limit(has_edns, query.payload, max_udp_payload)
+    return to_wire_limited(msg, limit)
+
+
+def resolve(
+    view: View,
+    qname: dns.name.Name,
+    rdtype: dns.rdatatype.RdataType,
+    *,
+    ip: int,
+    v6: bool,
+    rng: random.Random,
+    seq: int,
+) -> Answer:
+    """The view's answer for a question (any letter case), like `View.resolve`, but finding the zone
+    of a nonexistent name label by label, so that an escaped dot inside a label is not a boundary."""
+    name = qname.canonicalize()
+    data = view.names.get(name.to_text())
+    if data is not None:
+        return render(data, data.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
+    while True:
+        zone = view.zones.get(name.to_text())
+        if zone is not None:
+            return Answer(Rcode.NXDOMAIN, authority=(soa_rr(zone, zone.negative_ttl),))
+        if name == dns.name.root:
+            return Answer(Rcode.REFUSED, authoritative=False)
+        name = name.parent()
+
+
+def _error(
+    qid: int,
+    qflags: int,
+    question: list[dns.rrset.RRset],
+    rcode: int,
+    edns: EdnsReply | None,
+) -> bytes:
+    msg = build_message(qid, response_flags(qflags, authoritative=False), question, rcode=rcode, edns=edns)
+    return message_wire(msg)
+
+
+def _unparsed(data: bytes, qid: int, qflags: int, max_udp_payload: int) -> bytes:
+    """The error response to a packet dnspython cannot parse."""
+    question = readable_question(data)
+    opt = scan_opt(data)
+    edns = EdnsReply(max_udp_payload, opt[1] & DO) if opt is not None else None
+    if qflags & 0x7800:
+        rcode = Rcode.NOTIMP
+    elif opt is not None and (opt[1] >> 16) & 0xFF:
+        rcode = BADVERS
+    else:
+        rcode = Rcode.FORMERR
+    return _error(qid, qflags, question, rcode, edns)
+
+
+def readable_question(data: bytes) -> list[dns.rrset.RRset]:
+    """The question of a packet whose rest may be broken: only when QDCOUNT is 1 and it parses."""
+    if data[4:6] != b"\x00\x01":
+        return []
+    try:
+        return list(dns.message.from_wire(data, question_only=True).question)
+    except Exception:  # any malformed question
+        return []
+
+
+def scan_opt(data: bytes) -> tuple[int, int] | None:
+    """(payload, ttl) of the first OPT record in the additional section of a possibly broken packet,
+    found by skipping records without parsing them; None when there is none or the walk fails."""
+    try:
+        qdcount, ancount, nscount, arcount = struct.unpack_from("!HHHH", data, 4)
+        pos = 12
+        for _ in range(qdcount):
+            pos = _skip_name(data, pos) + 4
+        for index in range(ancount + nscount + arcount):
+            pos = _skip_name(data, pos)
+            rtype, rclass, ttl, rdlen = struct.unpack_from("!HHIH", data, pos)
+            if rtype == OPT_TYPE and index >= ancount + nscount:
+                return rclass, ttl
+            pos += 10 + rdlen
+    except (IndexError, ValueError, struct.error):
+        return None
+    return None
+
+
+def _skip_name(data: bytes, pos: int) -> int:
+    """The offset just after the (possibly compressed) name at `pos`."""
+    while True:
+        length = data[pos]
+        if length == 0:
+            return pos + 1
+        if length & 0xC0 == 0xC0:
+            return pos + 2
+        if length & 0xC0:
+            raise ValueError("unknown label type")
+        pos += length + 1

@@ -1,0 +1,185 @@
+"""A served world for the wire tests (zones, services, a snapshot) and helpers to ask it questions."""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from dataclasses import replace
+from typing import Any
+
+import dns.edns
+import dns.flags
+import dns.message
+import dns.name
+import dns.rdataclass
+import dns.rdatatype
+
+from gslbd.answer import View, build_view
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint, Service
+from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
+from gslbd.policy.base import NoLocator, PolicyEnv
+from gslbd.state.snapshot import Snapshot
+from gslbd.types import AllDown, EndpointKind, PolicyName
+from gslbd.wire import Responder, compile_table
+
+ORIGIN = "gslb.example.com."
+INNER = "inner.gslb.example.com."
+OTHER = "example.org."
+SOA_TEXT = "ns1.gslb.example.com. hostmaster.example.com. 2024010101 3600 600 604800 60"
+CLIENT = "203.0.113.5"
+
+
+def _soa(origin: str) -> Soa:
+    del origin
+    return Soa("ns1.gslb.example.com.", "hostmaster.example.com.", 2024010101, minimum=60)
+
+
+ZONE = Zone(
+    ORIGIN,
+    ttl=300,
+    negative_ttl=60,
+    soa=_soa(ORIGIN),
+    nameservers=(
+        Nameserver("ns1.gslb.example.com.", ("192.0.2.53", "2001:db8::53")),
+        Nameserver("ns.example.net.", ("198.51.100.53",)),
+    ),
+    records=(
+        StaticRecord("www.gslb.example.com.", "CNAME", "app.gslb.example.com.", 120),
+        StaticRecord("info.gslb.example.com.", "TXT", '"hello"', 120),
+        StaticRecord("info.gslb.example.com.", "TXT", '"world"', 120),
+        StaticRecord("mail.gslb.example.com.", "MX", "10 mx.example.net.", 120),
+        StaticRecord("x.deep.gslb.example.com.", "A", "192.0.2.99", 120),
+    ),
+)
+INNER_ZONE = Zone(
+    INNER,
+    ttl=30,
+    negative_ttl=45,
+    soa=Soa("ns1.gslb.example.com.", "hostmaster.example.com.", 7, minimum=45),
+    nameservers=(Nameserver("ns1.gslb.example.com."),),
+)
+OTHER_ZONE = Zone(
+    OTHER,
+    ttl=30,
+    negative_ttl=30,
+    soa=Soa("ns.example.org.", "hostmaster.example.org.", 1),
+    nameservers=(Nameserver("ns.example.org.", ("192.0.2.54",)),),
+)
+
+
+def ep(service: str, address: str, site: str = "eu") -> Endpoint:
+    kind = (
+        EndpointKind.HOSTNAME
+        if address.endswith(".")
+        else EndpointKind.IPV6
+        if ":" in address
+        else EndpointKind.IPV4
+    )
+    return Endpoint(service, address, kind, site)
+
+
+def svc(label: str, *addresses: str, zone: str = ORIGIN, **changes: Any) -> Service:
+    name = f"{label}.{zone}"
+    endpoints = tuple(ep(name, a) for a in addresses)
+    return replace(Service(name, zone, label, ttl=20, endpoints=endpoints), **changes)
+
+
+SERVICES = (
+    svc("app", "192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::1", "2001:db8::2"),
+    svc("solo", "192.0.2.9"),
+    svc("big", *(f"10.0.0.{i}" for i in range(1, 41)), max_answers=40),
+    svc("alias", "lb.example.net."),
+    svc("sticky", *(f"198.51.100.{i}" for i in range(1, 5)), policy=PolicyName.HASH),
+    svc("shuffled", "192.0.2.21", "192.0.2.22", "192.0.2.23", policy=PolicyName.RANDOM),
+    svc("split", "192.0.2.31", "192.0.2.32", policy=PolicyName.WEIGHTED),
+    svc("primary", "192.0.2.41", "192.0.2.42", policy=PolicyName.FAILOVER),
+    svc("near", "192.0.2.51", "192.0.2.52", policy=PolicyName.GEO),
+    svc("sf", "192.0.2.60", all_down=AllDown.SERVFAIL),
+    svc("nx", "192.0.2.61", all_down=AllDown.NXDOMAIN),
+    svc("nd", "192.0.2.62", all_down=AllDown.NODATA),
+    svc(
+        "fb",
+        "192.0.2.63",
+        "2001:db8::63",
+        all_down=AllDown.FALLBACK,
+        fallback=("198.51.100.200", "2001:db8::200"),
+    ),
+    svc("serveall", "192.0.2.64", "192.0.2.65"),
+    svc("svc", "192.0.2.70", "2001:db8::70", zone=INNER),
+)
+DEAD = ("sf", "nx", "nd", "fb", "serveall")
+CONFIG = Config(zones=(ZONE, INNER_ZONE, OTHER_ZONE), services=SERVICES)
+
+
+def make_snapshot() -> Snapshot:
+    """Every endpoint of the DEAD services is probed down."""
+    health = {e.key: False for s in SERVICES if s.label in DEAD for e in s.endpoints}
+    return Snapshot(version=1, health=health)
+
+
+def make_view(config: Config = CONFIG, snapshot: Snapshot | None = None) -> View:
+    env = PolicyEnv(NoLocator(), {}, random.Random(1))
+    return build_view(config, snapshot if snapshot is not None else make_snapshot(), env)
+
+
+def make_responder(
+    view: View | None = None, *, max_udp_payload: int = 1232, use_client_subnet: bool = True, seed: int = 7
+) -> Responder:
+    view = view if view is not None else make_view()
+    table = compile_table(view, max_udp_payload=max_udp_payload, use_client_subnet=use_client_subnet)
+    return Responder(table, view, random.Random(seed))
+
+
+def query(
+    name: str,
+    rtype: str | int = "A",
+    *,
+    edns: int | None = None,
+    payload: int = 1232,
+    ecs: str | None = None,
+    options: tuple[dns.edns.Option, ...] = (),
+    rd: bool = True,
+    dnssec_ok: bool = False,
+    qid: int = 4242,
+    rdclass: int = dns.rdataclass.IN,
+) -> bytes:
+    """A query's wire form. `edns` is the EDNS version (None: no OPT); `ecs` is "address/prefix"."""
+    msg = dns.message.Message(id=qid)
+    msg.flags = dns.flags.Flag(dns.flags.RD if rd else 0)
+    msg.find_rrset(
+        msg.question,
+        dns.name.from_text(name),
+        dns.rdataclass.RdataClass.make(rdclass),
+        dns.rdatatype.RdataType.make(rtype),
+        create=True,
+        force_unique=True,
+    )
+    opts = list(options)
+    if ecs is not None:
+        opts.append(dns.edns.ECSOption.from_text(ecs))
+    if edns is not None or opts or dnssec_ok:
+        msg.use_edns(edns or 0, dns.flags.DO if dnssec_ok else 0, payload, options=opts)
+    return msg.to_wire()
+
+
+def client(text: str) -> tuple[int, bool]:
+    addr = ipaddress.ip_address(text)
+    return int(addr), addr.version == 6
+
+
+def ask_wire(responder: Responder, wire: bytes, *, src: str = CLIENT, tcp: bool = False) -> bytes | None:
+    ip, v6 = client(src)
+    return responder.handle(wire, ip, v6, tcp)
+
+
+def ask(responder: Responder, wire: bytes, *, src: str = CLIENT, tcp: bool = False) -> dns.message.Message:
+    """Send a query and parse the response (which must exist)."""
+    out = ask_wire(responder, wire, src=src, tcp=tcp)
+    assert out is not None
+    return dns.message.from_wire(out)
+
+
+def texts(msg: dns.message.Message, section: str = "answer") -> list[str]:
+    """A section's records as presentation lines, in wire order."""
+    return [line for rrset in getattr(msg, section) for line in rrset.to_text().splitlines()]
