@@ -1,0 +1,547 @@
+#!/usr/bin/env python3
+"""Server CPU per answered DNS query: gslbd against Knot DNS, a C authoritative server.
+
+Run on demand, not by the test suite (stdlib only; needs knotd, dnsperf, dig and taskset on PATH):
+
+    /tmp/venv/bin/python bench/dns_bench.py --seconds 10 --json /tmp/bench.json
+
+Both servers serve the same three names (rr, wt, geo under bench.example.) with the same three A records and
+run on 127.0.0.1 free ports, pinned to one CPU (--server-cpus, default 1) while dnsperf runs on another
+(--client-cpu, default 0). For every scenario each server first gets an unthrottled run (dnsperf as fast as
+one thread goes); then both are measured at one fixed rate, a share (--load) of the slowest unthrottled rate
+seen, so that both do equal work without being overloaded. The figure is the server's CPU time (all threads
+and child processes) divided by the queries dnsperf saw answered. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ORIGIN = "bench.example."
+ADDRESSES = ("192.0.2.1", "192.0.2.2", "192.0.2.3")
+TARGET_RATIO = 1.5  # round_robin: gslbd CPU per query at most 1.5 x knot's
+# EDNS Client Subnet (option 8): family 1 (IPv4), source /24, scope 0, address 10.1.0 (site eu).
+ECS_HEX = "000118000a0100"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class BenchError(Exception):
+    """The benchmark could not produce a valid figure (a server did not start, dnsperf lost queries...)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    key: str
+    policy: str
+    dnsperf_args: tuple[str, ...] = ()
+    dig_args: tuple[str, ...] = ()
+
+    @property
+    def qname(self) -> str:
+        return f"{self.key}.{ORIGIN}"
+
+
+SCENARIOS = (
+    Scenario("rr", "round_robin"),
+    Scenario("wt", "weighted"),
+    Scenario("geo", "geo", ("-E", f"8:{ECS_HEX}"), ("+subnet=10.1.0.0/24",)),
+)
+
+GSLBD_CONFIG = """\
+version: 1
+dns: {{listen: ["127.0.0.1:{port}"], workers: {workers}}}
+zones:
+  - origin: bench.example.
+    nameservers: [{{name: ns1.bench.example., address: 127.0.0.1}}]
+services:
+  - {{name: rr, policy: round_robin, check: none, endpoints: [{{address: 192.0.2.1}}, {{address: 192.0.2.2}},
+      {{address: 192.0.2.3}}]}}
+  - {{name: wt, policy: weighted, check: none, endpoints: [{{address: 192.0.2.1, weight: 5}},
+      {{address: 192.0.2.2, weight: 3}}, {{address: 192.0.2.3, weight: 2}}]}}
+  - {{name: geo, policy: geo, check: none, endpoints: [{{address: 192.0.2.1, site: eu}},
+      {{address: 192.0.2.2, site: us}}, {{address: 192.0.2.3, site: ap}}]}}
+topology:
+  networks: [{{cidr: 10.1.0.0/16, site: eu}}, {{cidr: 10.2.0.0/16, site: us}},
+    {{cidr: 10.3.0.0/16, site: ap}}]
+"""
+
+KNOT_CONFIG = """\
+server:
+    rundir: "{dir}"
+    listen: 127.0.0.1@{port}
+    udp-workers: {workers}
+    tcp-workers: 1
+    background-workers: 1
+database:
+    storage: "{dir}"
+log:
+  - target: stderr
+    any: warning
+zone:
+  - domain: bench.example.
+    storage: "{dir}"
+    file: "bench.example.zone"
+"""
+
+
+def knot_zone() -> str:
+    lines = [
+        f"$ORIGIN {ORIGIN}",
+        "$TTL 30",
+        "@ SOA ns1 hostmaster 1 3600 600 86400 30",
+        "@ NS ns1",
+        "ns1 A 127.0.0.1",
+    ]
+    lines += [f"{s.key} A {address}" for s in SCENARIOS for address in ADDRESSES]
+    return "\n".join(lines) + "\n"
+
+
+def free_port(taken: set[int]) -> int:
+    """A loopback port free for both UDP and TCP, not in `taken`."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.bind(("127.0.0.1", 0))
+            port = int(udp.getsockname()[1])
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+                try:
+                    tcp.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+        if port not in taken:
+            taken.add(port)
+            return port
+    raise BenchError("no free loopback port")
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds of a process tree: from /proc/PID/stat (clock ticks) and from schedstat (nanoseconds)."""
+
+    ticks: float
+    precise: float
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def process_tree(pid: int) -> list[int]:
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(_children(current))
+    return tree
+
+
+def cpu_of(pids: Sequence[int]) -> Cpu:
+    ticks = 0
+    nanos = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                nanos += int((task / "schedstat").read_text().split()[0])
+        except OSError:
+            continue
+    return Cpu(ticks / CLK_TCK, nanos / 1e9)
+
+
+class Server:
+    """One DNS server process (with its children), pinned to `cpus`, logging into `workdir`."""
+
+    def __init__(self, name: str, argv: Sequence[str], port: int, workdir: Path, cpus: str) -> None:
+        self.name, self.port, self.workdir = name, port, workdir
+        self.log = workdir / f"{name}.log"
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                ["taskset", "-c", cpus, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+                start_new_session=True,
+            )
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def dig(self, *args: str) -> list[str]:
+        argv = ["dig", "+short", "+time=1", "+tries=1", "@127.0.0.1", "-p", str(self.port), *args]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+        except subprocess.TimeoutExpired:
+            return []
+        return [] if done.returncode else done.stdout.split()
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError(f"{self.name} exited with status {self.proc.returncode}:\n{self.log_tail()}")
+            if self.dig("SOA", ORIGIN):
+                return
+            time.sleep(0.2)
+        raise BenchError(
+            f"{self.name} did not answer SOA {ORIGIN} within {timeout:.0f} s:\n{self.log_tail()}"
+        )
+
+    def cpu(self) -> Cpu:
+        return cpu_of(process_tree(self.proc.pid))
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+@dataclass(frozen=True)
+class Run:
+    """One dnsperf run against one server, with the server's CPU time over it."""
+
+    scenario: str
+    server: str
+    rate: int  # -Q, 0 = unthrottled
+    seconds: float
+    sent: int
+    completed: int
+    lost: int
+    rcodes: str
+    qps: float
+    latency_ms: float
+    wall_s: float
+    cpu_s: float
+    cpu_ticks_s: float
+
+    @property
+    def us_per_query(self) -> float:
+        return self.cpu_s / self.completed * 1e6 if self.completed else float("inf")
+
+    @property
+    def us_per_query_ticks(self) -> float:
+        return self.cpu_ticks_s / self.completed * 1e6 if self.completed else float("inf")
+
+    @property
+    def cpu_percent(self) -> float:
+        """Share of one CPU the server used during the run."""
+        return 100.0 * self.cpu_s / self.wall_s
+
+    @property
+    def lost_pct(self) -> float:
+        return 100.0 * self.lost / self.sent if self.sent else 100.0
+
+
+def _field(pattern: str, text: str) -> str:
+    found = re.search(pattern, text)
+    if found is None:
+        raise BenchError(f"dnsperf output lacks {pattern!r}:\n{text}")
+    return found.group(1)
+
+
+@dataclass(frozen=True)
+class Options:
+    seconds: float
+    warmup: float
+    calibrate: float
+    outstanding: int
+    client_cpu: str
+    workdir: Path
+
+
+def dnsperf(server: Server, scenario: Scenario, opts: Options, seconds: float, rate: int) -> Run:
+    queries = opts.workdir / f"{scenario.key}.queries"
+    queries.write_text(f"{scenario.qname} A\n")
+    argv = ["taskset", "-c", opts.client_cpu, "dnsperf", "-s", "127.0.0.1", "-p", str(server.port)]
+    argv += ["-d", str(queries), "-l", str(seconds), "-c", "1", "-T", "1", "-t", "2"]
+    argv += ["-q", str(opts.outstanding), *(["-Q", str(rate)] if rate else []), *scenario.dnsperf_args]
+    before, started = server.cpu(), time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60, check=False)
+    except subprocess.TimeoutExpired as error:
+        raise BenchError(f"dnsperf against {server.name} did not finish: {error}") from error
+    after, wall = server.cpu(), time.monotonic() - started
+    if server.proc.poll() is not None:
+        raise BenchError(f"{server.name} died during the run:\n{server.log_tail()}")
+    if done.returncode:
+        raise BenchError(f"dnsperf failed ({done.returncode}): {done.stderr.strip()}")
+    out = done.stdout
+    return Run(
+        scenario=scenario.key,
+        server=server.name,
+        rate=rate,
+        seconds=seconds,
+        sent=int(_field(r"Queries sent:\s+(\d+)", out)),
+        completed=int(_field(r"Queries completed:\s+(\d+)", out)),
+        lost=int(_field(r"Queries lost:\s+(\d+)", out)),
+        rcodes=_field(r"Response codes:\s+(.*)", out).strip(),
+        qps=float(_field(r"Queries per second:\s+([\d.]+)", out)),
+        latency_ms=1e3 * float(_field(r"Average Latency \(s\):\s+([\d.]+)", out)),
+        wall_s=wall,
+        cpu_s=after.precise - before.precise,
+        cpu_ticks_s=after.ticks - before.ticks,
+    )
+
+
+def check_answers(servers: Sequence[Server]) -> dict[str, dict[str, list[str]]]:
+    """Ask each server every scenario's name once; a server must answer with some of the A records."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for scenario in SCENARIOS:
+        for server in servers:
+            answer = server.dig(*scenario.dig_args, "A", scenario.qname)
+            if not answer or not set(answer) <= set(ADDRESSES):
+                raise BenchError(f"{server.name} answered {scenario.qname} A with {answer}, not {ADDRESSES}")
+            seen.setdefault(scenario.key, {})[server.name] = answer
+    if seen["geo"]["gslbd"] != [ADDRESSES[0]]:
+        print(f"dns_bench: warning: gslbd ignored ECS 10.1.0.0/24 (geo answered {seen['geo']['gslbd']})")
+    return seen
+
+
+def start_servers(args: argparse.Namespace, workdir: Path) -> list[Server]:
+    taken: set[int] = set()
+    servers: list[Server] = []
+    try:
+        port = free_port(taken)
+        config = workdir / "gslbd.yaml"
+        config.write_text(GSLBD_CONFIG.format(port=port, workers=args.workers))
+        argv = [part.format(config=config, port=port) for part in shlex.split(args.gslbd_cmd)]
+        servers.append(Server("gslbd", argv, port, workdir, args.server_cpus))
+        port = free_port(taken)
+        knot_dir = workdir / "knot"
+        knot_dir.mkdir()
+        (knot_dir / "bench.example.zone").write_text(knot_zone())
+        conf = knot_dir / "knot.conf"
+        conf.write_text(KNOT_CONFIG.format(dir=knot_dir, port=port, workers=args.workers))
+        servers.append(Server("knot", [args.knotd, "-c", str(conf)], port, workdir, args.server_cpus))
+        for server in servers:
+            server.wait_ready(args.start_timeout)
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    return servers
+
+
+def checked(run: Run, max_lost: float) -> Run:
+    if run.lost_pct > max_lost:
+        raise BenchError(
+            f"{run.server} {run.scenario}: dnsperf lost {run.lost} of {run.sent} queries "
+            f"({run.lost_pct:.2f}% > {max_lost}%); lower --load or --rate"
+        )
+    if not run.rcodes.startswith("NOERROR") or "," in run.rcodes:
+        raise BenchError(f"{run.server} {run.scenario}: response codes {run.rcodes}, expected only NOERROR")
+    return run
+
+
+@dataclass(frozen=True)
+class Measurement:
+    answers: dict[str, dict[str, list[str]]]
+    unthrottled: list[Run]
+    slowest: Run
+    rate: int
+    runs: list[Run]
+    idle_cpu_ms_per_s: dict[str, float]
+
+
+def idle_cpu(servers: Sequence[Server], seconds: float) -> dict[str, float]:
+    """CPU milliseconds per second each server burns with no queries (timers, control plane)."""
+    before = [server.cpu() for server in servers]
+    time.sleep(seconds)
+    return {
+        server.name: 1e3 * (server.cpu().precise - start.precise) / seconds
+        for server, start in zip(servers, before, strict=True)
+    }
+
+
+def measure(args: argparse.Namespace, servers: list[Server], workdir: Path) -> Measurement:
+    opts = Options(args.seconds, args.warmup, args.calibrate, args.outstanding, args.client_cpu, workdir)
+    answers = check_answers(servers)
+    idle = idle_cpu(servers, args.idle) if args.idle else {}
+    unthrottled: list[Run] = []
+    for scenario in SCENARIOS:
+        for server in servers:
+            if opts.warmup:
+                dnsperf(server, scenario, opts, opts.warmup, 0)
+            unthrottled.append(checked(dnsperf(server, scenario, opts, opts.calibrate, 0), args.max_lost))
+    slowest = min(unthrottled, key=lambda run: run.qps)
+    rate = args.rate or max(100, int(slowest.qps * args.load))
+    runs: list[Run] = []
+    for scenario in SCENARIOS:
+        for round_no in range(args.rounds):
+            order = servers if round_no % 2 == 0 else servers[::-1]
+            for server in order:
+                if opts.warmup:
+                    dnsperf(server, scenario, opts, opts.warmup, rate)
+                runs.append(checked(dnsperf(server, scenario, opts, opts.seconds, rate), args.max_lost))
+    return Measurement(answers, unthrottled, slowest, rate, runs, idle)
+
+
+def median_us(runs: Sequence[Run], scenario: str, server: str) -> float:
+    return statistics.median(r.us_per_query for r in runs if r.scenario == scenario and r.server == server)
+
+
+def ratios_of(runs: Sequence[Run]) -> dict[str, float]:
+    """Median gslbd / median knot CPU per query, per scenario."""
+    return {s.key: median_us(runs, s.key, "gslbd") / median_us(runs, s.key, "knot") for s in SCENARIOS}
+
+
+def print_table(runs: Sequence[Run]) -> dict[str, float]:
+    ratios = ratios_of(runs)
+    head = f"{'scenario':<18}{'server':<8}{'answers/s':>10}{'answered':>10}{'lost':>6}"
+    print(f"{head}{'CPU %':>7}{'µs/query':>10}{'(ticks)':>9}{'gslbd/knot':>12}")
+    for scenario in SCENARIOS:
+        for run in (r for r in runs if r.scenario == scenario.key):
+            knot = median_us(runs, scenario.key, "knot")
+            ratio = f"{run.us_per_query / knot:.2f}" if run.server == "gslbd" else ""
+            print(
+                f"{scenario.key + ' (' + scenario.policy + ')':<18}{run.server:<8}{run.qps:>10.0f}"
+                f"{run.completed:>10}{run.lost:>6}{run.cpu_percent:>7.1f}{run.us_per_query:>10.1f}"
+                f"{run.us_per_query_ticks:>9.1f}"
+                f"{ratio:>12}"
+            )
+    return ratios
+
+
+def report(args: argparse.Namespace, result: Measurement) -> dict[str, float]:
+    print(f"servers on CPU {args.server_cpus}, dnsperf on CPU {args.client_cpu}, workers {args.workers}")
+    if result.idle_cpu_ms_per_s:
+        idle = ", ".join(f"{name} {ms:.1f}" for name, ms in result.idle_cpu_ms_per_s.items())
+        print(f"idle CPU (ms per s): {idle}")
+    print(
+        f"\nunthrottled: {args.calibrate:g} s runs, -q {args.outstanding}; one dnsperf thread sets the pace"
+    )
+    print_table(result.unthrottled)
+    slowest = result.slowest
+    how = (
+        "--rate"
+        if args.rate
+        else f"{args.load:.0%} of the slowest unthrottled, {slowest.server} {slowest.scenario}"
+    )
+    print(f"\nfixed rate: {result.rate} queries/s ({how}), {args.seconds:g} s x {args.rounds} round(s)")
+    ratios = print_table(result.runs)
+    rr = ratios["rr"]
+    verdict = "met" if rr <= TARGET_RATIO else "NOT met"
+    print(
+        f"\nround_robin, fixed rate: gslbd/knot CPU per query {rr:.2f}, target <= {TARGET_RATIO}: {verdict}"
+    )
+    return ratios
+
+
+def tool_version(argv: Sequence[str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    found = re.search(r"version:?\s+(\S+)", done.stdout + done.stderr, re.IGNORECASE)
+    return found.group(1) if found else "?"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    default_cmd = f"{shlex.quote(sys.executable)} -m gslbd serve --config {{config}}"
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--seconds", type=float, default=10.0, help="length of each measured run (default 10)")
+    p.add_argument("--gslbd-cmd", default=default_cmd, help="command line; {config} and {port} are filled in")
+    p.add_argument("--workers", type=int, default=1, help="gslbd dns.workers, knot udp-workers (default 1)")
+    p.add_argument("--json", type=Path, help="also write every figure to this file")
+    p.add_argument(
+        "--rate", type=int, default=0, help="fixed queries/s (default: --load x slowest unthrottled)"
+    )
+    p.add_argument("--load", type=float, default=0.7, help="share of the slowest unthrottled rate (0.7)")
+    p.add_argument("--rounds", type=int, default=1, help="measured runs per server and scenario (median)")
+    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each run (default 1)")
+    p.add_argument("--calibrate", type=float, default=3.0, help="seconds of each unthrottled run (default 3)")
+    p.add_argument("--idle", type=float, default=2.0, help="seconds of idle CPU measurement (default 2)")
+    p.add_argument("--outstanding", type=int, default=100, help="dnsperf -q (default 100)")
+    p.add_argument("--max-lost", type=float, default=0.5, help="largest share of lost queries, %% (0.5)")
+    p.add_argument("--server-cpus", default="1", help="taskset CPU list of the servers (default 1)")
+    p.add_argument("--client-cpu", default="0", help="taskset CPU of dnsperf (default 0)")
+    p.add_argument("--knotd", default=shutil.which("knotd") or "/usr/sbin/knotd", help="knotd binary")
+    p.add_argument("--start-timeout", type=float, default=30.0, help="seconds to wait for a server to answer")
+    p.add_argument("--require-target", action="store_true", help="exit 1 when the rr target is not met")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    for tool in ("dnsperf", "dig", "taskset", args.knotd):
+        if shutil.which(tool) is None:
+            print(f"dns_bench: {tool} not found on PATH", file=sys.stderr)
+            return 2
+    with tempfile.TemporaryDirectory(prefix="gslbd-bench-") as tmp:
+        workdir = Path(tmp)
+        try:
+            servers = start_servers(args, workdir)
+            try:
+                result = measure(args, servers, workdir)
+            finally:
+                for server in servers:
+                    server.stop()
+        except BenchError as error:
+            print(f"dns_bench: {error}", file=sys.stderr)
+            return 2
+    ratios = report(args, result)
+    if args.json:
+        figures = {
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "host": {"cpu": _cpu_model(), "cpus": os.cpu_count(), "kernel": platform.release()},
+            "python": platform.python_version(),
+            "knot": tool_version([args.knotd, "--version"]),
+            "dnsperf": tool_version(["dnsperf", "-h"]),
+            "options": {k: str(v) for k, v in vars(args).items()},
+            "answers": result.answers,
+            "rate": result.rate,
+            "unthrottled": [asdict(r) | {"us_per_query": r.us_per_query} for r in result.unthrottled],
+            "runs": [
+                asdict(r) | {"us_per_query": r.us_per_query, "us_per_query_ticks": r.us_per_query_ticks}
+                for r in result.runs
+            ],
+            "idle_cpu_ms_per_s": result.idle_cpu_ms_per_s,
+            "ratios": ratios,
+            "unthrottled_ratios": ratios_of(result.unthrottled),
+            "target": {"scenario": "rr", "max_ratio": TARGET_RATIO, "met": ratios["rr"] <= TARGET_RATIO},
+        }
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 1 if args.require_target and ratios["rr"] > TARGET_RATIO else 0
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "?"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

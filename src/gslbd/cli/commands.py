@@ -1,0 +1,63 @@
+"""`gslbd check` and `gslbd explain`."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+from gslbd.app import App
+from gslbd.cli.configs import config_path, errors_of, load_or_report
+from gslbd.config import check_config
+from gslbd.errors import Problem
+from gslbd.explain import explain
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def run_check(path: str) -> int:
+    """Print every problem of the config at `path`, errors first; 1 when there is an error, else 0."""
+    config, problems = check_config(path)
+    errors = errors_of(problems)
+    warnings: list[Problem] = [p for p in problems if p.severity != "error"]
+    for problem in errors + warnings:
+        print(problem)
+    if errors or config is None:
+        summary = _plural(len(errors), "error")
+        if warnings:
+            summary += ", " + _plural(len(warnings), "warning")
+        print(f"{path}: {summary}")
+        return 1
+    summary = f"{_plural(len(config.zones), 'zone')}, {_plural(len(config.services), 'service')}"
+    if warnings:
+        summary += ", " + _plural(len(warnings), "warning")
+    print(f"{path}: ok ({summary})")
+    return 0
+
+
+def _absolute(name: str) -> str:
+    name = name.strip().lower()
+    return name if name.endswith(".") else name + "."
+
+
+def run_explain(path: str | None, name: str, rtype: str, client: str, ecs: str | None) -> int:
+    """Print why `client` gets what it gets for (name, rtype)."""
+    try:
+        ipaddress.ip_address(client)
+    except ValueError:
+        print(f"gslbd explain: --client {client!r} is not an IP address", file=sys.stderr)
+        return 2
+    if ecs is not None:
+        try:
+            ipaddress.ip_network(ecs, strict=False)
+        except ValueError:
+            print(f"gslbd explain: --ecs {ecs!r} is not a subnet like 10.2.0.0/16", file=sys.stderr)
+            return 2
+    with config_path(path) as real:
+        config, _ = load_or_report(real)
+    if config is None:
+        return 1
+    app = App(config)
+    print(explain(config, app.view, app.env, _absolute(name), rtype.upper(), client, ecs).rstrip("\n"))
+    return 0

@@ -1,0 +1,77 @@
+"""The `gslbd` command (also `python -m gslbd`). The CLI is the only place that prints or exits."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from gslbd import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gslbd",
+        description="Global server load balancer: an authoritative DNS server that answers with healthy, "
+        "nearby endpoints.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    serve = sub.add_parser(
+        "serve", help="answer DNS (without --config: the bundled example on 127.0.0.1:5353)"
+    )
+    _config_option(serve)
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe log level shown (default info)",
+    )
+
+    check = sub.add_parser("check", help="validate a configuration and print every problem")
+    _config_option(check, required=True)
+
+    explain = sub.add_parser("explain", help="say what a client gets for a name, and why")
+    explain.add_argument("name", help="the name asked, e.g. app.gslb.example.com")
+    explain.add_argument("--type", "-t", default="A", dest="rtype", help="the type asked (default A)")
+    explain.add_argument("--client", required=True, help="the client's address, e.g. 10.1.2.3")
+    explain.add_argument("--ecs", default=None, help="an EDNS Client Subnet sent along, e.g. 10.2.0.0/16")
+    _config_option(explain)
+
+    sub.add_parser("version", help="print the version")
+    return parser
+
+
+def _config_option(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    parser.add_argument(
+        "--config",
+        "-c",
+        required=required,
+        default=None,
+        metavar="FILE",
+        help="the YAML configuration" + ("" if required else " (default: the bundled example)"),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.command == "version":
+        print(f"gslbd {__version__}")
+        return 0
+    if args.command == "check":
+        from gslbd.cli.commands import run_check
+
+        return run_check(args.config)
+    if args.command == "explain":
+        from gslbd.cli.commands import run_explain
+
+        return run_explain(args.config, args.name, args.rtype, args.client, args.ecs)
+    from gslbd.cli.serve import run_serve
+
+    return run_serve(args.config, args.log_level)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

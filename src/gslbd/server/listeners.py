@@ -1,0 +1,101 @@
+"""All the listeners of one process: UDP and TCP on every listen address."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gslbd.model.config import ListenAddress
+from gslbd.server.handler import Handler
+from gslbd.server.sockets import bind_tcp, bind_udp
+from gslbd.server.stats import ServerStats
+from gslbd.server.tcp import DEFAULT_MAX_CONNECTIONS, TcpListener
+from gslbd.server.udp import UdpListener
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One socket actually listening: "udp" or "tcp", and its host and port."""
+
+    proto: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.proto}://{host}:{self.port}"
+
+
+class Listeners:
+    """Binds UDP and TCP on each address, answers with `handler`, closes them all on `close()`."""
+
+    def __init__(
+        self,
+        addresses: Sequence[ListenAddress],
+        handler: Handler,
+        *,
+        tcp_idle_timeout: float,
+        max_tcp_connections: int = DEFAULT_MAX_CONNECTIONS,
+        stats: ServerStats | None = None,
+    ) -> None:
+        self._addresses = tuple(addresses)
+        self._handler = handler
+        self._idle = tcp_idle_timeout
+        self._max_tcp = max_tcp_connections
+        self.stats = stats if stats is not None else ServerStats()
+        self._udp: list[UdpListener] = []
+        self._tcp: list[TcpListener] = []
+
+    @property
+    def bound(self) -> tuple[Bound, ...]:
+        out = [Bound("udp", *u.sockname) for u in self._udp]
+        out += [Bound("tcp", *t.sockname) for t in self._tcp]
+        return tuple(out)
+
+    async def start(self) -> None:
+        """Bind every address (UDP and TCP) and start answering. On any bind error nothing stays open."""
+        loop = asyncio.get_running_loop()
+        socks: list[tuple[socket.socket, socket.socket]] = []
+        try:
+            for addr in self._addresses:
+                udp = bind_udp(addr)
+                try:
+                    # Port 0 asks for any port: use the one UDP got for TCP as well.
+                    tcp = bind_tcp(ListenAddress(addr.host, udp.getsockname()[1]))
+                except BaseException:
+                    udp.close()
+                    raise
+                socks.append((udp, tcp))
+        except BaseException:
+            for u, t in socks:
+                u.close()
+                t.close()
+            raise
+        for udp_sock, tcp_sock in socks:
+            u_listener = UdpListener(udp_sock, self._handler, self.stats)
+            u_listener.start(loop)
+            self._udp.append(u_listener)
+            t_listener = TcpListener(
+                tcp_sock,
+                self._handler,
+                self.stats,
+                idle_timeout=self._idle,
+                max_connections=self._max_tcp,
+            )
+            await t_listener.start()
+            self._tcp.append(t_listener)
+        log.info("DNS listening on %s", ", ".join(str(b) for b in self.bound))
+
+    async def close(self) -> None:
+        """Stop answering and close every socket."""
+        udp, self._udp = self._udp, []
+        tcp, self._tcp = self._tcp, []
+        for u in udp:
+            u.close()
+        for t in tcp:
+            await t.close()

@@ -1,0 +1,75 @@
+"""Binding listening sockets: one UDP and one TCP socket per listen address.
+
+Every socket gets SO_REUSEADDR and SO_REUSEPORT (so `dns.workers` processes can share an address and a
+restart never waits for TIME_WAIT); IPv6 sockets get IPV6_V6ONLY so "[::]:53" and "0.0.0.0:53" can be
+bound side by side. Sockets are non-blocking.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+from gslbd.model.config import ListenAddress
+
+UDP_RCVBUF = 4 * 1024 * 1024  # room for bursts between two wakeups of the event loop
+TCP_BACKLOG = 1024
+
+
+def family_of(host: str) -> socket.AddressFamily:
+    """AF_INET6 for an IPv6 literal ("::1"), else AF_INET."""
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def address_to_int(host: str, v6: bool) -> int:
+    """The integer value of a numeric address as returned by recvfrom/getpeername."""
+    if v6:
+        # Scoped link-local addresses come back as "fe80::1%eth0"; the scope is not part of the address.
+        pct = host.find("%")
+        if pct >= 0:
+            host = host[:pct]
+        return int.from_bytes(socket.inet_pton(socket.AF_INET6, host), "big")
+    return int.from_bytes(socket.inet_aton(host), "big")
+
+
+def _new_socket(addr: ListenAddress, kind: socket.SocketKind) -> socket.socket:
+    family = family_of(addr.host)
+    sock = socket.socket(family, kind)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((addr.host, addr.port))
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def bind_udp(addr: ListenAddress) -> socket.socket:
+    """A bound, non-blocking UDP socket on `addr`."""
+    sock = _new_socket(addr, socket.SOCK_DGRAM)
+    with contextlib.suppress(OSError):  # the kernel caps it at net.core.rmem_max; the default works too
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UDP_RCVBUF)
+    return sock
+
+
+def bind_tcp(addr: ListenAddress) -> socket.socket:
+    """A bound, listening, non-blocking TCP socket on `addr`."""
+    sock = _new_socket(addr, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.listen(TCP_BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def bound_port(sock: socket.socket) -> int:
+    """The port a socket is bound to (useful when port 0 was asked for)."""
+    port: int = sock.getsockname()[1]
+    return port

@@ -1,0 +1,41 @@
+"""Counters kept by the DNS transports.
+
+The query path only increments integers here; nothing is logged per query. The metrics endpoint and
+`gslbd status` read these counters.
+"""
+
+from __future__ import annotations
+
+
+class ServerStats:
+    """Mutable counters of one process's listeners (not a value: it is updated in place)."""
+
+    __slots__ = (
+        "handler_errors",
+        "tcp_connections",
+        "tcp_evicted",
+        "tcp_idle_closed",
+        "tcp_queries",
+        "tcp_responses",
+        "udp_dropped",
+        "udp_queries",
+        "udp_recv_errors",
+        "udp_responses",
+        "udp_send_errors",
+    )
+
+    def __init__(self) -> None:
+        self.udp_queries = 0
+        self.udp_responses = 0
+        self.udp_dropped = 0  # the handler chose not to answer (QR set, unreadable header)
+        self.udp_send_errors = 0
+        self.udp_recv_errors = 0
+        self.tcp_connections = 0  # accepted in total
+        self.tcp_queries = 0
+        self.tcp_responses = 0
+        self.tcp_idle_closed = 0
+        self.tcp_evicted = 0  # closed to make room under the connection cap
+        self.handler_errors = 0  # exceptions raised while answering one message (the message is dropped)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__slots__}

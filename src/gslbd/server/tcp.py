@@ -1,0 +1,177 @@
+"""The TCP listener: DNS messages framed by a two-byte length (RFC 1035 4.2.2, RFC 7766).
+
+A connection may carry several queries, also pipelined (sent before the previous answer arrived); they
+are answered in the order they came. A connection that has sent nothing for `idle_timeout` seconds is
+closed. At most `max_connections` are open at once: a new connection beyond the cap closes the one
+that has been idle longest. A message the handler drops (None) closes its connection, since a TCP
+client would otherwise wait for an answer that never comes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import cast
+
+from gslbd.server.handler import Handler
+from gslbd.server.sockets import address_to_int
+from gslbd.server.stats import ServerStats
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_TIMEOUT = 10.0
+DEFAULT_MAX_CONNECTIONS = 1000
+MAX_MESSAGE = 65535
+
+
+class TcpListener:
+    """Answers DNS over TCP on one bound, listening socket."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        handler: Handler,
+        stats: ServerStats,
+        *,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
+        self._sock = sock
+        self.handler = handler
+        self.stats = stats
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        self.v6 = sock.family == socket.AF_INET6
+        self.connections: dict[_DnsStream, None] = {}  # insertion-ordered set
+        self._server: asyncio.AbstractServer | None = None
+        self.sockname: tuple[str, int] = cast(tuple[str, int], tuple(sock.getsockname()[:2]))
+        self.error_logged = False
+
+    async def start(self) -> None:
+        """Start accepting connections."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _DnsStream(self, loop), sock=self._sock)
+
+    async def close(self) -> None:
+        """Stop accepting, close every open connection."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for conn in list(self.connections):
+            conn.close()
+        if server is not None:
+            await server.wait_closed()
+        else:
+            self._sock.close()
+
+    def admit(self, conn: _DnsStream) -> None:
+        """Track a new connection, closing the longest-idle one when at the cap."""
+        if len(self.connections) >= self.max_connections:
+            oldest = min(self.connections, key=lambda c: c.last_activity)
+            self.stats.tcp_evicted += 1
+            oldest.close()
+        self.connections[conn] = None
+        self.stats.tcp_connections += 1
+
+    def forget(self, conn: _DnsStream) -> None:
+        self.connections.pop(conn, None)
+
+
+class _DnsStream(asyncio.Protocol):
+    """One client connection."""
+
+    def __init__(self, listener: TcpListener, loop: asyncio.AbstractEventLoop) -> None:
+        self._listener = listener
+        self._loop = loop
+        self._transport: asyncio.Transport | None = None
+        self._buf = bytearray()
+        self._ip = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self.last_activity = loop.time()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        try:
+            self._ip = address_to_int(peer[0], self._listener.v6)
+        except (OSError, TypeError, IndexError, ValueError):
+            self._ip = 0
+        self._listener.admit(self)
+        self._timer = self._loop.call_later(self._listener.idle_timeout, self._check_idle)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._transport = None
+        self._listener.forget(self)
+
+    def pause_writing(self) -> None:
+        # The client is not reading its answers: stop reading its queries until it catches up.
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self._transport is not None:
+            self._transport.resume_reading()
+
+    def eof_received(self) -> bool:
+        return False  # every complete query is answered already; close after the answers are flushed
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def _check_idle(self) -> None:
+        self._timer = None
+        if self._transport is None:
+            return
+        idle = self._loop.time() - self.last_activity
+        timeout = self._listener.idle_timeout
+        if idle >= timeout:
+            self._listener.stats.tcp_idle_closed += 1
+            self._transport.close()
+            return
+        self._timer = self._loop.call_later(timeout - idle, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = self._loop.time()
+        buf = self._buf
+        buf += data
+        listener = self._listener
+        stats = listener.stats
+        replies: list[bytes] = []
+        pos = 0
+        end = len(buf)
+        close = False
+        while end - pos >= 2:
+            size = (buf[pos] << 8) | buf[pos + 1]
+            if end - pos - 2 < size:
+                break
+            message = bytes(buf[pos + 2 : pos + 2 + size])
+            pos += 2 + size
+            stats.tcp_queries += 1
+            try:
+                reply = listener.handler.handle(message, self._ip, listener.v6, True)
+            except Exception:
+                stats.handler_errors += 1
+                if not listener.error_logged:
+                    listener.error_logged = True
+                    log.exception("error while answering a TCP query (counted; further ones are not logged)")
+                reply = None
+            if reply is None or len(reply) > MAX_MESSAGE:
+                close = True
+                break
+            replies.append(len(reply).to_bytes(2, "big"))
+            replies.append(reply)
+            stats.tcp_responses += 1
+        if pos:
+            del buf[:pos]
+        transport = self._transport
+        if transport is None:
+            return
+        if replies:
+            transport.write(b"".join(replies))
+        if close:
+            transport.close()

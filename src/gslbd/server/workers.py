@@ -1,0 +1,273 @@
+"""`dns.workers > 1`: worker processes that share the listen addresses with SO_REUSEPORT.
+
+The parent (the control plane) starts N workers. Each binds every listen address itself (UDP and TCP),
+so the kernel spreads queries over them, and answers from its own view and table. The parent sends
+every new (Config, Snapshot) over a pipe, pickled once for all workers; a worker rebuilds the policy
+environment (only when the config changed), the view and the table, and swaps its responder. A worker
+exits when its pipe reaches end of file, which also happens when the parent dies, however it dies.
+A worker that dies is restarted by the parent with the latest config and snapshot.
+
+Workers are started with the "spawn" method (a fresh interpreter), never a bare fork of the running
+event loop: a forked child would share the parent's epoll instance and every pipe end opened before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import pickle
+import random
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from types import MappingProxyType
+from typing import Any
+
+from gslbd.errors import GslbdError
+from gslbd.model.config import Config
+from gslbd.policy.locate import build_env
+from gslbd.server.build import compile_answers
+from gslbd.server.listeners import Listeners
+from gslbd.state.snapshot import Snapshot
+from gslbd.wire import Responder
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 60.0  # seconds a worker may take to import, build its table and bind
+STOP_TIMEOUT = 5.0
+WATCH_INTERVAL = 1.0
+
+
+class WorkerError(GslbdError):
+    """A worker process could not start (it could not bind, or it died on the way)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Update:
+    """What crosses the pipe. `config` is None when it did not change since the previous update."""
+
+    config: Config | None
+    version: int
+    health: dict[Any, bool]
+    admin: dict[Any, Any]
+    peer_endpoints: dict[str, Any]
+
+
+def _pack(config: Config | None, snapshot: Snapshot) -> bytes:
+    # Snapshot holds read-only mapping proxies, which do not pickle: send plain dicts.
+    update = _Update(
+        config,
+        snapshot.version,
+        dict(snapshot.health),
+        dict(snapshot.admin),
+        dict(snapshot.peer_endpoints),
+    )
+    return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(data: bytes) -> tuple[Config | None, Snapshot]:
+    update: _Update = pickle.loads(data)
+    snapshot = Snapshot(
+        version=update.version,
+        health=MappingProxyType(update.health),
+        admin=MappingProxyType(update.admin),
+        peer_endpoints=MappingProxyType(update.peer_endpoints),
+    )
+    return update.config, snapshot
+
+
+class _Worker:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, index: int, log_level: int) -> None:
+        self.index = index
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child_conn = ctx.Pipe(duplex=True)
+        self.process: BaseProcess = ctx.Process(
+            target=worker_main,
+            args=(child_conn, index, log_level),
+            name=f"gslbd-worker-{index}",
+            daemon=True,
+        )
+        self.process.start()
+        child_conn.close()  # only the child holds its end: our EOF reaches it when we go
+        self.sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gslbd-worker-{index}-pipe")
+
+    def send(self, payload: bytes) -> None:
+        """Queue a pickled update; sending happens in order on this worker's own thread."""
+        self.sender.submit(self._send, payload)
+
+    def _send(self, payload: bytes) -> None:
+        with contextlib.suppress(OSError):  # the worker died; the watcher restarts it
+            self.conn.send_bytes(payload)
+
+    async def wait_ready(self) -> list[str]:
+        loop = asyncio.get_running_loop()
+        ok = await loop.run_in_executor(None, self.conn.poll, READY_TIMEOUT)
+        if not ok:
+            raise WorkerError(f"worker {self.index} did not start within {READY_TIMEOUT:.0f}s")
+        try:
+            kind, detail = self.conn.recv()
+        except (EOFError, OSError) as exc:
+            raise WorkerError(
+                f"worker {self.index} died while starting (exit code {self.process.exitcode})"
+            ) from exc
+        if kind != "ready":
+            raise WorkerError(f"worker {self.index}: {detail}")
+        bound: list[str] = detail
+        return bound
+
+    def stop(self) -> None:
+        self.sender.shutdown(wait=True, cancel_futures=True)
+        self.conn.close()  # EOF: the worker closes its sockets and exits
+
+    def join(self, timeout: float) -> None:
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            self.process.terminate()
+            self.process.join(1.0)
+
+
+class WorkerPool:
+    """N worker processes answering DNS; the parent feeds them (config, snapshot) updates."""
+
+    def __init__(self, count: int, log_level: int = logging.WARNING) -> None:
+        self.count = count
+        self._log_level = log_level
+        self._workers: list[_Worker] = []
+        self._config: Config | None = None
+        self._full: bytes = b""  # the latest update with its config, for (re)starting workers
+        self._watch: asyncio.Task[None] | None = None
+        self.bound: list[str] = []
+        self.restarts = 0
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self._workers if w.process.pid is not None]
+
+    async def start(self, config: Config, snapshot: Snapshot) -> None:
+        """Start every worker and wait until each has bound its sockets (WorkerError if one cannot)."""
+        self._config = config
+        self._full = _pack(config, snapshot)
+        try:
+            for i in range(self.count):
+                worker = _Worker(i, self._log_level)
+                self._workers.append(worker)
+                worker.send(self._full)
+            for worker in self._workers:
+                self.bound = await worker.wait_ready()
+        except BaseException:
+            await self.stop()
+            raise
+        self._watch = asyncio.get_running_loop().create_task(self._watch_workers())
+
+    def publish(self, config: Config, snapshot: Snapshot) -> None:
+        """Send a new (config, snapshot) to every worker; the config only crosses when it changed."""
+        changed = config is not self._config
+        self._config = config
+        self._full = _pack(config, snapshot)
+        payload = self._full if changed else _pack(None, snapshot)
+        for worker in self._workers:
+            worker.send(payload)
+
+    async def stop(self) -> None:
+        """Close every pipe (the workers exit on EOF) and wait for them."""
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.stop()
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(None, w.join, STOP_TIMEOUT) for w in workers))
+
+    async def _watch_workers(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL)
+            for pos, worker in enumerate(self._workers):
+                if worker.process.exitcode is None:
+                    continue
+                log.warning(
+                    "DNS worker %d exited with code %s; restarting it", worker.index, worker.process.exitcode
+                )
+                worker.stop()
+                fresh = _Worker(worker.index, self._log_level)
+                self._workers[pos] = fresh
+                self.restarts += 1
+                fresh.send(self._full)
+                try:
+                    await fresh.wait_ready()
+                except WorkerError as exc:
+                    log.error("DNS worker %d could not restart: %s", worker.index, exc)
+
+
+# ---- the worker process ----
+
+
+def worker_main(conn: Connection, index: int, log_level: int) -> None:
+    """Entry point of a worker process: serve until the parent's pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    logging.basicConfig(
+        level=log_level, format=f"%(asctime)s gslbd[worker-{index}] %(levelname)s %(name)s: %(message)s"
+    )
+    loop_factory = None
+    try:
+        import uvloop
+
+        loop_factory = uvloop.new_event_loop
+    except ImportError:
+        pass
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(_serve(conn, index))
+
+
+async def _serve(conn: Connection, index: int) -> None:
+    loop = asyncio.get_running_loop()
+    try:
+        config, snapshot = _unpack(await loop.run_in_executor(None, conn.recv_bytes))
+    except (EOFError, OSError):
+        return
+    if config is None:
+        conn.send(("error", "the first update carried no config"))
+        return
+    try:
+        env = build_env(config, random.Random())
+        view, table = compile_answers(config, snapshot, env)
+        responder = Responder(table, view, random.Random())
+        listeners = Listeners(config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout)
+        await listeners.start()
+    except (OSError, GslbdError) as exc:
+        conn.send(("error", str(exc)))
+        return
+    conn.send(("ready", [str(b) for b in listeners.bound]))
+    done: asyncio.Future[None] = loop.create_future()
+    current = config
+
+    def on_update() -> None:
+        nonlocal env, current
+        try:
+            while conn.poll():
+                new_config, new_snapshot = _unpack(conn.recv_bytes())
+                if new_config is not None:
+                    if new_config.dns.listen != current.dns.listen:
+                        log.warning("listen addresses changed: restart gslbd to apply them")
+                    env = build_env(new_config, random.Random())
+                    current = new_config
+                new_view, new_table = compile_answers(current, new_snapshot, env)
+                responder.swap(new_table, new_view)
+        except (EOFError, OSError):
+            loop.remove_reader(conn.fileno())
+            if not done.done():
+                done.set_result(None)
+        except Exception:
+            log.exception("could not apply an update; still answering from the previous one")
+
+    loop.add_reader(conn.fileno(), on_update)
+    await done
+    await listeners.close()
+    conn.close()
+    log.debug("worker %d stopped", index)

@@ -1,0 +1,221 @@
+"""Start real `python -m gslbd serve` processes on free loopback ports and talk to them.
+
+A config is YAML text with the placeholder @LISTEN@ where the listen list goes, e.g.
+`dns: {listen: @LISTEN@}`; the harness picks a port free for UDP and TCP on every host, writes the
+file, starts the process, waits until the zone's SOA is answered and kills the process afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.query
+import dns.rdatatype
+
+STARTUP_TIMEOUT = 30.0
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def loopback_hosts() -> tuple[str, ...]:
+    return ("127.0.0.1", "::1") if has_ipv6_loopback() else ("127.0.0.1",)
+
+
+def free_port(hosts: tuple[str, ...] = ("127.0.0.1",)) -> int:
+    """A port that is free for both UDP and TCP on every host (checked, then released)."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+        try:
+            with contextlib.ExitStack() as stack:
+                for host in hosts:
+                    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+                    for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+                        s = stack.enter_context(socket.socket(family, kind))
+                        if family == socket.AF_INET6:
+                            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                        s.bind((host, port))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port found")
+
+
+def listen_list(hosts: tuple[str, ...], port: int) -> str:
+    return "[" + ", ".join(f'"[{h}]:{port}"' if ":" in h else f'"{h}:{port}"' for h in hosts) + "]"
+
+
+@dataclass
+class Running:
+    """A gslbd process serving a config on `port` of every host in `hosts`."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    hosts: tuple[str, ...]
+    config_path: Path
+    log_path: Path
+    zone: str
+    _stopped: bool = field(default=False)
+
+    @property
+    def host(self) -> str:
+        return self.hosts[0]
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def udp(
+        self, query: dns.message.Message, host: str | None = None, timeout: float = 3.0
+    ) -> dns.message.Message:
+        return dns.query.udp(query, host or self.host, port=self.port, timeout=timeout, ignore_trailing=True)
+
+    def tcp(
+        self, query: dns.message.Message, host: str | None = None, timeout: float = 3.0
+    ) -> dns.message.Message:
+        return dns.query.tcp(query, host or self.host, port=self.port, timeout=timeout)
+
+    def ask(
+        self,
+        name: str,
+        rtype: str = "A",
+        *,
+        tcp: bool = False,
+        host: str | None = None,
+        **make: Any,
+    ) -> dns.message.Message:
+        """Ask (name, rtype) with recursion desired off, by UDP or TCP."""
+        query = dns.message.make_query(name, dns.rdatatype.from_text(rtype), **make)
+        query.flags &= ~dns.flags.RD
+        return self.tcp(query, host) if tcp else self.udp(query, host)
+
+    def send_raw_udp(self, data: bytes, host: str | None = None, timeout: float = 1.0) -> bytes | None:
+        """Send bytes as one datagram; the reply's bytes, or None when nothing came back in time."""
+        host = host or self.host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.settimeout(timeout)
+            s.sendto(data, (host, self.port))
+            try:
+                reply, _ = s.recvfrom(65535)
+            except TimeoutError:
+                return None
+            return reply
+
+    def dig(self, *args: str, host: str | None = None) -> str:
+        """Run the dig binary against this server and return its output."""
+        dig = shutil.which("dig")
+        if dig is None:
+            raise RuntimeError("dig is not installed (scripts/test installs dnsutils)")
+        out = subprocess.run(
+            [dig, f"@{host or self.host}", "-p", str(self.port), "+norec", "+time=3", "+tries=1", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        return out.stdout + out.stderr
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        """Signal the process (group) and wait; its exit code."""
+        if not self._stopped:
+            self._stopped = True
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            return self.proc.wait(5)
+
+    def kill(self) -> None:
+        """Kill the whole process group (the server and any worker it started)."""
+        self._stopped = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+
+
+def gslbd_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gslbd", *args]
+
+
+def wait_until_answering(server: Running, timeout: float = STARTUP_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    query = dns.message.make_query(server.zone, dns.rdatatype.SOA)
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise RuntimeError(f"gslbd exited with {server.proc.returncode}:\n{server.log()}")
+        for host in server.hosts:
+            try:
+                reply = dns.query.udp(query, host, port=server.port, timeout=0.2)
+            except (TimeoutError, OSError, dns.exception.DNSException):
+                break
+            if not reply.answer:
+                break
+        else:
+            return
+        time.sleep(0.05)
+    server.kill()
+    raise RuntimeError(f"gslbd did not answer SOA {server.zone} within {timeout}s:\n{server.log()}")
+
+
+def start_gslbd(
+    workdir: Path,
+    config_text: str,
+    *,
+    zone: str,
+    hosts: tuple[str, ...] = ("127.0.0.1",),
+    name: str = "gslbd",
+    extra_args: tuple[str, ...] = (),
+) -> Running:
+    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA."""
+    port = free_port(hosts)
+    config_path = workdir / f"{name}.yaml"
+    config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
+    log_path = workdir / f"{name}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            gslbd_command("serve", "--config", str(config_path), *extra_args),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: kill() reaches workers too
+        )
+    server = Running(proc, port, hosts, config_path, log_path, zone)
+    wait_until_answering(server)
+    return server
+
+
+@contextlib.contextmanager
+def running_gslbd(workdir: Path, config_text: str, **kwargs: Any) -> Iterator[Running]:
+    server = start_gslbd(workdir, config_text, **kwargs)
+    try:
+        yield server
+    finally:
+        server.kill()

@@ -1,0 +1,101 @@
+"""The composition root in-process: App binds, answers, swaps snapshots and configs, and stops."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from types import MappingProxyType
+
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import pytest
+from dns_config import CONFIG, ZONE
+
+from gslbd.app import App
+from gslbd.clock import FakeClock
+from gslbd.config import load_config_text
+from gslbd.state.snapshot import Snapshot
+from gslbd.types import AdminState
+
+TEXT = CONFIG.replace("@LISTEN@", '["127.0.0.1:0"]')
+
+
+def ask(port: int, name: str, rtype: str = "A", *, tcp: bool = False) -> dns.message.Message:
+    query = dns.message.make_query(name, dns.rdatatype.from_text(rtype))
+    if tcp:
+        return dns.query.tcp(query, "127.0.0.1", port=port, timeout=3)
+    return dns.query.udp(query, "127.0.0.1", port=port, timeout=3)
+
+
+def addresses(reply: dns.message.Message) -> list[str]:
+    return sorted(rd.to_text() for rrset in reply.answer for rd in rrset)
+
+
+def port_of(app: App) -> int:
+    return int(app.bound[0].rsplit(":", 1)[1])
+
+
+def test_app_answers_and_applies_snapshots_and_reloads() -> None:
+    async def body() -> None:
+        app = App(load_config_text(TEXT), FakeClock(), random.Random(7))
+        await app.start()
+        try:
+            assert app.running
+            port = port_of(app)
+            assert app.bound == [f"udp://127.0.0.1:{port}", f"tcp://127.0.0.1:{port}"]
+            first = await asyncio.to_thread(ask, port, f"app.{ZONE}")
+            assert addresses(first) == ["192.0.2.1", "192.0.2.2"]
+
+            # An admin forces one endpoint down: the very next answer leaves it out.
+            down = Snapshot(
+                version=2, admin=MappingProxyType({(f"app.{ZONE}", "192.0.2.1"): AdminState.DOWN})
+            )
+            app.apply_snapshot(down)
+            assert app.snapshot is down
+            for tcp in (False, True):
+                reply = await asyncio.to_thread(ask, port, f"app.{ZONE}", tcp=tcp)
+                assert addresses(reply) == ["192.0.2.2"]
+
+            # A health verdict: both down -> all_down serve_all answers both again.
+            both = Snapshot(
+                version=3,
+                health=MappingProxyType(
+                    {(f"app.{ZONE}", "192.0.2.1"): False, (f"app.{ZONE}", "192.0.2.2"): False}
+                ),
+            )
+            app.apply_snapshot(both)
+            assert addresses(await asyncio.to_thread(ask, port, f"app.{ZONE}")) == ["192.0.2.1", "192.0.2.2"]
+
+            # A new config keeps the snapshot and answers its own records.
+            app.reload(load_config_text(TEXT.replace("hello from gslbd", "new config")))
+            txt = await asyncio.to_thread(ask, port, f"info.{ZONE}", "TXT")
+            assert [rd.to_text() for rd in txt.answer[0]] == ['"new config"']
+            assert app.snapshot is both
+        finally:
+            await app.stop()
+        assert not app.running
+        assert app.bound == []
+        assert app.stats.udp_queries == 4
+        assert app.stats.tcp_queries == 1
+
+    asyncio.run(body())
+
+
+def test_app_views_are_ready_before_start_for_explain() -> None:
+    app = App(load_config_text(TEXT), FakeClock(), random.Random(1))
+    assert not app.running
+    answer = app.view.resolve(f"geo.{ZONE}", "A", 0x0A020304, False, random.Random(1), 0)
+    assert answer.rcode == dns.rcode.NOERROR
+    assert [rr.rdata for rr in answer.answer] == ["198.51.100.32"]
+
+
+def test_app_start_fails_cleanly_when_an_address_cannot_be_bound() -> None:
+    async def body() -> None:
+        app = App(load_config_text(CONFIG.replace("@LISTEN@", '["127.0.0.1:0", "192.0.2.1:53"]')))
+        with pytest.raises(OSError):
+            await app.start()
+        assert not app.running
+
+    asyncio.run(body())

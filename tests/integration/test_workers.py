@@ -1,0 +1,168 @@
+"""`dns.workers: 2`: two worker processes share the sockets, follow reloads, and die with their parent."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import dns.message
+import dns.rdatatype
+import pytest
+from dns_config import CONFIG, ZONE
+from gslbd_harness import Running, gslbd_command, running_gslbd
+
+pytestmark = pytest.mark.slow
+
+WORKERS_CONFIG = CONFIG.replace("  tcp_idle_timeout: 1s\n", "  tcp_idle_timeout: 1s\n  workers: 2\n")
+
+
+def children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def worker_pids(server: Running) -> list[int]:
+    return [p for p in children(server.proc.pid) if "spawn_main" in cmdline(p)]
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie may linger when nothing reaps it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def ask_from_many_ports(
+    server: Running, name: str, rtype: str, count: int, wait: float = 3.0
+) -> list[str | None]:
+    """One query from each of `count` fresh sockets (so from `count` source ports); the first record of each
+    answer, or None for a query that got no answer within `wait` seconds."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setblocking(False)
+            socks.append(s)
+        query = dns.message.make_query(name, dns.rdatatype.from_text(rtype))
+        wire = query.to_wire()
+        for s in socks:
+            s.sendto(wire, (server.host, server.port))
+        answers: dict[socket.socket, str] = {}
+        deadline = time.monotonic() + wait
+        while len(answers) < count and time.monotonic() < deadline:
+            ready, _, _ = select.select([s for s in socks if s not in answers], [], [], 0.05)
+            for s in ready:
+                reply = dns.message.from_wire(s.recv(65535))
+                answers[s] = reply.answer[0][0].to_text() if reply.answer else ""
+        return [answers.get(s) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.fixture
+def workers_server(tmp_path: Path) -> Iterator[Running]:
+    with running_gslbd(tmp_path, WORKERS_CONFIG, zone=ZONE) as server:
+        deadline = time.monotonic() + 10
+        while len(worker_pids(server)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield server
+
+
+def test_two_workers_both_answer(workers_server: Running) -> None:
+    server = workers_server
+    pids = worker_pids(server)
+    assert len(pids) == 2
+    answers = ask_from_many_ports(server, f"info.{ZONE}", "TXT", 200)
+    assert answers == ['"hello from gslbd"'] * 200
+    assert server.ask(f"app.{ZONE}", "A", tcp=True).answer[0].ttl == 20
+
+    # Stop one worker: the queries the kernel hands to its socket go unanswered, the others are answered;
+    # so each of the two was taking its share.
+    os.kill(pids[0], signal.SIGSTOP)
+    try:
+        stalled = ask_from_many_ports(server, f"info.{ZONE}", "TXT", 200, wait=1.0)
+    finally:
+        os.kill(pids[0], signal.SIGCONT)
+    unanswered = stalled.count(None)
+    assert 0 < unanswered < 200
+    assert stalled.count('"hello from gslbd"') == 200 - unanswered
+    assert ask_from_many_ports(server, f"info.{ZONE}", "TXT", 200) == ['"hello from gslbd"'] * 200
+
+
+def test_workers_follow_a_reload(workers_server: Running) -> None:
+    server = workers_server
+    server.config_path.write_text(server.config_path.read_text().replace("hello from gslbd", "reloaded"))
+    server.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    answers: list[str | None] = []
+    while time.monotonic() < deadline:
+        answers = ask_from_many_ports(server, f"info.{ZONE}", "TXT", 100)
+        if answers == ['"reloaded"'] * 100:
+            break
+        time.sleep(0.1)
+    assert answers == ['"reloaded"'] * 100
+
+
+def test_a_dead_worker_is_restarted(workers_server: Running) -> None:
+    server = workers_server
+    first = worker_pids(server)
+    os.kill(first[0], signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        now = [p for p in worker_pids(server) if running(p)]
+        if len(now) == 2 and first[0] not in now:
+            break
+        time.sleep(0.1)
+    assert len([p for p in worker_pids(server) if running(p)]) == 2
+    assert "DNS worker 0 exited" in server.log()
+    assert ask_from_many_ports(server, f"info.{ZONE}", "TXT", 100) == ['"hello from gslbd"'] * 100
+
+
+def test_killing_the_parent_stops_the_workers(workers_server: Running) -> None:
+    server = workers_server
+    pids = worker_pids(server)
+    assert len(pids) == 2
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(5)
+    deadline = time.monotonic() + 10
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(running(p) for p in pids)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((server.host, server.port), timeout=1).close()
+
+
+def test_sigterm_stops_parent_and_workers_with_exit_0(workers_server: Running) -> None:
+    server = workers_server
+    pids = worker_pids(server)
+    assert server.stop(signal.SIGTERM) == 0
+    assert not any(running(p) for p in pids)
+
+
+def test_workers_that_cannot_bind_make_serve_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "unbindable.yaml"
+    path.write_text(WORKERS_CONFIG.replace("@LISTEN@", '["192.0.2.1:5399"]'))
+    out = subprocess.run(
+        gslbd_command("serve", "--config", str(path)), capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 1
+    assert "gslbd: cannot listen on 192.0.2.1:5399: worker 0: [Errno 99]" in out.stderr
