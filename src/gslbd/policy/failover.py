@@ -8,29 +8,9 @@ are rebuilt from the candidates whenever health changes.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-
 from gslbd.model.service import Endpoint, Service
 from gslbd.policy.base import FixedPlan, Plan, PolicyEnv
-
-
-@dataclass(frozen=True, slots=True)
-class FailoverPlan:
-    """Rotations of the chosen tier; the query counter walks them in turn."""
-
-    variants: tuple[tuple[Endpoint, ...], ...]
-    reason: str
-
-    @property
-    def location_dependent(self) -> bool:
-        return False
-
-    def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
-        return seq % len(self.variants)
-
-    def explain(self, ip: int, v6: bool) -> list[str]:
-        return [self.reason, f"failover: {len(self.variants)} rotations of that tier, one per query in turn"]
+from gslbd.policy.round_robin import RotationPlan, rotations
 
 
 def choose_group(candidates: tuple[Endpoint, ...], order: tuple[str, ...]) -> tuple[str, list[Endpoint]]:
@@ -58,5 +38,5 @@ class Failover:
         reason = f"failover: {where} answers; priority tier {best} has {len(tier)} candidate(s)"
         if len(tier) == 1:
             return FixedPlan(tier, reason)
-        rotations = tuple((tier[i:] + tier[:i])[: service.max_answers] for i in range(len(tier)))
-        return FailoverPlan(rotations, reason)
+        turn = f"failover: {len(tier)} rotations of that tier, one per query in turn"
+        return RotationPlan(rotations(tier, service.max_answers), (reason, turn))

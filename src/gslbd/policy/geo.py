@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality, SiteInfo
 from gslbd.policy.base import FixedPlan, Locator, Plan, PolicyEnv
+from gslbd.policy.round_robin import RotationPlan, rotations
 
 # A plan forgets the clients it has located once it has seen this many (per address family).
 CACHE_LIMIT = 100_000
@@ -120,24 +121,6 @@ class GeoPlan:
         return [f"geo: {why} -> {names}", f"geo: rotates among {count} answer(s) per query"]
 
 
-@dataclass(frozen=True, slots=True)
-class SameEverywherePlan:
-    """geo when every client would get the same set: a plain rotation, independent of the client."""
-
-    variants: tuple[tuple[Endpoint, ...], ...]
-    reason: str
-
-    @property
-    def location_dependent(self) -> bool:
-        return False
-
-    def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
-        return seq % len(self.variants)
-
-    def explain(self, ip: int, v6: bool) -> list[str]:
-        return [self.reason, f"geo: {len(self.variants)} rotations, one per query in turn"]
-
-
 class _Builder:
     """Collects distinct candidate sets and their rotations."""
 
@@ -155,8 +138,7 @@ class _Builder:
         new = self.ids[members] = len(self.starts)
         self.starts.append(len(self.variants))
         self.counts.append(len(members))
-        for i in range(len(members)):
-            self.variants.append((members[i:] + members[:i])[: self.max_answers])
+        self.variants.extend(rotations(members, self.max_answers))
         return new
 
 
@@ -182,9 +164,9 @@ class Geo:
         by_region = {k: builder.add(tuple(v)) for k, v in regions.items()}
         by_site = {k: builder.add(tuple(v)) for k, v in sites.items()}
         if len(builder.starts) == 1:
-            return SameEverywherePlan(
-                tuple(builder.variants), "geo: every candidate is in the same place, so all answer"
-            )
+            reason = "geo: every candidate is in the same place, so all answer"
+            turn = f"geo: {len(builder.variants)} rotations, one per query in turn"
+            return RotationPlan(tuple(builder.variants), (reason, turn))
         points = []
         for site, chosen in by_site.items():
             info = env.sites.get(site)

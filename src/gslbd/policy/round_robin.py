@@ -9,11 +9,20 @@ from gslbd.model.service import Endpoint, Service
 from gslbd.policy.base import FixedPlan, Plan, PolicyEnv
 
 
+def rotations(members: tuple[Endpoint, ...], max_answers: int) -> tuple[tuple[Endpoint, ...], ...]:
+    """Rotation i starts at member i, cut to max_answers."""
+    return tuple((members[i:] + members[:i])[:max_answers] for i in range(len(members)))
+
+
 @dataclass(frozen=True, slots=True)
 class RotationPlan:
-    """Rotation i starts at candidate i; the query counter walks the rotations in turn."""
+    """Rotations of one set of candidates; the query counter walks them in turn.
+
+    Used by round_robin, by failover inside the chosen tier, and by geo when every client would get
+    the same set."""
 
     variants: tuple[tuple[Endpoint, ...], ...]
+    notes: tuple[str, ...] = ()  # what `explain` says
 
     @property
     def location_dependent(self) -> bool:
@@ -23,7 +32,7 @@ class RotationPlan:
         return seq % len(self.variants)
 
     def explain(self, ip: int, v6: bool) -> list[str]:
-        return [f"round_robin: {len(self.variants)} rotations, the query counter picks one"]
+        return list(self.notes)
 
 
 class RoundRobin:
@@ -32,6 +41,5 @@ class RoundRobin:
     def plan(self, candidates: tuple[Endpoint, ...], service: Service, env: PolicyEnv) -> Plan:
         if len(candidates) == 1:
             return FixedPlan(candidates, "round_robin: one candidate")
-        n = len(candidates)
-        rotations = tuple((candidates[i:] + candidates[:i])[: service.max_answers] for i in range(n))
-        return RotationPlan(rotations)
+        note = f"round_robin: {len(candidates)} rotations, the query counter picks one"
+        return RotationPlan(rotations(candidates, service.max_answers), (note,))

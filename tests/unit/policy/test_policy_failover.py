@@ -6,7 +6,8 @@ import random
 
 from gslbd.model.service import Endpoint, Service
 from gslbd.policy.base import FixedPlan, NoLocator, Plan, PolicyEnv
-from gslbd.policy.failover import Failover, FailoverPlan
+from gslbd.policy.failover import Failover
+from gslbd.policy.round_robin import RotationPlan
 from gslbd.types import EndpointKind, PolicyName
 
 NAME = "app.gslb.example.com."
@@ -85,7 +86,7 @@ def test_empty_failover_order_treats_every_site_as_one_group() -> None:
 def test_tier_rotates_per_query_so_each_is_first_equally_often() -> None:
     eu3 = ep("192.0.2.3", "eu")
     plan = plan_for((EU1, EU2, eu3), ("eu",), max_answers=2)
-    assert isinstance(plan, FailoverPlan)
+    assert isinstance(plan, RotationPlan)
     rng = random.Random(0)
     firsts = [plan.variants[plan.pick(0, False, rng, seq)][0].address for seq in range(6)]
     assert firsts == ["192.0.2.1", "192.0.2.2", "192.0.2.3"] * 2

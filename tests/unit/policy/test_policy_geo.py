@@ -10,8 +10,9 @@ import pytest
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.policy.base import FixedPlan, Plan, PolicyEnv
-from gslbd.policy.geo import Geo, GeoPlan, SameEverywherePlan, great_circle_km
+from gslbd.policy.geo import Geo, GeoPlan, great_circle_km
 from gslbd.policy.locate import TopologyLocator
+from gslbd.policy.round_robin import RotationPlan
 from gslbd.types import EndpointKind, PolicyName
 
 NAME = "app.gslb.example.com."
@@ -142,7 +143,7 @@ def test_client_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_candidates_all_in_one_place_do_not_depend_on_the_client() -> None:
     plan = plan_for((EU_A, ep("192.0.2.9", "eu", "europe-west3", "europe-west3-a")))
-    assert isinstance(plan, SameEverywherePlan)
+    assert isinstance(plan, RotationPlan)
     assert plan.location_dependent is False
     assert answer(plan, "10.4.0.1", 1) == ["192.0.2.9", "192.0.2.1"]
 
