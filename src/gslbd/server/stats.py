@@ -16,9 +16,11 @@ class ServerStats:
         "tcp_evicted",
         "tcp_idle_closed",
         "tcp_queries",
+        "tcp_rcodes",
         "tcp_responses",
         "udp_dropped",
         "udp_queries",
+        "udp_rcodes",
         "udp_recv_errors",
         "udp_responses",
         "udp_send_errors",
@@ -36,6 +38,20 @@ class ServerStats:
         self.tcp_idle_closed = 0
         self.tcp_evicted = 0  # closed to make room under the connection cap
         self.handler_errors = 0  # exceptions raised while answering one message (the message is dropped)
+        # Responses by their 4-bit RCODE (index = rcode; extended rcodes such as BADVERS count as their
+        # low bits, which is how they appear in the header).
+        self.udp_rcodes = [0] * 16
+        self.tcp_rcodes = [0] * 16
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        """The scalar counters (the per-rcode lists are left out; see `responses_by_rcode`)."""
+        return {name: getattr(self, name) for name in self.__slots__ if not name.endswith("_rcodes")}
+
+    def responses_by_rcode(self) -> dict[tuple[str, int], int]:
+        """{(transport, rcode): responses} for every rcode seen."""
+        out: dict[tuple[str, int], int] = {}
+        for transport, counts in (("udp", self.udp_rcodes), ("tcp", self.tcp_rcodes)):
+            for rcode, count in enumerate(counts):
+                if count:
+                    out[(transport, rcode)] = count
+        return out

@@ -166,6 +166,8 @@ class _DnsStream(asyncio.Protocol):
             replies.append(len(reply).to_bytes(2, "big"))
             replies.append(reply)
             stats.tcp_responses += 1
+            if len(reply) > 3:
+                stats.tcp_rcodes[reply[3] & 15] += 1
         if pos:
             del buf[:pos]
         transport = self._transport

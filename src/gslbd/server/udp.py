@@ -61,6 +61,7 @@ class UdpListener:
         stats = self._stats
         view = self._view
         v6 = self._v6
+        rcodes = stats.udp_rcodes
         for _ in range(BATCH):
             try:
                 n, addr = recv(self._buf)
@@ -87,3 +88,5 @@ class UdpListener:
                 stats.udp_send_errors += 1
                 continue
             stats.udp_responses += 1
+            if len(reply) > 3:
+                rcodes[reply[3] & 15] += 1

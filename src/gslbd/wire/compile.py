@@ -87,6 +87,16 @@ class AnswerTable:
     use_client_subnet: bool
     opt_plain: tuple[bytes, bytes]  # our OPT record without options, DO clear / set
     opt_prefix: tuple[bytes, bytes]  # the same up to RDLENGTH, for appending options
+    # (policy name, query counter) of every entry a policy decides, for the per-policy metric
+    policy_counters: tuple[tuple[str, Iterator[int]], ...] = ()
+
+    def policy_answers(self) -> dict[str, int]:
+        """Answers decided by each policy since this table was compiled."""
+        out: dict[str, int] = {}
+        for policy, counter in self.policy_counters:
+            # itertools.count shows its next value in its repr ("count(7)"): read without advancing.
+            out[policy] = out.get(policy, 0) + int(repr(counter)[6:-1])
+        return out
 
 
 def heads(rcode: int, *, authoritative: bool, counts: tuple[int, int, int] = (0, 0, 0)) -> Heads:
@@ -154,12 +164,14 @@ def compile_records(name: str, records: tuple[Rr, ...]) -> Variant:
 
 
 def compile_outcome(data: NameData, outcome: Outcome) -> Entry:
-    """The entry of one outcome at one name: every variant of a plan, or the one fixed answer."""
+    """The entry of one outcome at one name: every variant of a plan, or the one fixed answer.
+
+    A policy's entry always has a `pick` (even with one variant) so that its counter also counts
+    the answers the policy decided, for the per-policy metric."""
     if isinstance(outcome, Dynamic):
         plan = outcome.plan
         variants = tuple(compile_records(data.name, outcome.records(i)) for i in range(len(plan.variants)))
-        pick = None if len(variants) == 1 else plan.pick
-        return Entry(pick, itertools.count(), variants, plan.location_dependent)
+        return Entry(plan.pick, itertools.count(), variants, plan.location_dependent)
     # Records and Negative answers do not depend on the client, the rng or the counter.
     fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
     return Entry(None, itertools.count(), (compile_answer(data.name, fixed),), False)
@@ -219,6 +231,14 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
     )
     refused_entry = Entry(None, itertools.count(), (refused,), False)
     names = {_wire_key(name): compile_node(data, refused_entry) for name, data in view.names.items()}
+    counters: dict[int, tuple[str, Iterator[int]]] = {}
+    for data in view.names.values():
+        if data.service is None:
+            continue
+        node = names[_wire_key(data.name)]
+        for entry in (*node.types.values(), node.default):
+            if entry.pick is not None:
+                counters[id(entry.counter)] = (data.service.policy.value, entry.counter)
     zones = {_wire_key(origin): compile_zone(origin, view) for origin in view.zones}
     payload = max_udp_payload  # 512..65535, checked by the config loader
     return AnswerTable(
@@ -229,6 +249,7 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         use_client_subnet=use_client_subnet,
         opt_plain=(opt_record(payload, False, 0), opt_record(payload, True, 0)),
         opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
+        policy_counters=tuple(counters.values()),
     )
 
 

@@ -179,17 +179,28 @@ def fast_answer(
 class Responder:
     """Answers query packets from the current answer table and view; `swap` replaces both at once."""
 
-    __slots__ = ("_slow_seq", "_state", "rng", "slow_count")
+    __slots__ = ("_policy_totals", "_slow_seq", "_state", "rng", "slow_count")
 
     def __init__(self, table: AnswerTable, view: View, rng: random.Random) -> None:
         self._state = (table, view)
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
         self._slow_seq = itertools.count()
+        self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
 
     def swap(self, table: AnswerTable, view: View) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new."""
+        old = self._state[0]
         self._state = (table, view)
+        for policy, count in old.policy_answers().items():
+            self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
+
+    def policy_answers(self) -> dict[str, int]:
+        """Answers decided by each policy (fast path) since this responder started."""
+        out = dict(self._policy_totals)
+        for policy, count in self._state[0].policy_answers().items():
+            out[policy] = out.get(policy, 0) + count
+        return out
 
     @property
     def table(self) -> AnswerTable:
