@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from gslbd import __version__
+from gslbd.cli import demo
+from gslbd.cli.admin import register as register_admin_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--ecs", default=None, help="an EDNS Client Subnet sent along, e.g. 10.2.0.0/16")
     _config_option(explain)
 
+    demo.add_parser(sub)
+    register_admin_commands(sub)
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -57,6 +61,8 @@ def _config_option(parser: argparse.ArgumentParser, *, required: bool = False) -
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(argv)
+    if hasattr(args, "run"):  # commands that bring their own runner (status, admin)
+        return int(args.run(args))
     if args.command == "version":
         print(f"gslbd {__version__}")
         return 0

@@ -1,4 +1,8 @@
-"""`gslbd serve`: answer DNS until SIGINT or SIGTERM, then stop cleanly. SIGHUP reloads the config."""
+"""`gslbd serve`: answer DNS until SIGINT or SIGTERM, then stop cleanly. SIGHUP reloads the config.
+
+Stopping: the first SIGTERM/SIGINT starts the lame duck (`dns.lame_duck` seconds, /readyz 503 while DNS
+still answers), then listeners, API and probes stop; a second signal stops at once. Exit code 0.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,11 @@ import sys
 from collections.abc import Callable
 
 from gslbd import __version__
-from gslbd.app import App
+from gslbd.app import ApiBindError, App, privilege_problems
 from gslbd.cli.configs import config_path, load_or_report
-from gslbd.errors import GslbdError
+from gslbd.errors import GslbdError, StateError
 from gslbd.model.config import Config
+from gslbd.state.store import FileStateStore, StateStore, default_state_dir
 
 log = logging.getLogger("gslbd.cli.serve")
 
@@ -61,47 +66,72 @@ def run_serve(path: str | None, level: str) -> int:
         return 1
     for warning in problems:
         log.warning("%s", warning)
+    refused = privilege_problems(config)
+    for line in refused:
+        print(line, file=sys.stderr)
+    if refused:
+        return 1
+    store: StateStore | None = None
+    if path is None and config.state.file is None:
+        # The bundled example keeps its admin states next to the user's other state.
+        store = FileStateStore(default_state_dir() / "example-state.json")
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(_serve(config, path, numeric))
+        return runner.run(serve_until_stopped(App(config, worker_log_level=numeric, store=store), path))
 
 
-async def _serve(config: Config, path: str | None, level: int) -> int:
+async def serve_until_stopped(app: App, path: str | None = None, banner: bool = True) -> int:
+    """Start `app` and serve until SIGTERM or SIGINT; SIGHUP reloads its config file. The first stop
+    signal starts the lame duck (dns.lame_duck seconds: not ready, DNS still answers), a second one
+    stops at once. Returns the exit code (0, or 1 when the app could not start)."""
     loop = asyncio.get_running_loop()
+    config = app.config
     # Signals are handled from the start: a SIGHUP or SIGTERM that arrives while the sockets are being
     # bound (or the workers started) waits in the queue instead of killing the process half-started.
     commands: asyncio.Queue[str] = asyncio.Queue()
     for sig, command in ((signal.SIGINT, "stop"), (signal.SIGTERM, "stop"), (signal.SIGHUP, "reload")):
         loop.add_signal_handler(sig, commands.put_nowait, command)
-    app = App(config, worker_log_level=level)
     try:
         try:
             await app.start()
         except (OSError, GslbdError) as exc:
             listen = ", ".join(map(str, config.dns.listen))
-            print(f"gslbd: cannot listen on {listen}: {exc}", file=sys.stderr)
+            if isinstance(exc, StateError | ApiBindError):
+                print(f"gslbd: {exc}", file=sys.stderr)
+            else:
+                print(f"gslbd: cannot listen on {listen}: {exc}", file=sys.stderr)
             return 1
         log.info("gslbd %s answering for %s", __version__, ", ".join(z.origin for z in config.zones))
-        if path is None:
+        if path is None and banner:
             log.info("%s", try_these(config))
         while await commands.get() == "reload":
-            _reload(app, path)
+            await app.reload_file()
         log.info("stopping")
+        await _lame_duck(app, commands)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         await app.stop()
+        log.info("stopped")
     return 0
 
 
-def _reload(app: App, path: str | None) -> None:
-    with config_path(path) as real:
-        config, problems = load_or_report(real)
-    if config is None:
-        log.error(
-            "reload of %s failed (%d problems, printed above); still serving the previous config",
-            real,
-            len(problems),
-        )
+async def _lame_duck(app: App, commands: asyncio.Queue[str]) -> None:
+    """Not ready for dns.lame_duck seconds while DNS still answers, unless a second stop signal comes."""
+    seconds = app.config.dns.lame_duck
+    if seconds <= 0:
         return
-    app.reload(config)
-    log.info("reloaded %s", real)
+    app.lame_duck()
+    log.info("lame duck for %gs: DNS still answers, /readyz fails; signal again to stop now", seconds)
+    deadline = loop_time() + seconds
+    while (left := deadline - loop_time()) > 0:
+        try:
+            command = await asyncio.wait_for(commands.get(), left)
+        except TimeoutError:
+            return
+        if command == "stop":
+            log.info("second stop signal: stopping now")
+            return
+
+
+def loop_time() -> float:
+    return asyncio.get_running_loop().time()

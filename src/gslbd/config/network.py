@@ -33,6 +33,7 @@ from gslbd.model.config import (
     PeerSite,
     RedisConfig,
     SiteConfig,
+    StateConfig,
 )
 from gslbd.model.topology import IPNetwork, Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.types import Discover, SyncMode
@@ -100,7 +101,7 @@ def _unique_addresses(r: MapReader, found: list[tuple[ListenAddress, str, int]])
 def read_dns(r: MapReader | None) -> DnsConfig:
     if r is None:
         return DnsConfig()
-    r.check_keys(("listen", "workers", "max_udp_payload", "tcp_idle_timeout"))
+    r.check_keys(("listen", "workers", "max_udp_payload", "tcp_idle_timeout", "lame_duck"))
     listen = DnsConfig().listen
     found = r.list_of("listen", hostport(53, min_port=0))
     if found is not None:
@@ -114,6 +115,7 @@ def read_dns(r: MapReader | None) -> DnsConfig:
         workers=r.get("workers", integer(1, 1024), 1),
         max_udp_payload=r.get("max_udp_payload", integer(512, 65535), 1232),
         tcp_idle_timeout=r.get("tcp_idle_timeout", duration(), 10.0),
+        lame_duck=r.get("lame_duck", duration(positive=False), 2.0),
     )
 
 
@@ -142,6 +144,22 @@ def read_api(r: MapReader | None) -> ApiConfig | None:
     if token is None and not r.has("token_file") and not ipaddress.ip_address(listen.host).is_loopback:
         r.warn("listen", f"no token: anyone who reaches {listen} can change state through the API")
     return ApiConfig(listen, token or None, token_file)
+
+
+def read_state(r: MapReader | None) -> StateConfig:
+    """`state: {file: PATH}`: where run-time admin states are kept (relative to the config's directory)."""
+    if r is None:
+        return StateConfig()
+    r.check_keys(("file",))
+    text = r.opt("file", nonempty_string)
+    if text is None:
+        return StateConfig()
+    path = r.rep.resolve_path(text)
+    if path.is_dir():
+        r.error("file", f"state file {str(path)!r} is a directory")
+    elif not path.parent.is_dir():
+        r.error("file", f"the directory of state file {str(path)!r} does not exist")
+    return StateConfig(str(path))
 
 
 def _coordinates(node: Node) -> tuple[float, float]:

@@ -13,6 +13,7 @@ from gslbd.config.network import (
     read_peers,
     read_site,
     read_sites,
+    read_state,
     read_topology,
 )
 from gslbd.config.services import ServiceContext, locality_lookup, read_services
@@ -34,6 +35,7 @@ TOP_KEYS = (
     "sites",
     "cluster",
     "peers",
+    "state",
 )
 
 
@@ -154,6 +156,7 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
     services = read_services(ctx, r)
     refs.warn_unused(checks_r)
     cluster = read_cluster(r.sub("cluster"))
+    state = read_state(r.sub("state"))
     if rep.failed:
         return None
     return Config(
@@ -168,5 +171,6 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
         sites=_all_sites(site, sites, ctx.sites_used, peers, topology),
         cluster=cluster,
         peers=peers,
+        state=state,
         source=rep.source,
     )

@@ -14,6 +14,7 @@ from gslbd.model.config import (
     PeerSite,
     RedisConfig,
     SiteConfig,
+    StateConfig,
 )
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
@@ -38,6 +39,7 @@ __all__ = [
     "SiteConfig",
     "SiteInfo",
     "Soa",
+    "StateConfig",
     "StaticRecord",
     "Topology",
     "Zone",

@@ -38,6 +38,7 @@ class DnsConfig:
     workers: int = 1
     max_udp_payload: int = 1232
     tcp_idle_timeout: float = 10.0
+    lame_duck: float = 2.0  # after SIGTERM: /readyz fails while DNS still answers, for this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,13 @@ class ApiConfig:
     listen: ListenAddress
     token: str | None = None
     token_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateConfig:
+    """Where run-time admin states are kept: `file` (an absolute path) or None = in memory only."""
+
+    file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +105,7 @@ class Config:
     sites: tuple[SiteInfo, ...] = ()  # every known site, this one included
     cluster: ClusterConfig | None = None
     peers: PeersConfig | None = None
+    state: StateConfig = StateConfig()
     source: str = field(default="<memory>", compare=False)
 
     def site_info(self, name: str) -> SiteInfo | None:

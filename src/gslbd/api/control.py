@@ -1,0 +1,145 @@
+"""What a running gslbd offers its HTTP API, as a Protocol the composition root implements.
+
+The API layer never imports `app` or `server`: App fills these frozen values and the API renders them.
+`endpoint_view` and `service_status` build them from the model and the health book, so App only has to
+call them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Protocol
+
+from gslbd.model.service import Endpoint, Service
+from gslbd.state.status import EndpointStatus
+from gslbd.types import AdminState, PolicyName
+
+
+class Health(StrEnum):
+    """The probed verdict of an endpoint: `unknown` before the first verdict or without a check."""
+
+    UP = "up"
+    DOWN = "down"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointView:
+    """One endpoint as the API shows it. Times are wall-clock Unix seconds (None = never).
+
+    `health` is the probed verdict, `admin` the admin state in force (run-time override, else the
+    config's), `effective_up` whether the endpoint is a candidate for answers now. `check` names the
+    check type probing it (None: not probed). `last_ok`/`last_detail` are the result of the last probe;
+    `last_change`/`last_change_reason` when and why the verdict last changed.
+    """
+
+    address: str
+    site: str
+    health: Health
+    admin: AdminState
+    effective_up: bool
+    region: str | None = None
+    zone: str | None = None
+    check: str | None = None
+    last_check: float | None = None
+    last_ok: bool | None = None
+    last_detail: str = ""
+    last_change: float | None = None
+    last_change_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatus:
+    """A service (absolute `name`, e.g. "app.gslb.example.com.") and the state of its endpoints."""
+
+    name: str
+    policy: PolicyName
+    endpoints: tuple[EndpointView, ...] = ()
+
+    @property
+    def endpoints_up(self) -> int:
+        return sum(1 for e in self.endpoints if e.effective_up)
+
+
+_NO_COUNTS: Mapping[tuple[str, str], int] = MappingProxyType({})
+_NO_POLICY: Mapping[str, int] = MappingProxyType({})
+_NO_EVENTS: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class DnsCounters:
+    """DNS counters read at scrape time (plain integers kept by the query path; all cumulative).
+
+    `queries`: responses sent per (transport, rcode), transport "udp" or "tcp", rcode its mnemonic
+    ("NOERROR", "NXDOMAIN", "SERVFAIL", "REFUSED", ...).
+    `policy_answers`: answers decided by a service's policy, per policy name ("round_robin", ...).
+    `events`: other server counters by name (e.g. `ServerStats.as_dict()`: "udp_dropped",
+    "tcp_connections", "handler_errors", ...).
+    Any mapping may be empty when the instance cannot tell (its metric is then absent).
+    """
+
+    queries: Mapping[tuple[str, str], int] = field(default_factory=lambda: _NO_COUNTS)
+    policy_answers: Mapping[str, int] = field(default_factory=lambda: _NO_POLICY)
+    events: Mapping[str, int] = field(default_factory=lambda: _NO_EVENTS)
+
+
+class Control(Protocol):
+    """The running instance, as the API sees it."""
+
+    @property
+    def ready(self) -> bool:
+        """False during start-up (before listeners are bound and first verdicts are in) and lame duck."""
+        ...
+
+    def services(self) -> Sequence[ServiceStatus]:
+        """Every configured service, in config order."""
+        ...
+
+    def service(self, name: str) -> ServiceStatus | None:
+        """The service with this absolute, lower-case name ("app.gslb.example.com."), or None."""
+        ...
+
+    async def set_admin(self, service: str, address: str, state: AdminState) -> None:
+        """Set an endpoint's run-time admin state (persisted in the state store) and apply it to the
+        answers. `service` is absolute and lower case; `address` as configured (normalized IP text or
+        absolute hostname). Raises KeyError for an unknown service or endpoint."""
+        ...
+
+    async def reload(self) -> list[str]:
+        """Re-read the config file and apply it; returns the error lines (empty = applied)."""
+        ...
+
+    def dns_counters(self) -> DnsCounters:
+        """The DNS query counters, cumulative since start."""
+        ...
+
+
+def endpoint_view(
+    endpoint: Endpoint, status: EndpointStatus | None, admin: AdminState, effective_up: bool
+) -> EndpointView:
+    """The API view of `endpoint`: `status` is its health (None = never probed), `admin` the admin
+    state in force and `effective_up` the result of `state.snapshot.effective_up`."""
+    st = status if status is not None else EndpointStatus()
+    health = Health.UNKNOWN if st.healthy is None else (Health.UP if st.healthy else Health.DOWN)
+    return EndpointView(
+        address=endpoint.address,
+        site=endpoint.site,
+        health=health,
+        admin=admin,
+        effective_up=effective_up,
+        region=endpoint.locality.region,
+        zone=endpoint.locality.zone,
+        check=endpoint.check.type.value if endpoint.check is not None else None,
+        last_check=st.last_check,
+        last_ok=st.last_ok,
+        last_detail=st.last_detail,
+        last_change=st.last_change,
+        last_change_reason=st.last_change_reason,
+    )
+
+
+def service_status(service: Service, endpoints: Sequence[EndpointView]) -> ServiceStatus:
+    return ServiceStatus(name=service.name, policy=service.policy, endpoints=tuple(endpoints))

@@ -1,0 +1,209 @@
+"""The OpenAPI 3.1 description of the admin API, written by hand (served at /api/v1/openapi.json)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from gslbd import __version__
+from gslbd.types import AdminState
+
+
+def _json(schema: str) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": _json("Error")}
+
+
+_NAME = {
+    "name": "name",
+    "in": "path",
+    "required": True,
+    "description": 'Service name, absolute ("app.gslb.example.com.") or without the final dot.',
+    "schema": {"type": "string"},
+}
+_ADDRESS = {
+    "name": "address",
+    "in": "path",
+    "required": True,
+    "description": "Endpoint address as configured: an IPv4/IPv6 address or a hostname.",
+    "schema": {"type": "string"},
+}
+_AUTH_ERRORS = {
+    "401": _error("No or wrong `Authorization: Bearer <token>` header."),
+    "403": _error("No API token is configured (api.token / api.token_file): state changes are refused."),
+}
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "string"}},
+    },
+    "LastCheck": {
+        "type": ["object", "null"],
+        "description": "The last probe; null before the first probe.",
+        "properties": {
+            "time": {"type": "number", "description": "Unix seconds"},
+            "at": {"type": "string", "format": "date-time"},
+            "ok": {"type": ["boolean", "null"]},
+            "detail": {"type": "string", "examples": ["HTTP 200", "timeout after 2s"]},
+        },
+    },
+    "LastChange": {
+        "type": ["object", "null"],
+        "description": "The last change of verdict; null before the first verdict.",
+        "properties": {
+            "time": {"type": "number", "description": "Unix seconds"},
+            "at": {"type": "string", "format": "date-time"},
+            "reason": {"type": "string", "examples": ["3 consecutive failures: timeout after 2s"]},
+        },
+    },
+    "Endpoint": {
+        "type": "object",
+        "properties": {
+            "address": {"type": "string"},
+            "site": {"type": "string"},
+            "region": {"type": ["string", "null"]},
+            "zone": {"type": ["string", "null"]},
+            "check": {"type": ["string", "null"], "description": "check type; null when not probed"},
+            "health": {"enum": ["up", "down", "unknown"]},
+            "admin": {"enum": [s.value for s in AdminState]},
+            "effective_up": {"type": "boolean", "description": "a candidate for answers now"},
+            "last_check": {"$ref": "#/components/schemas/LastCheck"},
+            "last_change": {"$ref": "#/components/schemas/LastChange"},
+        },
+    },
+    "Service": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "policy": {"type": "string"},
+            "endpoints_up": {"type": "integer"},
+            "endpoints": {"type": "array", "items": {"$ref": "#/components/schemas/Endpoint"}},
+        },
+    },
+    "Services": {
+        "type": "object",
+        "properties": {"services": {"type": "array", "items": {"$ref": "#/components/schemas/Service"}}},
+    },
+    "AdminRequest": {
+        "type": "object",
+        "required": ["state"],
+        "properties": {"state": {"enum": [s.value for s in AdminState]}},
+    },
+    "AdminResult": {
+        "type": "object",
+        "properties": {
+            "service": {"type": "string"},
+            "address": {"type": "string"},
+            "state": {"enum": [s.value for s in AdminState]},
+            "endpoint": {"$ref": "#/components/schemas/Endpoint"},
+        },
+    },
+    "ReloadResult": {
+        "type": "object",
+        "properties": {
+            "applied": {"type": "boolean"},
+            "errors": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+}
+
+
+def _text(description: str, media: str = "text/plain") -> dict[str, Any]:
+    return {"description": description, "content": {media: {"schema": {"type": "string"}}}}
+
+
+_PATHS: dict[str, Any] = {
+    "/": {
+        "get": {
+            "summary": "HTML status page of every service",
+            "responses": {"200": _text("Page", "text/html")},
+        }
+    },
+    "/healthz": {
+        "get": {"summary": "Liveness: 200 while the process runs", "responses": {"200": _text("ok")}}
+    },
+    "/readyz": {
+        "get": {
+            "summary": "Readiness: 200 when serving, 503 during start-up and the lame-duck phase of shutdown",
+            "responses": {"200": _text("ready"), "503": _text("not ready")},
+        }
+    },
+    "/metrics": {
+        "get": {
+            "summary": "Prometheus metrics (text exposition format)",
+            "responses": {"200": _text("Metrics")},
+        }
+    },
+    "/api/v1/openapi.json": {
+        "get": {
+            "summary": "This document",
+            "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
+        }
+    },
+    "/api/v1/services": {
+        "get": {
+            "summary": "Every service with the health and admin state of each endpoint",
+            "responses": {"200": {"description": "Services", "content": _json("Services")}},
+        }
+    },
+    "/api/v1/services/{name}": {
+        "get": {
+            "summary": "One service",
+            "parameters": [_NAME],
+            "responses": {
+                "200": {"description": "The service", "content": _json("Service")},
+                "404": _error("No such service."),
+            },
+        }
+    },
+    "/api/v1/services/{name}/endpoints/{address}/admin": {
+        "put": {
+            "summary": "Set an endpoint's run-time admin state (up and down force, obey follows checks)",
+            "security": [{"bearer": []}],
+            "parameters": [_NAME, _ADDRESS],
+            "requestBody": {"required": True, "content": _json("AdminRequest")},
+            "responses": {
+                "200": {"description": "Applied and saved", "content": _json("AdminResult")},
+                "400": _error('The body is not JSON like {"state": "up"|"down"|"obey"}.'),
+                **_AUTH_ERRORS,
+                "404": _error("No such service or endpoint."),
+            },
+        }
+    },
+    "/api/v1/reload": {
+        "post": {
+            "summary": "Re-read the config file: a valid one is applied, an invalid one refused",
+            "security": [{"bearer": []}],
+            "responses": {
+                "200": {"description": "Applied", "content": _json("ReloadResult")},
+                **_AUTH_ERRORS,
+                "422": {
+                    "description": "Refused: the old config keeps serving",
+                    "content": _json("ReloadResult"),
+                },
+            },
+        }
+    },
+}
+
+
+def openapi_document() -> dict[str, Any]:
+    """A fresh copy of the document (callers may change it)."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "gslbd admin API",
+            "version": __version__,
+            "description": "Status, run-time admin state, reload, metrics, liveness and readiness of gslbd.",
+        },
+        "components": {
+            "schemas": copy.deepcopy(_SCHEMAS),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "paths": copy.deepcopy(_PATHS),
+    }

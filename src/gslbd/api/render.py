@@ -1,0 +1,128 @@
+"""How the API shows services: JSON documents and the HTML status page (no scripts, no framework)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from gslbd.api.control import EndpointView, ServiceStatus
+
+
+def iso_time(ts: float | None) -> str | None:
+    """Unix seconds as ISO 8601 UTC with a Z ("2024-05-01T10:11:12.345Z"); None stays None."""
+    if ts is None:
+        return None
+    moment = datetime.fromtimestamp(ts, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def endpoint_json(e: EndpointView) -> dict[str, Any]:
+    last_check = None
+    if e.last_check is not None:
+        last_check = {
+            "time": e.last_check,
+            "at": iso_time(e.last_check),
+            "ok": e.last_ok,
+            "detail": e.last_detail,
+        }
+    last_change = None
+    if e.last_change is not None:
+        last_change = {"time": e.last_change, "at": iso_time(e.last_change), "reason": e.last_change_reason}
+    return {
+        "address": e.address,
+        "site": e.site,
+        "region": e.region,
+        "zone": e.zone,
+        "check": e.check,
+        "health": e.health.value,
+        "admin": e.admin.value,
+        "effective_up": e.effective_up,
+        "last_check": last_check,
+        "last_change": last_change,
+    }
+
+
+def service_json(s: ServiceStatus) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "policy": s.policy.value,
+        "endpoints_up": s.endpoints_up,
+        "endpoints": [endpoint_json(e) for e in s.endpoints],
+    }
+
+
+def services_json(services: Sequence[ServiceStatus]) -> dict[str, Any]:
+    return {"services": [service_json(s) for s in services]}
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
+table { border-collapse: collapse; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.3em 0.8em; text-align: left; font-size: 0.9em; }
+th { background: #f4f4f4; }
+.up { color: #176f2c; font-weight: bold; } .down { color: #b3261e; font-weight: bold; }
+.unknown { color: #777; } .muted { color: #777; }
+"""
+
+
+def _cell(text: str, css: str | None = None) -> str:
+    cls = f' class="{css}"' if css else ""
+    return f"<td{cls}>{html.escape(text)}</td>"
+
+
+def _endpoint_row(e: EndpointView) -> str:
+    effective = "up" if e.effective_up else "down"
+    last_check = ""
+    if e.last_check is not None:
+        verdict = "ok" if e.last_ok else "failed"
+        last_check = f"{iso_time(e.last_check)} {verdict}: {e.last_detail}".rstrip(": ")
+    last_change = ""
+    if e.last_change is not None:
+        last_change = f"{iso_time(e.last_change)} {e.last_change_reason}".rstrip()
+    locality = "/".join(p for p in (e.region, e.zone) if p)
+    return (
+        "<tr>"
+        + _cell(e.address)
+        + _cell(e.site)
+        + _cell(locality)
+        + _cell(e.check or "none", None if e.check else "muted")
+        + _cell(e.health.value, e.health.value)
+        + _cell(e.admin.value)
+        + _cell(effective, effective)
+        + _cell(last_check)
+        + _cell(last_change)
+        + "</tr>"
+    )
+
+
+def status_page(services: Sequence[ServiceStatus], ready: bool) -> str:
+    """The status page: one table per service. It reloads itself every 5 seconds."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="refresh" content="5">',
+        "<title>gslbd status</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>gslbd status</h1>",
+        f'<p>Ready: <span class="{"up" if ready else "down"}">{"yes" if ready else "no"}</span>'
+        ' &middot; <a href="/api/v1/services">JSON</a> &middot; <a href="/metrics">metrics</a>'
+        ' &middot; <a href="/api/v1/openapi.json">OpenAPI</a></p>',
+    ]
+    if not services:
+        parts.append("<p>No services are configured.</p>")
+    for s in services:
+        parts.append(
+            f'<h2>{html.escape(s.name)} <span class="muted">{html.escape(s.policy.value)}, '
+            f"{s.endpoints_up} of {len(s.endpoints)} up</span></h2>"
+        )
+        parts.append(
+            "<table><tr><th>Endpoint</th><th>Site</th><th>Locality</th><th>Check</th><th>Health</th>"
+            "<th>Admin</th><th>Effective</th><th>Last check</th><th>Last change</th></tr>"
+        )
+        parts.extend(_endpoint_row(e) for e in s.endpoints)
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,243 @@
+"""The HTTP admin API on `api.listen` (aiohttp).
+
+    GET  /                                   HTML status page
+    GET  /healthz, /readyz                   liveness; readiness (503 during start-up and lame duck)
+    GET  /metrics                            Prometheus text
+    GET  /api/v1/openapi.json                the OpenAPI 3.1 document
+    GET  /api/v1/services[/{name}]           service status (JSON)
+    PUT  /api/v1/services/{name}/endpoints/{address}/admin   {"state": "up"|"down"|"obey"}
+    POST /api/v1/reload                      re-read the config file
+
+State-changing calls need `Authorization: Bearer <token>` (401 without or with a wrong token). With no
+token configured they are refused with 403: an open admin API is never the default. Errors under
+/api/ are JSON `{"error": "..."}`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from gslbd.api.collector import MetricsExporter
+from gslbd.api.control import Control, ServiceStatus
+from gslbd.api.openapi import openapi_document
+from gslbd.api.render import endpoint_json, service_json, services_json, status_page
+from gslbd.model.config import ListenAddress
+from gslbd.types import AdminState, choices
+
+log = logging.getLogger(__name__)
+
+# The classic Prometheus text format that generate_latest writes (in every library version).
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+NO_TOKEN_MESSAGE = (
+    "state-changing calls are disabled because no API token is configured; "
+    "set api.token or api.token_file in the configuration"
+)
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": message}, status=status, headers=headers)
+
+
+def _absolute(name: str) -> str:
+    name = name.strip().lower()
+    return name if name.endswith(".") else name + "."
+
+
+def _normal_address(address: str) -> str:
+    """An IP address in its normal text form; a hostname absolute and lower case."""
+    text = address.strip()
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        return _absolute(text)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp's own errors (unknown route, wrong method) become JSON under /api/."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if not request.path.startswith("/api/") or exc.status < 400:
+            raise
+        return _error(
+            exc.status,
+            exc.reason,
+            headers={"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None,
+        )
+
+
+class ApiServer:
+    """The admin API of one instance. `port` is the bound port (useful with listen port 0)."""
+
+    def __init__(self, control: Control, listen: ListenAddress, token: str | None) -> None:
+        self._control = control
+        self._listen = listen
+        self._token = token
+        self._exporter = MetricsExporter(control.dns_counters)
+        self._runner: web.AppRunner | None = None
+        self.port: int = listen.port
+        self.app = self._build()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind `listen` and serve. OSError when the address cannot be bound (nothing is left open)."""
+        if self._runner is not None:
+            return
+        runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self._listen.host, self._listen.port, reuse_address=True)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        addresses = runner.addresses
+        if addresses:
+            self.port = int(addresses[0][1])
+        log.info("admin API on http://%s", ListenAddress(self._listen.host, self.port))
+
+    async def stop(self) -> None:
+        """Close the listening socket and finish open requests (briefly)."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        host = self._listen.host
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
+        return f"http://{ListenAddress(host, self.port)}"
+
+    # -- routes --------------------------------------------------------------------------------
+
+    def _build(self) -> web.Application:
+        app = web.Application(middlewares=[_json_errors], client_max_size=64 * 1024)
+        app.router.add_get("/", self._page)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/api/v1/openapi.json", self._openapi)
+        app.router.add_get("/api/v1/services", self._services)
+        app.router.add_get("/api/v1/services/{name}", self._service)
+        app.router.add_put("/api/v1/services/{name}/endpoints/{address}/admin", self._set_admin)
+        app.router.add_post("/api/v1/reload", self._reload)
+        return app
+
+    def _find_service(self, name: str) -> ServiceStatus | None:
+        """By absolute name, the name without the final dot, or a unique leading part ("app" for
+        "app.gslb.example.com.")."""
+        found = self._control.service(_absolute(name))
+        if found is not None or name.endswith("."):
+            return found
+        prefix = name.strip().lower() + "."
+        matches = [s for s in self._control.services() if s.name.startswith(prefix)]
+        return matches[0] if len(matches) == 1 else None
+
+    def _authorize(self, request: web.Request) -> web.Response | None:
+        """None when the request may change state, else the error response."""
+        if self._token is None:
+            return _error(403, NO_TOKEN_MESSAGE)
+        header = request.headers.get("Authorization", "")
+        scheme, _, given = header.partition(" ")
+        challenge = {"WWW-Authenticate": 'Bearer realm="gslbd"'}
+        if scheme.lower() != "bearer" or not given.strip():
+            return _error(401, "missing bearer token: send 'Authorization: Bearer <token>'", challenge)
+        if not hmac.compare_digest(given.strip().encode(), self._token.encode()):
+            return _error(401, "wrong bearer token", challenge)
+        return None
+
+    async def _page(self, request: web.Request) -> web.Response:
+        return web.Response(
+            text=status_page(self._control.services(), self._control.ready), content_type="text/html"
+        )
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        if self._control.ready:
+            return web.Response(text="ready\n")
+        return web.Response(status=503, text="not ready\n")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self._exporter.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+    async def _openapi(self, request: web.Request) -> web.Response:
+        return web.json_response(openapi_document())
+
+    async def _services(self, request: web.Request) -> web.Response:
+        return web.json_response(services_json(self._control.services()))
+
+    async def _service(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        service = self._find_service(name)
+        if service is None:
+            return _error(404, f"no service {_absolute(name)}")
+        return web.json_response(service_json(service))
+
+    async def _set_admin(self, request: web.Request) -> web.Response:
+        refused = self._authorize(request)
+        if refused is not None:
+            return refused
+        name, address = request.match_info["name"], request.match_info["address"]
+        state = await _admin_state_of(request)
+        if isinstance(state, web.Response):
+            return state
+        service = self._find_service(name)
+        if service is None:
+            return _error(404, f"no service {_absolute(name)}")
+        wanted = _normal_address(address)
+        endpoint = next((e for e in service.endpoints if e.address == wanted), None)
+        if endpoint is None:
+            return _error(404, f"service {service.name} has no endpoint {address}")
+        try:
+            await self._control.set_admin(service.name, endpoint.address, state)
+        except KeyError:
+            return _error(404, f"service {service.name} has no endpoint {address}")
+        result: dict[str, Any] = {"service": service.name, "address": endpoint.address, "state": state.value}
+        after = self._control.service(service.name)
+        updated = None if after is None else next((e for e in after.endpoints if e.address == wanted), None)
+        if updated is not None:
+            result["endpoint"] = endpoint_json(updated)
+        return web.json_response(result)
+
+    async def _reload(self, request: web.Request) -> web.Response:
+        refused = self._authorize(request)
+        if refused is not None:
+            return refused
+        errors = await self._control.reload()
+        if errors:
+            return web.json_response({"applied": False, "errors": list(errors)}, status=422)
+        return web.json_response({"applied": True, "errors": []})
+
+
+async def _admin_state_of(request: web.Request) -> AdminState | web.Response:
+    """The state asked for in a body like {"state": "down"}, or the 400 response."""
+    valid = choices(AdminState)
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _error(400, f'the body must be JSON like {{"state": "down"}}; valid states: {valid}')
+    value = body.get("state") if isinstance(body, dict) else None
+    if not isinstance(value, str):
+        return _error(400, f'the body must be JSON like {{"state": "down"}}; valid states: {valid}')
+    try:
+        return AdminState(value.strip().lower())
+    except ValueError:
+        return _error(400, f"unknown state {value!r}; valid states: {valid}")

@@ -1,0 +1,83 @@
+"""The running instance as the HTTP API sees it: `api.control.Control`, implemented over an App.
+
+A separate object because `Control.reload()` (re-read the file) and `App.reload(config)` (apply a
+Config) are different operations with the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gslbd.api.control import DnsCounters, EndpointView, ServiceStatus, endpoint_view, service_status
+from gslbd.model.service import Service
+from gslbd.state.snapshot import effective_up
+from gslbd.types import AdminState
+
+if TYPE_CHECKING:
+    from gslbd.app.core import App
+
+
+# Header rcodes (4 bits) by mnemonic, for the metric's label.
+_RCODE_NAMES = {
+    0: "NOERROR",
+    1: "FORMERR",
+    2: "SERVFAIL",
+    3: "NXDOMAIN",
+    4: "NOTIMP",
+    5: "REFUSED",
+}
+
+
+class AppControl:
+    """`api.control.Control` for one App."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+
+    @property
+    def ready(self) -> bool:
+        return self._app.ready
+
+    def services(self) -> Sequence[ServiceStatus]:
+        return [self._status(svc) for svc in self._app.config.services]
+
+    def service(self, name: str) -> ServiceStatus | None:
+        for svc in self._app.config.services:
+            if svc.name == name:
+                return self._status(svc)
+        return None
+
+    async def set_admin(self, service: str, address: str, state: AdminState) -> None:
+        await self._app.set_admin(service, address, state)
+
+    async def reload(self) -> list[str]:
+        return await self._app.reload_file()
+
+    def dns_counters(self) -> DnsCounters:
+        """The listeners' counters of this process (empty with worker processes: they count their own)."""
+        if self._app.workers is not None:
+            return DnsCounters()
+        stats = self._app.stats
+        queries = {
+            (transport, _RCODE_NAMES.get(rcode, str(rcode))): count
+            for (transport, rcode), count in stats.responses_by_rcode().items()
+        }
+        return DnsCounters(
+            queries=queries,
+            policy_answers=self._app.responder.policy_answers(),
+            events=stats.as_dict(),
+        )
+
+    def _status(self, svc: Service) -> ServiceStatus:
+        snapshot = self._app.snapshot
+        book = self._app.book
+        views: list[EndpointView] = [
+            endpoint_view(ep, book.known(ep.key), snapshot.admin_state(ep), effective_up(ep, snapshot))
+            for ep in svc.endpoints
+        ]
+        views += [
+            endpoint_view(ep, None, snapshot.admin_state(ep), True)
+            for ep in snapshot.peer_endpoints.get(svc.name, ())
+        ]
+        return service_status(svc, views)

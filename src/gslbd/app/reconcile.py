@@ -1,0 +1,61 @@
+"""Pure helpers of the composition root: which endpoints are probed here, which keep their health
+across a reload, and how an admin request names an endpoint."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint, EndpointKey
+
+
+def probed_endpoints(config: Config) -> dict[EndpointKey, Endpoint]:
+    """Endpoints probed by this instance: those with a check, except endpoints of peer sites (their
+    health is what that site publishes)."""
+    peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
+    return {
+        ep.key: ep
+        for ep in _endpoints(config)
+        if ep.check is not None and (ep.site == config.site.name or ep.site not in peers)
+    }
+
+
+def unchanged_keys(old: Config, new: Config) -> set[EndpointKey]:
+    """Endpoints probed under both configs with the same check at the same probed address: their
+    health is carried over (and their probe loops keep running)."""
+    before = probed_endpoints(old)
+    return {key for key, ep in probed_endpoints(new).items() if key in before and _same(before[key], ep)}
+
+
+def _same(a: Endpoint, b: Endpoint) -> bool:
+    return a.check == b.check and a.probe_address == b.probe_address
+
+
+def endpoint_key(config: Config, service: str, address: str) -> EndpointKey:
+    """The key of a configured endpoint named by service and address, normalized ("App.x" ->
+    "app.x.", "2001:DB8::0001" -> "2001:db8::1"). KeyError when there is no such endpoint."""
+    name = service.strip().lower()
+    name = name if name.endswith(".") else name + "."
+    wanted = normal_address(address)
+    for svc in config.services:
+        if svc.name == name:
+            for ep in svc.endpoints:
+                if ep.address == wanted:
+                    return ep.key
+            raise KeyError(f"service {name} has no endpoint {address}")
+    raise KeyError(f"no service {name}")
+
+
+def normal_address(address: str) -> str:
+    text = address.strip()
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        text = text.lower()
+        return text if text.endswith(".") else text + "."
+
+
+def _endpoints(config: Config) -> Iterator[Endpoint]:
+    for svc in config.services:
+        yield from svc.endpoints

@@ -1,0 +1,156 @@
+"""`gslbd status` and `gslbd admin set`: clients of a running instance's admin API (stdlib HTTP only)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+DEFAULT_API = "http://127.0.0.1:8080"
+TOKEN_ENV = "GSLBD_API_TOKEN"
+TIMEOUT = 10.0
+STATES = ("up", "down", "obey")
+COLUMNS = ("SERVICE", "ENDPOINT", "SITE", "HEALTH", "ADMIN", "EFFECTIVE", "LAST CHANGE")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `status` and `admin` to the gslbd command line; each sets `args.run(args) -> int`."""
+    status = sub.add_parser("status", help="show services and endpoint states of a running gslbd")
+    status.add_argument("name", nargs="?", default=None, help="only this service (e.g. app.gslb.example.com)")
+    _api_option(status)
+    status.set_defaults(run=lambda a: run_status(a.api, a.name))
+
+    admin = sub.add_parser("admin", help="change run-time state of a running gslbd")
+    actions = admin.add_subparsers(dest="admin_command", metavar="ACTION")
+    actions.required = True
+    set_ = actions.add_parser(
+        "set", help="force an endpoint up or down, or let it obey its checks again (kept across restarts)"
+    )
+    set_.add_argument("name", help="the service, e.g. app.gslb.example.com")
+    set_.add_argument("address", help="the endpoint address as configured, e.g. 192.0.2.1")
+    set_.add_argument("state", choices=STATES, help="up and down force; obey follows the health checks")
+    _api_option(set_)
+    set_.add_argument(
+        "--token", default=None, help=f"the API bearer token (default: the {TOKEN_ENV} environment variable)"
+    )
+    set_.set_defaults(run=lambda a: run_admin_set(a.api, a.name, a.address, a.state, a.token))
+
+
+def _api_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api", default=DEFAULT_API, metavar="URL", help=f"the admin API (default {DEFAULT_API})"
+    )
+
+
+class ApiError(Exception):
+    """A failed API call, with the text to show."""
+
+
+def _request(method: str, url: str, body: dict[str, Any] | None = None, token: str | None = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Accept": "application/json"}
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        raise ApiError(f"{exc.code} {_error_text(exc)}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        raise ApiError(f"cannot reach the API at {url}: {reason}") from None
+    except ValueError as exc:
+        raise ApiError(f"the API at {url} did not answer JSON: {exc}") from None
+
+
+def _error_text(exc: urllib.error.HTTPError) -> str:
+    try:
+        doc = json.loads(exc.read())
+    except (ValueError, OSError):
+        return str(exc.reason)
+    if isinstance(doc, dict) and isinstance(doc.get("error"), str):
+        return str(doc["error"])
+    return str(exc.reason)
+
+
+def _when(ts: Any) -> str:
+    if not isinstance(ts, int | float):
+        return ""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def status_rows(services: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row per endpoint: service, endpoint, site, health, admin, effective, last change + reason."""
+    rows: list[tuple[str, ...]] = []
+    for s in services:
+        for e in s.get("endpoints", []):
+            change = e.get("last_change") or {}
+            last = " ".join(p for p in (_when(change.get("time")), change.get("reason") or "") if p) or "-"
+            rows.append(
+                (
+                    s["name"],
+                    e["address"],
+                    e.get("site") or "-",
+                    e.get("health", "-"),
+                    e.get("admin", "-"),
+                    "up" if e.get("effective_up") else "down",
+                    last,
+                )
+            )
+    return rows
+
+
+def format_table(rows: Sequence[tuple[str, ...]], columns: Sequence[str] = COLUMNS) -> str:
+    """Columns padded to their widest cell; the last column is not padded."""
+    table = [tuple(columns), *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns) - 1)]
+    lines = ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]) for r in table]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def run_status(api: str, name: str | None = None) -> int:
+    base = api.rstrip("/")
+    try:
+        if name is None:
+            services = _request("GET", f"{base}/api/v1/services")["services"]
+        else:
+            services = [_request("GET", f"{base}/api/v1/services/{urllib.parse.quote(name, safe='')}")]
+    except ApiError as exc:
+        print(f"gslbd status: {exc}", file=sys.stderr)
+        return 1
+    if not services:
+        print("no services configured")
+        return 0
+    print(format_table(status_rows(services)))
+    return 0
+
+
+def run_admin_set(api: str, name: str, address: str, state: str, token: str | None) -> int:
+    token = token if token is not None else os.environ.get(TOKEN_ENV)
+    base = api.rstrip("/")
+    q_name, q_address = urllib.parse.quote(name, safe=""), urllib.parse.quote(address, safe="")
+    url = f"{base}/api/v1/services/{q_name}/endpoints/{q_address}/admin"
+    try:
+        result = _request("PUT", url, {"state": state}, token)
+    except ApiError as exc:
+        hint = ""
+        if str(exc).startswith("401") and not token:
+            hint = f" (give --token or set {TOKEN_ENV})"
+        print(f"gslbd admin set: {exc}{hint}", file=sys.stderr)
+        return 1
+    endpoint = result.get("endpoint") or {}
+    effective = ""
+    if "effective_up" in endpoint:
+        effective = f" (now answered: {'yes' if endpoint['effective_up'] else 'no'})"
+    print(f"{result['service']} {result['address']}: admin {result['state']}{effective}")
+    return 0

@@ -1,0 +1,186 @@
+"""The running `gslbd demo` (see `gslbd.cli.demo` for what it serves and where its files go): the
+backends, the served copy of the demo config, the intro, the answer watcher and the keys."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import sys
+import termios
+import time
+import tty
+from collections.abc import Iterator, Sequence
+from importlib import resources
+
+import dns.asyncquery
+import dns.exception
+import dns.message
+import dns.rdatatype
+
+from gslbd.app import App
+from gslbd.cli.demo_backends import Backend
+from gslbd.cli.serve import serve_until_stopped
+from gslbd.config import check_config
+from gslbd.model.config import Config
+from gslbd.state.store import default_state_dir
+
+# (site, key to press, port in the bundled file, answered address)
+SITES = (
+    ("eu", "1", 8081, "192.0.2.10"),
+    ("us", "2", 8082, "198.51.100.10"),
+    ("ap", "3", 8083, "203.0.113.10"),
+)
+WATCHED = ("app.gslb.example.com.", "all.gslb.example.com.")
+POLL = 0.5
+
+
+def render(template: str, dns_port: int, api_port: int, ports: Sequence[int], token: str) -> str:
+    """The bundled demo config with the ports in use instead of the bundled ones, and `token`."""
+    text = template.replace('"127.0.0.1:5353"', f'"127.0.0.1:{dns_port}"')
+    text = text.replace('token: "demo-token"', f'token: "{token}"')
+    text = text.replace('"127.0.0.1:8080"', f'"127.0.0.1:{api_port}"')
+    for (_, _, bundled, _), port in zip(SITES, ports, strict=True):
+        text = text.replace(f"port: {bundled},", f"port: {port},")
+    return text
+
+
+async def demo(dns_port: int, api_port: int, level: int) -> int:
+    """Run the demo until a stop signal; the exit code."""
+    backends = [Backend(site, key) for site, key, _, _ in SITES]
+    watcher: asyncio.Task[None] | None = None
+    try:
+        try:
+            for backend in backends:
+                await backend.start()
+        except OSError as exc:
+            print(f"gslbd demo: cannot start the local backends: {exc}", file=sys.stderr)
+            return 1
+        config = _write_config(dns_port, api_port, [b.port for b in backends])
+        if config is None:
+            return 1
+        app = App(config, worker_log_level=level)
+        watcher = asyncio.create_task(_watch(app, backends))
+        with _keys(backends):
+            return await serve_until_stopped(app, config.source, banner=False)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        for backend in backends:
+            await backend.stop()
+
+
+def _write_config(dns_port: int, api_port: int, ports: list[int]) -> Config | None:
+    template = (resources.files("gslbd") / "examples" / "demo.yaml").read_text(encoding="utf-8")
+    directory = default_state_dir() / "demo"
+    path = directory / "demo.yaml"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        text = render(template, dns_port, api_port, ports, secrets.token_urlsafe(12))
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"gslbd demo: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return None
+    config, problems = check_config(path)
+    if config is None:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        return None
+    return config
+
+
+def _intro(app: App, dns_port: int, backends: Sequence[Backend]) -> str:
+    api = app.api.url if app.api is not None else "(none)"
+    token = app.config.api.token if app.config.api is not None else None
+    at = f"@127.0.0.1 -p {dns_port}"
+    lines = [
+        f"gslbd demo: DNS on 127.0.0.1:{dns_port}, admin API on {api}",
+        f"config: {app.config.source} (the bundled demo.yaml with these ports)",
+        "",
+        "backends (health checked over HTTP every second):",
+    ]
+    for (site, key, _, address), backend in zip(SITES, backends, strict=True):
+        lines.append(f"  [{key}] {site}  {address:<14} {backend.url}/healthz")
+    first = backends[0]
+    lines += [
+        "",
+        "try:",
+        f"  dig {at} app.gslb.example.com +short     # failover: eu, else us, else ap",
+        f"  dig {at} all.gslb.example.com +short     # round robin over the healthy ones",
+        f"  gslbd status --api {api}",
+        "",
+        "make an endpoint fail:",
+        "  press 1, 2 or 3 here to toggle that site's backend (when this is a terminal), or",
+        f"  curl -X POST {first.url}/toggle          # eu's backend fails; again to recover",
+        f"  gslbd admin set app.gslb.example.com 192.0.2.10 down --api {api} --token {token}",
+        "  (obey instead of down lets the checks decide again)",
+        "Ctrl-C stops.",
+        "",
+        "answers (a line whenever one changes):",
+    ]
+    overrides = app.book.admin
+    if overrides:
+        kept = ", ".join(f"{svc} {addr} {state.value}" for (svc, addr), state in sorted(overrides.items()))
+        lines.insert(2, f"admin states kept from the last run: {kept}")
+    return "\n".join(lines)
+
+
+async def _watch(app: App, backends: Sequence[Backend]) -> None:
+    """Once the app is ready: print the intro, then a line whenever a watched answer changes."""
+    while not app.ready:
+        await asyncio.sleep(0.05)
+    port = int(app.bound[0].rsplit(":", 1)[1])
+    print(_intro(app, port, backends), flush=True)
+    last: dict[str, list[str]] = {}
+    while True:
+        for name in WATCHED:
+            now = await _ask(port, name)
+            if now is not None and now != last.get(name):
+                shown = " ".join(now) if now else "(no answer)"
+                print(f"{time.strftime('%H:%M:%S')}  {name.rstrip('.')} A  {shown}", flush=True)
+                last[name] = now
+        await asyncio.sleep(POLL)
+
+
+async def _ask(port: int, name: str) -> list[str] | None:
+    """The sorted addresses answered for (name, A), or None when the query failed."""
+    query = dns.message.make_query(name, dns.rdatatype.A)
+    try:
+        reply = await dns.asyncquery.udp(query, "127.0.0.1", port=port, timeout=1.0)
+    except (OSError, dns.exception.DNSException):
+        return None
+    return sorted(rd.to_text() for rrset in reply.answer for rd in rrset if rrset.rdtype == dns.rdatatype.A)
+
+
+@contextlib.contextmanager
+def _keys(backends: Sequence[Backend]) -> Iterator[None]:
+    """When stdin is a terminal: keys 1, 2, 3 toggle a backend's health (Ctrl-C still stops)."""
+    if not sys.stdin.isatty():
+        yield
+        return
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    loop = asyncio.get_running_loop()
+    by_key = {b.key: b for b in backends}
+
+    def on_key() -> None:
+        data = os.read(fd, 32).decode(errors="replace")
+        for char in data:
+            backend = by_key.get(char)
+            if backend is not None:
+                state = "healthy" if backend.toggle() else "failing"
+                print(f"{time.strftime('%H:%M:%S')}  [{backend.key}] {backend.site} backend is now {state}")
+
+    tty.setcbreak(fd)
+    loop.add_reader(fd, on_key)
+    try:
+        yield
+    finally:
+        loop.remove_reader(fd)
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+__all__ = ["SITES", "demo", "render"]

@@ -1,0 +1,166 @@
+"""Runs every endpoint's probe on its own interval: one asyncio task per endpoint with a check.
+
+Each loop waits a small random delay first (so a start or reload does not fire every probe at once),
+then probes, reports the result through `on_result`, and sleeps until interval x U(0.9, 1.1) after
+the probe started. One probe per endpoint is in flight at a time and each is cut off at the check's
+timeout; at most `max_in_flight` probes run at once over all endpoints (the rest wait their turn,
+which matters only in the burst right after a start). `on_result` runs on the loop and must be
+cheap (update a book, schedule a rebuild).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+
+from prometheus_client import Counter, Histogram
+
+from gslbd import metrics
+from gslbd.clock import Clock
+from gslbd.health.probes import PROBES, Probe
+from gslbd.health.probes.base import seconds
+from gslbd.model.check import Check
+from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.state.status import ProbeResult
+from gslbd.types import CheckType
+
+log = logging.getLogger(__name__)
+
+JITTER = 0.1  # intervals vary by +-10 %
+MAX_IN_FLIGHT = 1000  # probes running at once, all endpoints together (sockets, CPU bursts at start)
+MAX_FIRST_DELAY = 1.0  # seconds: the first probe of a loop starts within min(this, interval)
+
+OnResult = Callable[[Endpoint, ProbeResult], None]
+
+
+def next_delay(interval: float, rng: random.Random) -> float:
+    """The time from one probe's start to the next: interval +-10 %."""
+    return interval * rng.uniform(1 - JITTER, 1 + JITTER)
+
+
+def first_delay(interval: float, rng: random.Random) -> float:
+    return rng.uniform(0, min(MAX_FIRST_DELAY, interval))
+
+
+def _same_target(a: Endpoint, b: Endpoint) -> bool:
+    """Whether b's loop can carry on from a's: same check and same probed address."""
+    return a.check == b.check and a.probe_address == b.probe_address and a.kind == b.kind
+
+
+class _Counters:
+    """Prometheus children resolved once per check type (labels() per probe costs a lock)."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[CheckType, tuple[Counter, Counter, Histogram]] = {}
+
+    def record(self, kind: CheckType, result: ProbeResult) -> None:
+        children = self._by_type.get(kind)
+        if children is None:
+            children = (
+                metrics.PROBES.labels(kind.value, "success"),
+                metrics.PROBES.labels(kind.value, "failure"),
+                metrics.PROBE_DURATION.labels(kind.value),
+            )
+            self._by_type[kind] = children
+        (children[0] if result.ok else children[1]).inc()
+        children[2].observe(result.duration)
+
+
+class HealthScheduler:
+    """Probes endpoints until stopped. `probes` replaces the probe of a check type (tests, benches)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        rng: random.Random,
+        on_result: OnResult,
+        *,
+        probes: Mapping[CheckType, Probe] | None = None,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self._clock = clock
+        self._rng = rng
+        self._on_result = on_result
+        self._probes: dict[CheckType, Probe] = {**PROBES, **(probes or {})}
+        self._endpoints: dict[EndpointKey, Endpoint] = {}
+        self._tasks: dict[EndpointKey, asyncio.Task[None]] = {}
+        self._counters = _Counters()
+        self._stopped = False
+        self._slots = asyncio.Semaphore(max_in_flight)
+
+    @property
+    def scheduled(self) -> frozenset[EndpointKey]:
+        """Keys of the endpoints being probed now."""
+        return frozenset(self._tasks)
+
+    async def start(self, endpoints: Sequence[Endpoint]) -> None:
+        """Start a loop for every endpoint with a check."""
+        self._stopped = False
+        self.update(endpoints)
+
+    def update(self, endpoints: Sequence[Endpoint]) -> None:
+        """Make the probed set `endpoints` (a reload): loops of unchanged endpoints (same key, check
+        and probed address) carry on, changed and new ones start afresh, removed ones are cancelled."""
+        if self._stopped:
+            return
+        wanted = {ep.key: ep for ep in endpoints if ep.check is not None}
+        for key in list(self._tasks):
+            new = wanted.get(key)
+            if new is None or not _same_target(self._endpoints[key], new):
+                self._tasks.pop(key).cancel()
+                del self._endpoints[key]
+        for key, endpoint in wanted.items():
+            self._endpoints[key] = endpoint  # unchanged loops report the newest Endpoint value
+            if key not in self._tasks:
+                self._tasks[key] = asyncio.create_task(self._loop(key), name=f"probe {key[1]} {key[0]}")
+
+    async def stop(self) -> None:
+        """Cancel every loop (and its probe in flight) and wait until they have ended."""
+        self._stopped = True
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        self._endpoints.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def probe_once(self, endpoint: Endpoint) -> ProbeResult:
+        """Run the endpoint's probe once with its timeout enforced (no report, no metrics)."""
+        check = endpoint.check
+        if check is None:
+            return ProbeResult(ok=True, detail="no check")
+        return await self._run(self._probes[check.type], endpoint, check)
+
+    async def _run(self, probe: Probe, endpoint: Endpoint, check: Check) -> ProbeResult:
+        started = self._clock.monotonic()
+        try:
+            async with asyncio.timeout(check.timeout):
+                return await probe.run(endpoint, check)
+        except TimeoutError:
+            elapsed = self._clock.monotonic() - started
+            return ProbeResult(ok=False, detail=f"timeout after {seconds(check.timeout)}", duration=elapsed)
+        except Exception as exc:  # a probe must not raise; if one does, the loop carries on
+            log.warning("%s probe of %s raised %r", check.type, endpoint.address, exc)
+            return ProbeResult(ok=False, detail=f"probe error: {type(exc).__name__}")
+
+    async def _loop(self, key: EndpointKey) -> None:
+        endpoint = self._endpoints[key]
+        check = endpoint.check
+        assert check is not None
+        probe = self._probes[check.type]
+        await asyncio.sleep(first_delay(check.interval, self._rng))
+        while True:
+            started = self._clock.monotonic()
+            async with self._slots:  # the timeout counts from the probe's own start, not the wait
+                result = await self._run(probe, endpoint, check)
+            self._counters.record(check.type, result)
+            endpoint = self._endpoints.get(key, endpoint)
+            try:
+                self._on_result(endpoint, result)
+            except Exception:
+                log.exception("on_result failed for %s %s", key[0], key[1])
+            spent = self._clock.monotonic() - started
+            await asyncio.sleep(max(0.0, next_delay(check.interval, self._rng) - spent))

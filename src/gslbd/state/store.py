@@ -1,0 +1,136 @@
+"""Where run-time admin states are kept so that they survive a restart.
+
+    StateStore          the protocol: load_admin() and save_admin(key, state)
+    MemoryStateStore    in this process only (the embedded default without `state.file`)
+    FileStateStore      a JSON file, rewritten atomically (temporary file, fsync, rename):
+                        {"admin": {"<service>|<address>": "down", ...}}
+
+An explicit `obey` is stored like `up` and `down`: it overrides the config's `admin:` of the endpoint.
+Errors are `StateError` with a message that names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from gslbd.errors import StateError
+from gslbd.model.service import EndpointKey
+from gslbd.types import AdminState
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = "|"
+
+
+class StateStore(Protocol):
+    """Persistent run-time admin states, by endpoint key (service fqdn, address)."""
+
+    def load_admin(self) -> dict[EndpointKey, AdminState]:
+        """Every stored admin state. Raises StateError when the store cannot be read."""
+        ...
+
+    def save_admin(self, key: EndpointKey, state: AdminState) -> None:
+        """Store one endpoint's admin state. Raises StateError when it cannot be kept."""
+        ...
+
+
+class MemoryStateStore:
+    """Admin states kept in memory: they last as long as the process."""
+
+    def __init__(self) -> None:
+        self._admin: dict[EndpointKey, AdminState] = {}
+
+    def load_admin(self) -> dict[EndpointKey, AdminState]:
+        return dict(self._admin)
+
+    def save_admin(self, key: EndpointKey, state: AdminState) -> None:
+        self._admin[key] = state
+
+
+def encode_key(key: EndpointKey) -> str:
+    return f"{key[0]}{SEPARATOR}{key[1]}"
+
+
+def decode_key(text: str) -> EndpointKey:
+    service, sep, address = text.partition(SEPARATOR)
+    if not sep or not service or not address:
+        raise ValueError(f"{text!r} is not '<service>|<address>'")
+    return service, address
+
+
+class FileStateStore:
+    """Admin states in a JSON file. A missing file is an empty store; it is created on the first save."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._admin: dict[EndpointKey, AdminState] | None = None
+
+    def load_admin(self) -> dict[EndpointKey, AdminState]:
+        """Read the file (again). StateError when it exists but cannot be read or is not a state file."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self._admin = {}
+            return {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StateError(f"cannot read state file {self.path}: {_why(exc)}") from exc
+        self._admin = _parse(text, self.path)
+        return dict(self._admin)
+
+    def save_admin(self, key: EndpointKey, state: AdminState) -> None:
+        admin = dict(self._admin) if self._admin is not None else self.load_admin()
+        admin[key] = state
+        data = {"admin": {encode_key(k): v.value for k, v in sorted(admin.items())}}
+        self._write(json.dumps(data, indent=2) + "\n")
+        self._admin = admin
+
+    def _write(self, text: str) -> None:
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise StateError(f"cannot write state file {self.path}: {_why(exc)}") from exc
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise StateError(f"cannot write state file {self.path}: {_why(exc)}") from exc
+
+
+def _why(exc: Exception) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def _parse(text: str, path: Path) -> dict[EndpointKey, AdminState]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateError(f"state file {path} is not JSON: {exc}") from exc
+    admin = data.get("admin", {}) if isinstance(data, dict) else None
+    if not isinstance(admin, dict):
+        raise StateError(f'state file {path}: expected {{"admin": {{"<service>|<address>": "<state>"}}}}')
+    out: dict[EndpointKey, AdminState] = {}
+    for name, value in admin.items():
+        try:
+            out[decode_key(name)] = AdminState(value)
+        except ValueError as exc:
+            raise StateError(f"state file {path}: admin entry {name!r}: {exc}") from exc
+    return out
+
+
+def default_state_dir() -> Path:
+    """Where commands without a config keep their state: $XDG_STATE_HOME/gslbd, else
+    ~/.local/state/gslbd (not created here)."""
+    base = os.environ.get("XDG_STATE_HOME") or ""
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
+    return root / "gslbd"

@@ -1,0 +1,143 @@
+"""A small in-memory Control for the API tests, built from real model values and the control helpers.
+
+It is not a mock of the API: it is the other side of the Control protocol, as App implements it.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from types import MappingProxyType
+
+from gslbd.api.control import DnsCounters, ServiceStatus, endpoint_view, service_status
+from gslbd.api.server import ApiServer
+from gslbd.model.check import Check
+from gslbd.model.config import ListenAddress
+from gslbd.model.service import Endpoint, EndpointKey, Service
+from gslbd.model.topology import Locality
+from gslbd.state.snapshot import Snapshot, effective_up
+from gslbd.state.status import EndpointStatus
+from gslbd.types import AdminState, CheckType, EndpointKind, PolicyName
+
+ZONE = "gslb.example.com."
+APP = f"app.{ZONE}"
+API = f"api.{ZONE}"
+TOKEN = "s3cret-token"
+T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
+
+WEB = Check(name="web", type=CheckType.HTTP, port=8080, path="/healthz")
+
+
+def _services() -> tuple[Service, ...]:
+    app = Service(
+        name=APP,
+        zone=ZONE,
+        label="app",
+        policy=PolicyName.FAILOVER,
+        endpoints=(
+            Endpoint(APP, "192.0.2.1", EndpointKind.IPV4, "eu", Locality("eu-west", "eu-west-1a"), check=WEB),
+            Endpoint(APP, "2001:db8::1", EndpointKind.IPV6, "us", Locality("us-east"), check=WEB),
+            Endpoint(APP, "backup.example.net.", EndpointKind.HOSTNAME, "eu"),
+        ),
+    )
+    api = Service(
+        name=API,
+        zone=ZONE,
+        label="api",
+        endpoints=(Endpoint(API, "198.51.100.7", EndpointKind.IPV4, "us", admin=AdminState.DOWN),),
+    )
+    return (app, api)
+
+
+def _statuses() -> dict[EndpointKey, EndpointStatus]:
+    return {
+        (APP, "192.0.2.1"): EndpointStatus(
+            healthy=True,
+            successes=4,
+            last_check=T0 + 20,
+            last_ok=True,
+            last_detail="HTTP 200",
+            last_change=T0,
+            last_change_reason="first check: HTTP 200",
+        ),
+        (APP, "2001:db8::1"): EndpointStatus(
+            healthy=False,
+            failures=3,
+            last_check=T0 + 21,
+            last_ok=False,
+            last_detail="timeout after 2s",
+            last_change=T0 + 11,
+            last_change_reason="3 consecutive failures: timeout after 2s",
+        ),
+    }
+
+
+class FakeControl:
+    """Services with fixed health; admin changes and reloads are recorded."""
+
+    def __init__(self) -> None:
+        self.ready = True
+        self.config_services = _services()
+        self.statuses = _statuses()
+        self.admin: dict[EndpointKey, AdminState] = {}
+        self.reload_errors: list[str] = []
+        self.reloads = 0
+        self.counters = DnsCounters(
+            queries=MappingProxyType({("udp", "NOERROR"): 12, ("udp", "NXDOMAIN"): 3, ("tcp", "NOERROR"): 2}),
+            policy_answers=MappingProxyType({"failover": 9, "round_robin": 5}),
+            events=MappingProxyType({"udp_dropped": 1, "tcp_connections": 2}),
+        )
+
+    def _status_of(self, service: Service) -> ServiceStatus:
+        snapshot = Snapshot(
+            health=MappingProxyType(
+                {k: s.healthy for k, s in self.statuses.items() if s.healthy is not None}
+            ),
+            admin=MappingProxyType(dict(self.admin)),
+        )
+        views = [
+            endpoint_view(e, self.statuses.get(e.key), snapshot.admin_state(e), effective_up(e, snapshot))
+            for e in service.endpoints
+        ]
+        return service_status(service, views)
+
+    def services(self) -> Sequence[ServiceStatus]:
+        return [self._status_of(s) for s in self.config_services]
+
+    def service(self, name: str) -> ServiceStatus | None:
+        for s in self.config_services:
+            if s.name == name:
+                return self._status_of(s)
+        return None
+
+    async def set_admin(self, service: str, address: str, state: AdminState) -> None:
+        for s in self.config_services:
+            if s.name == service and any(e.address == address for e in s.endpoints):
+                self.admin[(service, address)] = state
+                return
+        raise KeyError((service, address))
+
+    async def reload(self) -> list[str]:
+        self.reloads += 1
+        return list(self.reload_errors)
+
+    def dns_counters(self) -> DnsCounters:
+        return self.counters
+
+
+@asynccontextmanager
+async def serving(control: FakeControl, token: str | None = TOKEN) -> AsyncIterator[ApiServer]:
+    """An ApiServer on a free loopback port, stopped afterwards."""
+    server = ApiServer(control, ListenAddress("127.0.0.1", 0), token)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def port_is_closed(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) != 0

@@ -1,0 +1,71 @@
+"""State stores: admin states survive in memory or in a JSON file written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gslbd.errors import StateError
+from gslbd.state.store import FileStateStore, MemoryStateStore, default_state_dir
+from gslbd.types import AdminState
+
+A = ("app.gslb.example.com.", "192.0.2.1")
+B = ("app.gslb.example.com.", "2001:db8::1")
+
+
+def test_memory_store_keeps_what_was_saved() -> None:
+    store = MemoryStateStore()
+    assert store.load_admin() == {}
+    store.save_admin(A, AdminState.DOWN)
+    store.save_admin(A, AdminState.OBEY)
+    assert store.load_admin() == {A: AdminState.OBEY}
+
+
+def test_file_store_writes_json_that_a_new_store_reads_back(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "state.json"
+    store = FileStateStore(path)
+    assert store.load_admin() == {}
+    assert not path.exists()
+    store.save_admin(A, AdminState.DOWN)
+    store.save_admin(B, AdminState.UP)
+    assert json.loads(path.read_text()) == {
+        "admin": {"app.gslb.example.com.|192.0.2.1": "down", "app.gslb.example.com.|2001:db8::1": "up"}
+    }
+    assert FileStateStore(path).load_admin() == {A: AdminState.DOWN, B: AdminState.UP}
+    assert sorted(os.listdir(path.parent)) == ["state.json"]  # no temporary file left behind
+
+
+def test_a_broken_state_file_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text("{not json")
+    with pytest.raises(StateError, match=r"state file .*state.json is not JSON"):
+        FileStateStore(path).load_admin()
+    path.write_text('{"admin": {"app.gslb.example.com.|192.0.2.1": "sideways"}}')
+    with pytest.raises(StateError) as info:
+        FileStateStore(path).load_admin()
+    assert str(info.value) == (
+        f"state file {path}: admin entry 'app.gslb.example.com.|192.0.2.1': "
+        "'sideways' is not a valid AdminState"
+    )
+    path.write_text('{"admin": {"no-separator": "up"}}')
+    with pytest.raises(StateError, match=r"'no-separator' is not '<service>\|<address>'"):
+        FileStateStore(path).load_admin()
+
+
+def test_a_state_file_that_cannot_be_written_is_an_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    store = FileStateStore(blocker / "state.json")
+    with pytest.raises(StateError, match=r"cannot (read|write) state file .*file/state.json"):
+        store.save_admin(A, AdminState.DOWN)
+
+
+def test_default_state_dir_follows_xdg_state_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert default_state_dir() == tmp_path / "gslbd"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_state_dir() == tmp_path / "home" / ".local" / "state" / "gslbd"
