@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
-from gslbd.policy import FixedPlan, Plan, PolicyEnv, get_policy
+from gslbd.policy import Plan, PolicyEnv, get_policy
 from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import AdminState, AllDown, EndpointKind, Rcode
 
@@ -313,22 +313,3 @@ def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
         for parent in _ancestors(name, zone.origin):
             node(parent, zone)
     return View(zones, names, config, snapshot)
-
-
-__all__ = [
-    "SERVICE_TYPES",
-    "Answer",
-    "Dynamic",
-    "FixedPlan",
-    "NameData",
-    "Negative",
-    "Outcome",
-    "Records",
-    "Rr",
-    "View",
-    "build_view",
-    "family_candidates",
-    "render",
-    "soa_rr",
-    "variant_records",
-]
