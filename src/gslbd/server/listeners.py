@@ -42,8 +42,11 @@ class Listeners:
         tcp_idle_timeout: float,
         max_tcp_connections: int = DEFAULT_MAX_CONNECTIONS,
         stats: ServerStats | None = None,
+        reuse_port: bool = False,
     ) -> None:
+        """`reuse_port`: share the addresses with other processes (SO_REUSEPORT), for workers."""
         self._addresses = tuple(addresses)
+        self._reuse_port = reuse_port
         self._handler = handler
         self._idle = tcp_idle_timeout
         self._max_tcp = max_tcp_connections
@@ -63,10 +66,12 @@ class Listeners:
         socks: list[tuple[socket.socket, socket.socket]] = []
         try:
             for addr in self._addresses:
-                udp = bind_udp(addr)
+                udp = bind_udp(addr, reuse_port=self._reuse_port)
                 try:
                     # Port 0 asks for any port: use the one UDP got for TCP as well.
-                    tcp = bind_tcp(ListenAddress(addr.host, udp.getsockname()[1]))
+                    tcp = bind_tcp(
+                        ListenAddress(addr.host, udp.getsockname()[1]), reuse_port=self._reuse_port
+                    )
                 except BaseException:
                     udp.close()
                     raise

@@ -32,12 +32,15 @@ def address_to_int(host: str, v6: bool) -> int:
     return int.from_bytes(socket.inet_aton(host), "big")
 
 
-def _new_socket(addr: ListenAddress, kind: socket.SocketKind) -> socket.socket:
+def _new_socket(addr: ListenAddress, kind: socket.SocketKind, reuse_port: bool) -> socket.socket:
+    """`reuse_port` only for worker processes: set everywhere, a second gslbd started by mistake on the
+    same address would silently take a share of the queries instead of failing with "address in use"."""
     family = family_of(addr.host)
     sock = socket.socket(family, kind)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if hasattr(socket, "SO_REUSEPORT"):
+        if kind == socket.SOCK_STREAM:  # TIME_WAIT; on UDP it would let a second server bind too
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port and hasattr(socket, "SO_REUSEPORT"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
@@ -49,17 +52,17 @@ def _new_socket(addr: ListenAddress, kind: socket.SocketKind) -> socket.socket:
     return sock
 
 
-def bind_udp(addr: ListenAddress) -> socket.socket:
+def bind_udp(addr: ListenAddress, *, reuse_port: bool = False) -> socket.socket:
     """A bound, non-blocking UDP socket on `addr`."""
-    sock = _new_socket(addr, socket.SOCK_DGRAM)
+    sock = _new_socket(addr, socket.SOCK_DGRAM, reuse_port)
     with contextlib.suppress(OSError):  # the kernel caps it at net.core.rmem_max; the default works too
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UDP_RCVBUF)
     return sock
 
 
-def bind_tcp(addr: ListenAddress) -> socket.socket:
+def bind_tcp(addr: ListenAddress, *, reuse_port: bool = False) -> socket.socket:
     """A bound, listening, non-blocking TCP socket on `addr`."""
-    sock = _new_socket(addr, socket.SOCK_STREAM)
+    sock = _new_socket(addr, socket.SOCK_STREAM, reuse_port)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.listen(TCP_BACKLOG)

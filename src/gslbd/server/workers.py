@@ -238,7 +238,9 @@ async def _serve(conn: Connection, index: int) -> None:
         env = build_env(config, random.Random())
         view, table = compile_answers(config, snapshot, env)
         responder = Responder(table, view, random.Random())
-        listeners = Listeners(config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout)
+        listeners = Listeners(
+            config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout, reuse_port=True
+        )
         await listeners.start()
     except (OSError, GslbdError) as exc:
         conn.send(("error", str(exc)))

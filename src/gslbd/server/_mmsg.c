@@ -1,0 +1,165 @@
+/*
+ * gslbd.server._mmsg: batched UDP receive and send (recvmmsg/sendmmsg) for the DNS listener.
+ *
+ * Python's socket module has no recvmmsg/sendmmsg, so a busy listener pays one system call per
+ * datagram each way, plus a failing recvfrom per wake-up. This module moves up to BATCH datagrams per
+ * call. It does nothing else: parsing and answering stay in Python. The receive buffers are static
+ * and copied out before returning, which is safe because the GIL is held for the whole call.
+ *
+ *   recv_batch(fd, max) -> list of (data: bytes, peer: bytes, ip: int, v6: bool)
+ *       Non-blocking. An empty list when nothing is waiting. `peer` is the raw sockaddr to pass back
+ *       to send_batch; `ip` is the peer address as an integer. Raises OSError on other errors.
+ *   send_batch(fd, [(reply: bytes, peer: bytes), ...]) -> int
+ *       Non-blocking. Returns how many were handed to the kernel; a datagram the kernel refuses
+ *       (full buffer, unreachable peer) is skipped and counted as not sent.
+ */
+#define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE
+#include <Python.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define BATCH 64
+#define BUFSIZE 4096 /* a DNS query never needs more; a longer datagram is cut (and gets FORMERR) */
+
+static struct mmsghdr rmsgs[BATCH];
+static struct iovec riovs[BATCH];
+static struct sockaddr_storage raddrs[BATCH];
+static unsigned char rbufs[BATCH][BUFSIZE];
+
+static PyObject *peer_ip(const struct sockaddr_storage *sa, int *v6) {
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+        *v6 = 0;
+        return PyLong_FromUnsignedLong(ntohl(sin->sin_addr.s_addr));
+    }
+    if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+        *v6 = 1;
+        return _PyLong_FromByteArray(sin6->sin6_addr.s6_addr, 16, 0, 0);
+    }
+    *v6 = 0;
+    return PyLong_FromLong(0);
+}
+
+static PyObject *recv_batch(PyObject *self, PyObject *args) {
+    int fd, max, got, i;
+    PyObject *out;
+    if (!PyArg_ParseTuple(args, "ii", &fd, &max)) return NULL;
+    if (max < 1) max = 1;
+    if (max > BATCH) max = BATCH;
+    for (i = 0; i < max; i++) {
+        riovs[i].iov_base = rbufs[i];
+        riovs[i].iov_len = BUFSIZE;
+        memset(&rmsgs[i].msg_hdr, 0, sizeof(rmsgs[i].msg_hdr));
+        rmsgs[i].msg_hdr.msg_iov = &riovs[i];
+        rmsgs[i].msg_hdr.msg_iovlen = 1;
+        rmsgs[i].msg_hdr.msg_name = &raddrs[i];
+        rmsgs[i].msg_hdr.msg_namelen = sizeof(raddrs[i]);
+    }
+    do {
+        got = recvmmsg(fd, rmsgs, (unsigned int)max, MSG_DONTWAIT, NULL);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return PyList_New(0);
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    out = PyList_New(got);
+    if (out == NULL) return NULL;
+    for (i = 0; i < got; i++) {
+        int v6 = 0;
+        PyObject *data = PyBytes_FromStringAndSize((const char *)rbufs[i], rmsgs[i].msg_len);
+        PyObject *peer = PyBytes_FromStringAndSize((const char *)&raddrs[i], rmsgs[i].msg_hdr.msg_namelen);
+        PyObject *ip = peer_ip(&raddrs[i], &v6);
+        PyObject *item;
+        if (data == NULL || peer == NULL || ip == NULL) {
+            Py_XDECREF(data);
+            Py_XDECREF(peer);
+            Py_XDECREF(ip);
+            Py_DECREF(out);
+            return NULL;
+        }
+        item = PyTuple_New(4);
+        if (item == NULL) {
+            Py_DECREF(data);
+            Py_DECREF(peer);
+            Py_DECREF(ip);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(item, 0, data);
+        PyTuple_SET_ITEM(item, 1, peer);
+        PyTuple_SET_ITEM(item, 2, ip);
+        PyTuple_SET_ITEM(item, 3, PyBool_FromLong(v6));
+        PyList_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
+static PyObject *send_batch(PyObject *self, PyObject *args) {
+    int fd;
+    PyObject *list;
+    Py_ssize_t n, i, start = 0;
+    long sent = 0;
+    struct mmsghdr smsgs[BATCH];
+    struct iovec siovs[BATCH];
+    if (!PyArg_ParseTuple(args, "iO!", &fd, &PyList_Type, &list)) return NULL;
+    n = PyList_GET_SIZE(list);
+    while (start < n) {
+        Py_ssize_t count = n - start < BATCH ? n - start : BATCH;
+        int done;
+        for (i = 0; i < count; i++) {
+            PyObject *item = PyList_GET_ITEM(list, start + i);
+            PyObject *reply, *peer;
+            if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+                PyErr_SetString(PyExc_TypeError, "send_batch items are (reply, peer) tuples");
+                return NULL;
+            }
+            reply = PyTuple_GET_ITEM(item, 0);
+            peer = PyTuple_GET_ITEM(item, 1);
+            if (!PyBytes_Check(reply) || !PyBytes_Check(peer)) {
+                PyErr_SetString(PyExc_TypeError, "send_batch reply and peer must be bytes");
+                return NULL;
+            }
+            siovs[i].iov_base = PyBytes_AS_STRING(reply);
+            siovs[i].iov_len = (size_t)PyBytes_GET_SIZE(reply);
+            memset(&smsgs[i], 0, sizeof(smsgs[i]));
+            smsgs[i].msg_hdr.msg_iov = &siovs[i];
+            smsgs[i].msg_hdr.msg_iovlen = 1;
+            smsgs[i].msg_hdr.msg_name = PyBytes_AS_STRING(peer);
+            smsgs[i].msg_hdr.msg_namelen = (socklen_t)PyBytes_GET_SIZE(peer);
+        }
+        do {
+            done = sendmmsg(fd, smsgs, (unsigned int)count, MSG_DONTWAIT);
+        } while (done < 0 && errno == EINTR);
+        if (done < 0) {
+            /* The first datagram was refused (full buffer, unreachable peer): skip it, go on. */
+            start += 1;
+            continue;
+        }
+        sent += done;
+        start += done;
+    }
+    return PyLong_FromLong(sent);
+}
+
+static PyMethodDef methods[] = {
+    {"recv_batch", recv_batch, METH_VARARGS, "recv_batch(fd, max) -> [(data, peer, ip, v6), ...]"},
+    {"send_batch", send_batch, METH_VARARGS, "send_batch(fd, [(reply, peer), ...]) -> sent"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "gslbd.server._mmsg", "Batched UDP receive/send (recvmmsg/sendmmsg).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__mmsg(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL) {
+        PyModule_AddIntConstant(m, "BATCH", BATCH);
+        PyModule_AddIntConstant(m, "BUFSIZE", BUFSIZE);
+    }
+    return m;
+}
