@@ -493,8 +493,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop the servers
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     for tool in ("dnsperf", "dig", "taskset", args.knotd):
         if shutil.which(tool) is None:
             print(f"dns_bench: {tool} not found on PATH", file=sys.stderr)
