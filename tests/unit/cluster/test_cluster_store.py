@@ -1,0 +1,74 @@
+"""Admin states in cluster mode: Redis's states over the local ones, local changes queued for Redis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gslbd.cluster.store import RedisStateStore
+from gslbd.errors import StateError
+from gslbd.state.store import FileStateStore, MemoryStateStore
+from gslbd.types import AdminState
+
+A = ("app.gslb.example.com.", "192.0.2.10")
+B = ("app.gslb.example.com.", "192.0.2.11")
+
+
+def test_a_save_is_kept_locally_and_queued_for_redis(tmp_path: Path) -> None:
+    local = FileStateStore(tmp_path / "state.json")
+    wakes: list[int] = []
+    store = RedisStateStore(local, lambda: wakes.append(1))
+    store.save_admin(A, AdminState.DOWN)
+    assert store.load_admin() == {A: AdminState.DOWN}
+    assert FileStateStore(tmp_path / "state.json").load_admin() == {A: AdminState.DOWN}
+    assert store.pending() == {A: AdminState.DOWN}
+    assert wakes == [1]
+    store.flushed({A: AdminState.DOWN})
+    assert store.pending() == {}
+
+
+def test_a_change_made_while_a_write_was_in_flight_stays_pending() -> None:
+    store = RedisStateStore(MemoryStateStore())
+    store.save_admin(A, AdminState.DOWN)
+    written = store.pending()
+    store.save_admin(A, AdminState.UP)
+    store.flushed(written)
+    assert store.pending() == {A: AdminState.UP}
+
+
+def test_redis_states_replace_local_ones_except_over_pending_changes() -> None:
+    local = MemoryStateStore()
+    local.save_admin(A, AdminState.UP)
+    store = RedisStateStore(local)
+    assert store.load_admin() == {A: AdminState.UP}
+    store.save_admin(B, AdminState.DOWN)
+    changed = store.merge_remote({A: AdminState.DOWN, B: AdminState.UP})
+    assert changed == {A: AdminState.DOWN}
+    assert store.load_admin() == {A: AdminState.DOWN, B: AdminState.DOWN}
+    assert local.load_admin() == {A: AdminState.DOWN, B: AdminState.DOWN}
+
+
+def test_a_remote_state_is_news_only_once() -> None:
+    store = RedisStateStore(MemoryStateStore())
+    assert store.apply_remote(A, AdminState.DOWN) is True
+    assert store.apply_remote(A, AdminState.DOWN) is False
+    assert store.load_admin() == {A: AdminState.DOWN}
+
+
+class FullDisk(MemoryStateStore):
+    """A local store that can be read but not written (a full disk)."""
+
+    def save_admin(self, key: tuple[str, str], state: AdminState) -> None:
+        raise StateError("cannot write state file /var/lib/gslbd/state.json: No space left on device")
+
+
+def test_a_local_store_that_cannot_save_refuses_the_change_and_queues_nothing() -> None:
+    store = RedisStateStore(FullDisk())
+    with pytest.raises(StateError, match="No space left on device"):
+        store.save_admin(A, AdminState.DOWN)
+    assert store.pending() == {}
+    assert store.load_admin() == {}
+    # A state from another instance is still applied (only its local copy is lost).
+    assert store.apply_remote(B, AdminState.UP) is True
+    assert store.load_admin() == {B: AdminState.UP}
