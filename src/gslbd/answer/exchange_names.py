@@ -1,0 +1,118 @@
+"""The names a site publishes for its peer sites, and the merged endpoint list its policies run on.
+
+Multi-site exchange (k8gb's idea, DNS is the state channel): every site serves, in every zone,
+
+    localtargets-<label>.<origin>  A / AAAA   this site's own healthy endpoints of service <label>.<origin>;
+                                              the name does not exist (NXDOMAIN) when there are none, and
+                                              a family without endpoints is NODATA
+    heartbeat-<site>.<origin>      TXT        "<Unix seconds>" of this site's last health evaluation
+                                              (`Snapshot.evaluated_at`), TTL 0
+
+"Own" means endpoints whose `site` is this site (`site.name`), with health and admin state applied;
+hostname endpoints are not published. Peer sites poll these names (gslbd.exchange) and put what they learn
+into `Snapshot.peer_endpoints`.
+
+The endpoints a service's policy sees are its configured endpoints except those of peer sites (sites
+under `peers`: their health is what that site publishes, so they are never probed here), plus the
+endpoints learned from peers. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint, Service
+from gslbd.model.zone import Zone
+from gslbd.state.snapshot import Snapshot, effective_up
+from gslbd.types import EndpointKind
+
+LOCALTARGETS_PREFIX = "localtargets-"
+HEARTBEAT_PREFIX = "heartbeat-"
+HEARTBEAT_TTL = 0
+_PUBLISHED_KINDS = {EndpointKind.IPV4: "A", EndpointKind.IPV6: "AAAA"}
+
+# (owner name, zone, rtype, ((ttl, rdata), ...)): one RRset, in presentation form.
+RRset = tuple[str, Zone, str, tuple[tuple[int, str], ...]]
+
+
+def localtargets_name(service: Service) -> str:
+    """`localtargets-<label>.<origin>` of a service (absolute, lower case)."""
+    return f"{LOCALTARGETS_PREFIX}{service.label}.{service.zone}"
+
+
+def heartbeat_name(site: str, origin: str) -> str:
+    """`heartbeat-<site>.<origin>`."""
+    return f"{HEARTBEAT_PREFIX}{site}.{origin}"
+
+
+def heartbeat_rdata(evaluated_at: float) -> str:
+    """The heartbeat's TXT data: the whole Unix seconds, quoted."""
+    return f'"{int(evaluated_at)}"'
+
+
+def peer_site_names(config: Config) -> frozenset[str]:
+    """The sites whose endpoints are learned over the exchange instead of probed here."""
+    if config.peers is None:
+        return frozenset()
+    return frozenset(p.name for p in config.peers.sites)
+
+
+def own_up_endpoints(config: Config, service: Service, snapshot: Snapshot) -> tuple[Endpoint, ...]:
+    """This site's answerable address endpoints of `service`, in config order: what it publishes."""
+    site = config.site.name
+    return tuple(
+        e
+        for e in service.endpoints
+        if e.site == site and e.kind in _PUBLISHED_KINDS and effective_up(e, snapshot)
+    )
+
+
+def published(config: Config, snapshot: Snapshot) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Zone origin -> localtargets name -> the addresses it answers (A and AAAA); names without any
+    are left out. Comparing two of these tells which zones' publication changed (NOTIFY)."""
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for service in config.services:
+        addresses = tuple(e.address for e in own_up_endpoints(config, service, snapshot))
+        if addresses:
+            out.setdefault(service.zone, {})[localtargets_name(service)] = addresses
+    return out
+
+
+def changed_zones(
+    before: dict[str, dict[str, tuple[str, ...]]], after: dict[str, dict[str, tuple[str, ...]]]
+) -> list[str]:
+    """The zones whose publication differs between two `published` results."""
+    return [z for z in dict.fromkeys([*before, *after]) if before.get(z) != after.get(z)]
+
+
+def exchange_rrsets(config: Config, snapshot: Snapshot) -> Iterator[RRset]:
+    """Every RRset of the exchange names: localtargets of each service, the heartbeat of each zone."""
+    zones = {z.origin: z for z in config.zones}
+    for service in config.services:
+        zone = zones.get(service.zone)
+        if zone is None:
+            continue
+        by_type: dict[str, list[tuple[int, str]]] = {}
+        for e in own_up_endpoints(config, service, snapshot):
+            by_type.setdefault(_PUBLISHED_KINDS[e.kind], []).append((service.ttl, e.address))
+        name = localtargets_name(service)
+        for rtype, rdatas in by_type.items():
+            yield name, zone, rtype, tuple(rdatas)
+    yield from heartbeat_rrsets(config, snapshot)
+
+
+def heartbeat_rrsets(config: Config, snapshot: Snapshot) -> Iterator[RRset]:
+    """The heartbeat TXT RRset of this site in every zone."""
+    beat = ((HEARTBEAT_TTL, heartbeat_rdata(snapshot.evaluated_at)),)
+    for zone in config.zones:
+        yield heartbeat_name(config.site.name, zone.origin), zone, "TXT", beat
+
+
+def merged_endpoints(service: Service, snapshot: Snapshot, peers: frozenset[str]) -> tuple[Endpoint, ...]:
+    """The candidates of a service's policy: configured endpoints that are not of a peer site (`peers`:
+    `peer_site_names(config)`), then the endpoints learned from peer sites."""
+    learned = snapshot.peer_endpoints.get(service.name, ())
+    if not peers:
+        return service.endpoints + learned
+    return tuple(e for e in service.endpoints if e.site not in peers) + learned

@@ -1,0 +1,203 @@
+"""Every peer's state, and the endpoints they add to this site's services.
+
+The book is driven by the poller (`answer`, `failure`, `evaluate`) and reads time from the injected
+clock, so its behaviour is tested with a FakeClock. Each call returns whether the learned endpoints
+changed; only then does the composition root rebuild the answers. State changes are logged once each
+(a peer stops answering, goes stale, is fresh again), never per poll.
+
+A published address becomes an endpoint of the service with site = the peer. When the configuration
+lists that address under the same service with that peer's site, the configured endpoint is used (its
+weight, priority and locality); otherwise a plain one is made (weight 1, priority 0, the peer site's
+locality from `sites`). An address that this site owns or probes itself is not taken from a peer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from gslbd.answer.exchange_names import peer_site_names
+from gslbd.clock import Clock
+from gslbd.exchange.peerstate import Freshness, PeerAnswer, PeerState, evaluate, on_answer, on_failure
+from gslbd.metrics import PEER_ENDPOINTS, PEER_LAST_ANSWER_AGE, PEER_POLLS, PEER_QUERY_ERRORS, PEER_STALE
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint
+from gslbd.types import EndpointKind
+
+log = logging.getLogger(__name__)
+
+Learned = Mapping[str, tuple[Endpoint, ...]]
+_EMPTY: Learned = MappingProxyType({})
+
+
+def _address_order(address: str) -> tuple[int, int]:
+    ip = ipaddress.ip_address(address)
+    return ip.version, int(ip)
+
+
+def learned_endpoints(config: Config, states: Mapping[str, PeerState]) -> dict[str, tuple[Endpoint, ...]]:
+    """Service fqdn -> endpoints learned from the peers that count now (fresh ones), in peer order."""
+    peers = peer_site_names(config)
+    out: dict[str, tuple[Endpoint, ...]] = {}
+    for service in config.services:
+        own = {e.address for e in service.endpoints if e.site not in peers}
+        seen: set[str] = set()
+        found: list[Endpoint] = []
+        for name, state in states.items():
+            published = state.usable.get(service.name)
+            if not published:
+                continue
+            fresh = [a for a in published if a not in own and a not in seen]
+            configured = [e for e in service.endpoints if e.site == name and e.address in fresh]
+            listed = {e.address for e in configured}
+            found += configured
+            info = config.site_info(name)
+            locality = info.locality if info is not None else None
+            for address in sorted((a for a in fresh if a not in listed), key=_address_order):
+                kind = EndpointKind.IPV6 if ":" in address else EndpointKind.IPV4
+                if locality is None:
+                    found.append(Endpoint(service.name, address, kind, name))
+                else:
+                    found.append(Endpoint(service.name, address, kind, name, locality))
+            seen.update(fresh)
+        if found:
+            out[service.name] = tuple(found)
+    return out
+
+
+class PeerBook:
+    """The state of every configured peer site, and the endpoints learned from them."""
+
+    def __init__(self, config: Config, clock: Clock) -> None:
+        self._clock = clock
+        self._config = config
+        self._states: dict[str, PeerState] = {}
+        self._learned: Learned = _EMPTY
+        self.configure(config)
+
+    @property
+    def stale_after(self) -> float:
+        peers = self._config.peers
+        return peers.stale_after if peers is not None else 0.0
+
+    def configure(self, config: Config) -> bool:
+        """Follow a new configuration: peers that remain keep their state, others come and go.
+        True when the learned endpoints changed."""
+        self._config = config
+        names = [p.name for p in config.peers.sites] if config.peers is not None else []
+        old = self._states
+        self._states = {n: old.get(n, PeerState(n)) for n in names}
+        for gone in set(old) - set(names):
+            _drop_metrics(gone)
+        for name in names:
+            if name not in old:
+                PEER_STALE.labels(peer=name).set(1)
+                PEER_ENDPOINTS.labels(peer=name).set(0)
+        return self._merge()
+
+    def close(self) -> None:
+        """Drop this book's per-peer gauges (the instance stops)."""
+        for name in self._states:
+            _drop_metrics(name)
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    def states(self) -> list[PeerState]:
+        """Every peer's state, in configuration order."""
+        return list(self._states.values())
+
+    def state(self, name: str) -> PeerState | None:
+        return self._states.get(name)
+
+    def endpoints(self) -> Learned:
+        """Service fqdn -> endpoints learned from fresh peers (what `Snapshot.peer_endpoints` holds)."""
+        return self._learned
+
+    def answer(self, peer: str, answer: PeerAnswer, errors: int = 0) -> bool:
+        """A complete poll of `peer` (`errors` queries failed on the way and were answered on a retry).
+        True when the learned endpoints changed."""
+        before = self._states.get(peer)
+        if before is None:
+            return False
+        now, wall = self._clock.monotonic(), self._clock.wall()
+        after = on_answer(before, answer, now, wall, self.stale_after, errors)
+        PEER_POLLS.labels(peer=peer, result="ok").inc()
+        if errors:
+            PEER_QUERY_ERRORS.labels(peer=peer).inc(errors)
+        if before.last_answer is None:
+            PEER_LAST_ANSWER_AGE.labels(peer=peer).set_function(lambda: self._age(peer))
+        return self._replace(before, after)
+
+    def failure(self, peer: str, error: str, errors: int = 1) -> bool:
+        """A poll of `peer` that did not complete after `errors` failed queries. True when the learned
+        endpoints changed (the peer went stale)."""
+        before = self._states.get(peer)
+        if before is None:
+            return False
+        now, wall = self._clock.monotonic(), self._clock.wall()
+        after = on_failure(before, error, errors, now, wall, self.stale_after)
+        PEER_POLLS.labels(peer=peer, result="failed").inc()
+        if errors:
+            PEER_QUERY_ERRORS.labels(peer=peer).inc(errors)
+        return self._replace(before, after)
+
+    def evaluate(self) -> bool:
+        """Judge every peer's freshness at the current time. True when the learned endpoints changed."""
+        now, wall = self._clock.monotonic(), self._clock.wall()
+        changed = False
+        for before in list(self._states.values()):
+            changed = (
+                self._replace(before, evaluate(before, now, wall, self.stale_after), merge=False) or changed
+            )
+        return self._merge() if changed else False
+
+    def _age(self, peer: str) -> float:
+        state = self._states.get(peer)
+        age = state.answer_age(self._clock.monotonic()) if state is not None else None
+        return float("nan") if age is None else age
+
+    def _replace(self, before: PeerState, after: PeerState, *, merge: bool = True) -> bool:
+        self._states[after.name] = after
+        _log_change(before, after, self.stale_after)
+        PEER_STALE.labels(peer=after.name).set(0 if after.freshness is Freshness.FRESH else 1)
+        PEER_ENDPOINTS.labels(peer=after.name).set(after.endpoint_count)
+        if before.usable == after.usable:
+            return False
+        return self._merge() if merge else True
+
+    def _merge(self) -> bool:
+        learned = learned_endpoints(self._config, self._states)
+        if learned == self._learned:
+            return False
+        self._learned = MappingProxyType(learned)
+        return True
+
+
+def _drop_metrics(peer: str) -> None:
+    for gauge in (PEER_ENDPOINTS, PEER_STALE, PEER_LAST_ANSWER_AGE):
+        with contextlib.suppress(KeyError):
+            gauge.remove(peer)
+
+
+def _log_change(before: PeerState, after: PeerState, stale_after: float) -> None:
+    name = after.name
+    if after.failing and not before.failing:
+        log.warning(
+            "peer %s does not answer (%s); its last view counts until %gs after its last answer",
+            name,
+            after.last_error,
+            stale_after,
+        )
+    elif before.failing and not after.failing:
+        log.info("peer %s answers again", name)
+    if before.freshness is after.freshness:
+        return
+    if after.freshness is Freshness.STALE:
+        log.warning("peer %s is stale: %s; its endpoints no longer count", name, after.detail)
+    else:
+        log.info("peer %s is fresh: %d endpoint addresses learned", name, after.endpoint_count)

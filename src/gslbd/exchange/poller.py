@@ -1,0 +1,267 @@
+"""Polling the peer sites: every `peers.interval`, each peer concurrently, over DNS.
+
+One task per peer. A poll first asks the peer's heartbeat (`heartbeat-<peer>.<origin>` TXT) of the first
+zone, trying the peer's nameservers in order; the first that answers serves the rest of the poll: A and
+AAAA of every service's `localtargets-<label>.<origin>`, at most MAX_IN_FLIGHT queries in flight per
+peer. A query that fails (timeout `peers.timeout`, network error, an rcode other than NOERROR/NXDOMAIN,
+a reply that does not match) is retried at the peer's next nameserver (at least two attempts in all);
+a truncated reply is asked again over TCP. NXDOMAIN means the peer has no endpoints for that service.
+
+Only a complete poll replaces the peer's view (`PeerBook.answer`); a poll in which some question got no
+answer at all is a failure (`PeerBook.failure`) and the last view is kept (until stale_after). A dead
+peer costs one heartbeat per nameserver per attempt, not thousands of timeouts.
+
+`poke(peer)` (a NOTIFY from that peer) starts a poll at once; pokes during a poll cause one more poll
+right after it. Polls of one peer never overlap, and the next regular poll is `interval` after the
+previous one started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gslbd.answer.exchange_names import heartbeat_name, localtargets_name
+from gslbd.clock import Clock
+from gslbd.exchange.peerbook import PeerBook
+from gslbd.exchange.peerstate import PeerAnswer
+from gslbd.exchange.transport import UdpChannel, ask_tcp
+from gslbd.exchange.wireformat import AAAA, TXT, A, BadReply, Question, Reply, question
+from gslbd.model.config import Config, ListenAddress, PeerSite
+
+log = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT = 100  # queries in flight to one peer
+NOERROR, NXDOMAIN = 0, 3
+
+
+class PollFailed(Exception):
+    """A question of a poll got no usable answer from any of the peer's nameservers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Questions:
+    """What every poll asks, built once per configuration. `heartbeats` holds one question per peer."""
+
+    targets: tuple[tuple[str, Question], ...]  # (service fqdn, question) for A and AAAA
+    heartbeat_zone: str | None
+
+    def heartbeat(self, peer: str) -> Question | None:
+        if self.heartbeat_zone is None:
+            return None
+        return question(heartbeat_name(peer, self.heartbeat_zone), TXT)
+
+
+def build_questions(config: Config) -> Questions:
+    targets: list[tuple[str, Question]] = []
+    for service in config.services:
+        name = localtargets_name(service)
+        targets.append((service.name, question(name, A)))
+        targets.append((service.name, question(name, AAAA)))
+    zones = [s.zone for s in config.services] or [z.origin for z in config.zones]
+    return Questions(tuple(targets), zones[0] if zones else None)
+
+
+def parse_heartbeat(reply: Reply) -> float | None:
+    """The heartbeat's Unix seconds; None when the peer has none (NXDOMAIN, NODATA, not a number)."""
+    for text in reply.data:
+        try:
+            return float(text.strip())
+        except ValueError:
+            continue
+    return None
+
+
+class _Poll:
+    """One poll of one peer: state shared by its query workers."""
+
+    def __init__(
+        self, peer: PeerSite, channels: list[UdpChannel], timeout: float, rng: random.Random
+    ) -> None:
+        self.peer = peer
+        self.channels = channels
+        self.timeout = timeout
+        self.rng = rng
+        self.errors = 0
+        self.last_error = ""
+        self.first = 0  # index of the nameserver that answered the heartbeat
+
+    async def ask(self, q: Question, *, pin: bool = False) -> Reply:
+        """The reply to `q` from the first nameserver that gives a usable one, starting with the one
+        that answered first (`pin`: this answer chooses it). PollFailed otherwise."""
+        count = len(self.channels)
+        start = 0 if pin else self.first
+        for attempt in range(max(2, count)):
+            index = (start + attempt) % count
+            channel = self.channels[index]
+            try:
+                reply = await channel.ask(q, self.timeout)
+                if reply.truncated:
+                    reply = await ask_tcp(channel.server, q, self.timeout, self.rng)
+            except TimeoutError:
+                self._fail(channel.server, q, f"timeout after {self.timeout:g}s")
+                continue
+            except (OSError, BadReply) as exc:
+                self._fail(channel.server, q, str(exc) or type(exc).__name__)
+                continue
+            if reply.rcode in (NOERROR, NXDOMAIN):
+                if pin:
+                    self.first = index
+                return reply
+            self._fail(channel.server, q, f"rcode {reply.rcode}")
+        raise PollFailed(self.last_error)
+
+    def _fail(self, server: ListenAddress, q: Question, why: str) -> None:
+        self.errors += 1
+        self.last_error = f"{q.name} from {server}: {why}"
+
+
+class Poller:
+    """Polls every peer site of the configuration and keeps a `PeerBook` up to date. `on_change` is
+    called (on the loop) whenever the endpoints learned from peers change."""
+
+    def __init__(
+        self, config: Config, clock: Clock, rng: random.Random, on_change: Callable[[], None]
+    ) -> None:
+        self._clock = clock
+        self._rng = rng
+        self._on_change = on_change
+        self.book = PeerBook(config, clock)
+        self._questions = build_questions(config)
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self._sites: dict[str, PeerSite] = {}
+        self._running = False
+
+    @property
+    def config(self) -> Config:
+        return self.book.config
+
+    async def start(self) -> None:
+        self._running = True
+        self._sync_tasks()
+
+    async def stop(self) -> None:
+        self._running = False
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def update(self, config: Config) -> bool:
+        """Follow a reloaded configuration (peers, their nameservers, services, timings). True when
+        the learned endpoints changed (the caller rebuilds; `on_change` is not called)."""
+        changed = self.book.configure(config)
+        self._questions = build_questions(config)
+        if self._running:
+            self._sync_tasks()
+        return changed
+
+    def poke(self, peer: str) -> bool:
+        """Poll `peer` now (a NOTIFY came from it). False when it is not a configured peer."""
+        wake = self._wake.get(peer)
+        if wake is None:
+            return False
+        wake.set()
+        return True
+
+    def _sync_tasks(self) -> None:
+        peers = self.config.peers
+        wanted = {p.name: p for p in peers.sites if p.nameservers} if peers is not None else {}
+        for name in list(self._tasks):
+            if wanted.get(name) != self._sites.get(name):
+                self._tasks.pop(name).cancel()
+                self._wake.pop(name, None)
+        loop = asyncio.get_running_loop()
+        for name, site in wanted.items():
+            self._sites[name] = site
+            if name not in self._tasks:
+                self._wake[name] = asyncio.Event()
+                self._tasks[name] = loop.create_task(self._run(name), name=f"gslbd-peer-{name}")
+
+    async def _run(self, name: str) -> None:
+        loop = asyncio.get_running_loop()
+        wake = self._wake[name]
+        while True:
+            started = loop.time()
+            wake.clear()
+            try:
+                await self._poll(self._sites[name])
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug must not end the exchange with this peer
+                log.exception("polling peer %s failed unexpectedly", name)
+            peers = self.config.peers
+            interval = peers.interval if peers is not None else 5.0
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, started + interval - loop.time())):
+                    await wake.wait()
+
+    async def _poll(self, site: PeerSite) -> None:
+        peers = self.config.peers
+        if peers is None:
+            return
+        channels: list[UdpChannel] = []
+        try:
+            for server in site.nameservers:
+                with contextlib.suppress(OSError):
+                    channels.append(await UdpChannel.open(server, self._rng))
+            if not channels:
+                changed = self.book.failure(site.name, "cannot open a socket to any nameserver", 1)
+            else:
+                changed = await self._poll_with(site, channels, peers.timeout, peers.interval)
+        finally:
+            for channel in channels:
+                channel.close()
+        if changed:
+            self._on_change()
+
+    async def _poll_with(
+        self, site: PeerSite, channels: list[UdpChannel], timeout: float, interval: float
+    ) -> bool:
+        poll = _Poll(site, channels, timeout, self._rng)
+        heartbeat: float | None = None
+        targets: dict[str, list[str]] = {}
+        try:
+            async with asyncio.timeout(max(interval, 2 * timeout)):
+                beat = self._questions.heartbeat(site.name)
+                if beat is not None:
+                    heartbeat = parse_heartbeat(await poll.ask(beat, pin=True))
+                await _gather(poll, self._questions.targets, targets)
+        except PollFailed as exc:
+            return self.book.failure(site.name, str(exc), poll.errors)
+        except TimeoutError:
+            return self.book.failure(site.name, f"the poll took longer than {interval:g}s", poll.errors)
+        answer = PeerAnswer(
+            {svc: tuple(addrs) for svc, addrs in targets.items() if addrs},
+            heartbeat,
+            str(channels[poll.first].server),
+        )
+        return self.book.answer(site.name, answer, poll.errors)
+
+
+async def _gather(poll: _Poll, questions: Sequence[tuple[str, Question]], out: dict[str, list[str]]) -> None:
+    """Ask every question with at most MAX_IN_FLIGHT in flight; PollFailed at the first that fails."""
+    queue = iter(questions)
+
+    async def worker() -> None:
+        for service, q in queue:
+            reply = await poll.ask(q)
+            if reply.rcode == NOERROR and reply.data:
+                out.setdefault(service, []).extend(reply.data)
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(min(MAX_IN_FLIGHT, len(questions)))]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

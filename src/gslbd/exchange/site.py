@@ -1,0 +1,143 @@
+"""The multi-site exchange of one running instance, as the composition root uses it.
+
+Exchange(config, clock, rng, on_peers=..., on_beat=...)
+  poller    polls every peer site (poller.py) into a PeerBook; `on_peers()` when the endpoints
+            learned from peers change (the root then rebuilds the answers)
+  notifier  sends NOTIFY to every peer nameserver when this site's publication changes
+  heartbeat `on_beat()` every `heartbeat_period` (peers.interval / 2, 2.5 s without peers): the root
+            records a health evaluation and refreshes the heartbeat record cheaply
+after_rebuild(config, snapshot)   after every rebuild: NOTIFY peers when the localtargets changed
+notify_received(zone, ip, v6)     the wire layer's NOTIFY hook: accept (and re-poll) or refuse
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import random
+from collections.abc import Callable, Mapping
+
+from gslbd.answer.exchange_names import changed_zones, published
+from gslbd.clock import Clock
+from gslbd.exchange.notify import Notifier, notify_sources
+from gslbd.exchange.peerbook import PeerBook
+from gslbd.exchange.peerstate import PeerState
+from gslbd.exchange.poller import Poller
+from gslbd.metrics import NOTIFY_RECEIVED
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint
+from gslbd.state.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 5.0
+
+Publication = dict[str, dict[str, tuple[str, ...]]]
+
+
+def heartbeat_period(config: Config) -> float:
+    """How often the heartbeat is refreshed: half the peers' polling interval (default 5 s)."""
+    interval = config.peers.interval if config.peers is not None else DEFAULT_INTERVAL
+    return interval / 2
+
+
+def source_address(ip: int, v6: bool) -> str:
+    """A sender's address as text; an IPv4-mapped IPv6 address as its IPv4 form."""
+    if not v6:
+        return str(ipaddress.IPv4Address(ip))
+    addr = ipaddress.IPv6Address(ip)
+    return str(addr.ipv4_mapped) if addr.ipv4_mapped is not None else str(addr)
+
+
+class Exchange:
+    """Polling, NOTIFY and heartbeat of one instance. Inert (no tasks) until `start`."""
+
+    def __init__(
+        self,
+        config: Config,
+        clock: Clock,
+        rng: random.Random,
+        *,
+        on_peers: Callable[[], None],
+        on_beat: Callable[[], None],
+    ) -> None:
+        self._config = config
+        self._on_beat = on_beat
+        self.poller = Poller(config, clock, random.Random(rng.getrandbits(64)), on_peers)
+        self.notifier = Notifier(config, random.Random(rng.getrandbits(64)))
+        self._sources = notify_sources(config)
+        self._published: Publication | None = None
+        self._beat: asyncio.Task[None] | None = None
+
+    @property
+    def book(self) -> PeerBook:
+        return self.poller.book
+
+    @property
+    def enabled(self) -> bool:
+        """Whether peer sites are configured (NOTIFY is then answered)."""
+        return self._config.peers is not None
+
+    def endpoints(self) -> Mapping[str, tuple[Endpoint, ...]]:
+        """Endpoints learned from fresh peers, per service fqdn."""
+        return self.poller.book.endpoints()
+
+    def peers(self) -> list[PeerState]:
+        return self.poller.book.states()
+
+    async def start(self, snapshot: Snapshot) -> None:
+        """Start polling and beating; tell the peers about this site's publication (it may be new)."""
+        self._published = published(self._config, snapshot)
+        await self.poller.start()
+        self._beat = asyncio.get_running_loop().create_task(self._beat_loop(), name="gslbd-heartbeat")
+        peers = self._config.peers
+        if peers is not None and peers.notify and self._published:
+            self.notifier.send(list(self._published))
+
+    async def stop(self) -> None:
+        self._published = None  # stopped: rebuilds announce nothing any more
+        beat, self._beat = self._beat, None
+        if beat is not None:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        await self.poller.stop()
+        await self.notifier.stop()
+        self.poller.book.close()
+
+    def update(self, config: Config) -> bool:
+        """Follow a reloaded configuration (peers, discovery results, timings, services). True when
+        the endpoints learned from peers changed (the caller rebuilds)."""
+        self._config = config
+        self._sources = notify_sources(config)
+        self.notifier.update(config)
+        return self.poller.update(config)
+
+    def after_rebuild(self, config: Config, snapshot: Snapshot) -> None:
+        """Called after every rebuild: NOTIFY the peers about zones whose localtargets changed."""
+        if self._published is None:  # not started: nothing was announced yet
+            return
+        now = published(config, snapshot)
+        zones = changed_zones(self._published, now)
+        self._published = now
+        peers = config.peers
+        if zones and peers is not None and peers.notify:
+            self.notifier.send(zones)
+
+    def notify_received(self, zone: str, ip: int, v6: bool) -> bool:
+        """A NOTIFY for `zone` ("" when it names no served zone) came from (ip, v6): accept it and poll
+        the peer(s) behind that address at once, or refuse it. Counted either way."""
+        names = self._sources.get(source_address(ip, v6), ()) if zone else ()
+        poked = [name for name in names if self.poller.poke(name)]
+        NOTIFY_RECEIVED.labels(result="accepted" if poked else "refused").inc()
+        return bool(poked)
+
+    async def _beat_loop(self) -> None:
+        while True:
+            try:
+                self._on_beat()
+            except Exception:  # the heartbeat must outlive a bug in one refresh
+                log.exception("refreshing the heartbeat failed")
+            await asyncio.sleep(heartbeat_period(self._config))
