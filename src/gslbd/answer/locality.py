@@ -1,0 +1,175 @@
+"""Locality names: `<label>.<zone>.<region>.<origin>` and `<label>.<region>.<origin>` per service.
+
+For every service with `locality_names: true` (naming and declared localities: `gslbd.config.locality`):
+
+- a level (a zone, or a region) with at least one healthy endpoint answers its healthy endpoints:
+  A and AAAA from the candidates of that family there, ordered by the level's policy (below); a
+  family with no healthy candidate there is NODATA, as at any name that holds only the other family;
+- a level with no healthy endpoint at all is a CNAME to the next wider level (zone -> region ->
+  the service's global name). CNAME and other data cannot share a name, so whether a level answers
+  or points onwards is decided for the name as a whole, never per type.
+- the global name keeps the service's policy, and its `all_down` when nothing is healthy anywhere.
+
+The CNAME chain is followed inside the zone, as authoritative servers do (RFC 1034 4.3.2): an A or
+AAAA question at a level that points onwards is answered with the CNAME(s) and the records of the
+first level that answers, so a resolver gets the whole chain in one round trip. When the chain ends
+in a negative answer (NODATA, all_down's NXDOMAIN or SERVFAIL) only the CNAMEs are sent and the
+resolver asks the target itself, which answers with its own rcode and SOA.
+
+The level's policy is the service's one for round_robin, random, weighted, hash and failover (site
+order and priority tiers among the level's candidates); geo becomes round_robin, because the level
+already is the client's choice of place and the answer then does not depend on the client.
+
+A locality name that is already a name of the view (a service, a static record, a nameserver, the
+exchange's names, or an earlier service's locality name), or that lies in a more specific served
+zone, is left out: the config check reports such names for the localities it knows, and the
+localities that only peers publish lose to everything the config defines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gslbd.answer.exchange_names import merged_endpoints, peer_site_names
+from gslbd.answer.view import (
+    SERVICE_TYPES,
+    Dynamic,
+    NameData,
+    Negative,
+    Outcome,
+    Records,
+    Rr,
+    family_candidates,
+    variant_records,
+)
+from gslbd.config.locality import MAX_NAME_TEXT, Level, levels, site_localities
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint, Service
+from gslbd.model.zone import Zone
+from gslbd.policy import PolicyEnv, get_policy
+from gslbd.state.snapshot import Snapshot, effective_up
+from gslbd.types import PolicyName, Rcode
+
+# Policies that make no sense inside one level, and what the level uses instead.
+LEVEL_POLICY = {PolicyName.GEO: PolicyName.ROUND_ROBIN}
+_CHASED_TYPES = ("A", "AAAA")
+
+
+def level_policy(policy: PolicyName) -> PolicyName:
+    """The policy that orders the endpoints of one locality level of a service with `policy`."""
+    return LEVEL_POLICY.get(policy, policy)
+
+
+@dataclass(frozen=True, slots=True)
+class Chained(Dynamic):
+    """A CNAME chain inside the zone, then the policy answer of the level it ends at."""
+
+    chain: tuple[Rr, ...] = ()
+
+    def records(self, index: int) -> tuple[Rr, ...]:
+        return self.chain + variant_records(self.service, self.plan.variants[index], self.rtype)
+
+
+def add_locality_names(
+    names: dict[str, NameData], config: Config, snapshot: Snapshot, env: PolicyEnv
+) -> None:
+    """Add the locality names of every service with `locality_names` to `names` (a view under
+    construction that already holds every service name with its outcomes)."""
+    zones = {z.origin: z for z in config.zones}
+    sites = site_localities(config)
+    peer_sites = peer_site_names(config)
+    for service in config.services:
+        top = names.get(service.name)
+        if not service.locality_names or top is None:
+            continue
+        # The candidates are those of the global name (a peer site's configured endpoints give way to
+        # what that site publishes); every configured endpoint still declares its locality.
+        endpoints = merged_endpoints(service, snapshot, peer_sites)
+        zone = zones[service.zone]
+        declared = levels(service, [e.locality for e in service.endpoints + endpoints] + list(sites))
+        made: dict[str, NameData] = {}
+        for level in declared:  # regions come first, so a zone's region is decided before the zone
+            if level.name in names or len(level.name) > MAX_NAME_TEXT:
+                continue
+            if _owner_zone(level.name, zones) != service.zone:
+                continue
+            region = made.get(_region_name(declared, level))
+            parent = top if region is None else region
+            members = tuple(e for e in endpoints if level.holds(e.locality))
+            data = NameData(level.name, zone)
+            data.outcomes.update(_level_outcomes(service, level, members, parent, snapshot, env))
+            names[level.name] = made[level.name] = data
+
+
+def _level_outcomes(
+    service: Service,
+    level: Level,
+    members: tuple[Endpoint, ...],
+    parent: NameData,
+    snapshot: Snapshot,
+    env: PolicyEnv,
+) -> dict[str, Outcome]:
+    """A level's answers: its healthy endpoints, or a CNAME to `parent` followed inside the zone."""
+    healthy = tuple(e for e in members if effective_up(e, snapshot))
+    where = level.where()
+    out: dict[str, Outcome] = {}
+    if healthy:
+        policy = level_policy(service.policy)
+        own = replace(service, name=level.name, policy=policy, endpoints=members)
+        for rtype in SERVICE_TYPES:
+            family = family_candidates(healthy, rtype)
+            if not family:
+                what = "hostname" if rtype == "CNAME" else rtype
+                out[rtype] = Negative(
+                    Rcode.NOERROR,
+                    f"{where} has healthy endpoints but no healthy {what} endpoint (NODATA, not a CNAME: "
+                    "the name holds other data)",
+                )
+                continue
+            total = len(family_candidates(members, rtype))
+            plan = get_policy(policy).plan(family, own, env)
+            reason = (
+                f"{where}: {len(family)} of {total} {rtype} candidates healthy, ordered by {policy.value}"
+            )
+            out[rtype] = Dynamic(own, rtype, plan, reason)
+        return out
+    cname = Rr(level.name, "CNAME", service.ttl, parent.name)
+    pointer = Records((cname,))
+    out["CNAME"] = out["ANY"] = pointer
+    why = f"{where} has no healthy endpoint ({len(members)} declared): CNAME to {parent.name}"
+    for rtype in _CHASED_TYPES:
+        out[rtype] = _chase(cname, parent.outcome(rtype), why)
+    return out
+
+
+def _chase(cname: Rr, target: Outcome, why: str) -> Outcome:
+    """The CNAME followed by the target's answer when that is positive, else the CNAME alone."""
+    if isinstance(target, Chained):
+        return Chained(
+            target.service, target.rtype, target.plan, f"{why}; {target.reason}", (cname, *target.chain)
+        )
+    if isinstance(target, Dynamic):
+        return Chained(target.service, target.rtype, target.plan, f"{why}; {target.reason}", (cname,))
+    if isinstance(target, Records):
+        return Records((cname, *target.answer), target.additional)
+    return Records((cname,))
+
+
+def _region_name(declared: tuple[Level, ...], level: Level) -> str:
+    """The name of the region level a zone level belongs to ("" for a region level)."""
+    if level.zone is None:
+        return ""
+    for other in declared:
+        if other.zone is None and other.region == level.region:
+            return other.name
+    return ""
+
+
+def _owner_zone(name: str, zones: dict[str, Zone]) -> str | None:
+    """The most specific served zone that contains `name`."""
+    current = name
+    while current not in zones:
+        if current == ".":
+            return None
+        current = current[current.find(".") + 1 :] or "."
+    return current

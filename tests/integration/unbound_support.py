@@ -1,0 +1,126 @@
+"""A real Unbound resolver for the tests: started on a free loopback port with a stub-zone that sends
+the GSLB zone to a gslbd on loopback, queried like any client queries its resolver.
+
+The configuration keeps Unbound self-contained: no chroot, no user switch, no remote control, no DNSSEC
+validation (the iterator module only), and `do-not-query-localhost: no` so that it asks loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.exception
+import dns.message
+import dns.query
+import dns.rdatatype
+from gslbd_harness import free_port
+
+STARTUP_TIMEOUT = 15.0
+
+
+def unbound_binary() -> str | None:
+    return shutil.which("unbound") or ("/usr/sbin/unbound" if Path("/usr/sbin/unbound").exists() else None)
+
+
+def unbound_conf(
+    workdir: Path, port: int, stub_zone: str, stub_port: int, stub_host: str = "127.0.0.1"
+) -> str:
+    return f"""server:
+    interface: 127.0.0.1@{port}
+    port: {port}
+    do-ip6: no
+    do-not-query-localhost: no
+    access-control: 127.0.0.0/8 allow
+    chroot: ""
+    username: ""
+    directory: "{workdir}"
+    pidfile: "{workdir}/unbound.pid"
+    use-syslog: no
+    logfile: ""
+    verbosity: 1
+    num-threads: 1
+    module-config: "iterator"
+    prefetch: no
+    serve-expired: no
+    cache-min-ttl: 0
+    minimal-responses: no
+remote-control:
+    control-enable: no
+stub-zone:
+    name: "{stub_zone}"
+    stub-addr: {stub_host}@{stub_port}
+"""
+
+
+@dataclass
+class Resolver:
+    """A running Unbound on 127.0.0.1:`port`."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    def ask(self, name: str, rtype: str = "A", timeout: float = 5.0) -> dns.message.Message:
+        """A recursive query (RD set), as a stub resolver sends it."""
+        query = dns.message.make_query(name, dns.rdatatype.from_text(rtype))
+        return dns.query.udp(query, "127.0.0.1", port=self.port, timeout=timeout)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def chain(reply: dns.message.Message) -> list[str]:
+    """The answer section as "owner TYPE rdata" lines: CNAMEs in order, addresses sorted (Unbound
+    rotates RRsets)."""
+    out: list[str] = []
+    for rrset in reply.answer:
+        rdatas = sorted(rd.to_text() for rd in rrset)
+        out.extend(f"{rrset.name} {dns.rdatatype.to_text(rrset.rdtype)} {rd}" for rd in rdatas)
+    return out
+
+
+@contextlib.contextmanager
+def running_unbound(workdir: Path, stub_zone: str, stub_port: int) -> Iterator[Resolver]:
+    """Start `unbound -d` with a stub-zone for `stub_zone` at 127.0.0.1@`stub_port`; stop it after."""
+    binary = unbound_binary()
+    if binary is None:
+        raise RuntimeError("unbound is not installed (scripts/test installs the Debian package unbound)")
+    port = free_port()
+    conf = workdir / "unbound.conf"
+    conf.write_text(unbound_conf(workdir, port, stub_zone, stub_port))
+    log_path = workdir / "unbound.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([binary, "-d", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT)
+    resolver = Resolver(proc, port, log_path)
+    try:
+        _wait_until_answering(resolver, stub_zone)
+        yield resolver
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def _wait_until_answering(resolver: Resolver, zone: str) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if resolver.proc.poll() is not None:
+            raise RuntimeError(f"unbound exited with {resolver.proc.returncode}:\n{resolver.log()}")
+        try:
+            reply = resolver.ask(zone, "SOA", timeout=0.5)
+        except (OSError, dns.exception.DNSException):
+            time.sleep(0.05)
+            continue
+        if reply.answer:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"unbound did not answer SOA {zone} within {STARTUP_TIMEOUT}s:\n{resolver.log()}")
