@@ -77,3 +77,76 @@ ADMIN_CHANGES = Counter(
     ["state"],
     registry=REGISTRY,
 )
+PEER_LAST_ANSWER_AGE = Gauge(
+    "gslbd_exchange_peer_last_answer_age_seconds",
+    "Seconds since a peer site last answered a whole poll (absent until its first answer).",
+    ["peer"],
+    registry=REGISTRY,
+)
+PEER_QUERY_ERRORS = Counter(
+    "gslbd_exchange_peer_query_errors_total",
+    "Queries to a peer site's nameservers that failed (timeout, network error, error rcode, bad reply).",
+    ["peer"],
+    registry=REGISTRY,
+)
+PEER_ENDPOINTS = Gauge(
+    "gslbd_exchange_peer_endpoints",
+    "Endpoint addresses learned from a peer site that count now (0 while the peer is stale).",
+    ["peer"],
+    registry=REGISTRY,
+)
+PEER_STALE = Gauge(
+    "gslbd_exchange_peer_stale",
+    "1 while a peer site is stale (no answer or heartbeat within stale_after: its endpoints do not count).",
+    ["peer"],
+    registry=REGISTRY,
+)
+PEER_POLLS = Counter(
+    "gslbd_exchange_peer_polls_total",
+    "Polls of a peer site (every service's localtargets and its heartbeat), by result (ok or failed).",
+    ["peer", "result"],
+    registry=REGISTRY,
+)
+NOTIFY_SENT = Counter(
+    "gslbd_exchange_notify_sent_total",
+    "DNS NOTIFY messages sent to peer nameservers, by result (ok: answered, failed: no answer).",
+    ["result"],
+    registry=REGISTRY,
+)
+NOTIFY_RECEIVED = Counter(
+    "gslbd_exchange_notify_received_total",
+    "DNS NOTIFY messages received, by result (accepted: from a peer, refused: unknown source or zone).",
+    ["result"],
+    registry=REGISTRY,
+)
+REDIS_CONNECTED = Gauge(
+    "gslbd_redis_connected",
+    "1 while cluster mode's Redis is connected and subscribed, else 0 (local probing).",
+    registry=REGISTRY,
+)
+REDIS_ERRORS = Counter(
+    "gslbd_redis_errors_total",
+    "Redis operations of cluster mode that failed, by operation (connect, subscribe, seed, lock, write, "
+    "admin, release).",
+    ["operation"],
+    registry=REGISTRY,
+)
+CLUSTER_PROBES_SKIPPED = Counter(
+    "gslbd_cluster_probes_skipped_total",
+    "Probe cycles this instance skipped because another instance held the endpoint's lock.",
+    registry=REGISTRY,
+)
+CLUSTER_RESULTS = Counter(
+    "gslbd_cluster_results_total",
+    "Raw health results fed into this instance's rise/fall machines in cluster mode, by source (probe: "
+    "probed here; read: the health key; message: pub/sub; seed: the health key at start).",
+    ["source"],
+    registry=REGISTRY,
+)
+CLUSTER_RESULT_AGE = Gauge(
+    "gslbd_cluster_result_age_seconds",
+    "Seconds since the newest raw result of a probed endpoint (probed here or shared by another "
+    "instance); NaN before the first. One series per configured endpoint.",
+    ["service", "address"],
+    registry=REGISTRY,
+)

@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gslbd.answer.exchange_names import exchange_rrsets, merged_endpoints, peer_site_names
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
@@ -301,13 +302,20 @@ def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
             if rr.rtype not in outcomes:
                 same = tuple(g for g in glue if g.name == rr.name and g.rtype == rr.rtype)
                 outcomes[rr.rtype] = Records(same)
+    peer_sites = peer_site_names(config)
     for service in config.services:
         zone = zones[service.zone]
         data = node(service.name, zone)
         data.service = service
-        endpoints = service.endpoints + snapshot.peer_endpoints.get(service.name, ())
+        endpoints = merged_endpoints(service, snapshot, peer_sites)
         for rtype in SERVICE_TYPES:
             data.outcomes[rtype] = service_outcome(service, rtype, endpoints, snapshot, env)
+    from gslbd.answer.locality import add_locality_names  # it builds on this module's types
+
+    add_locality_names(names, config, snapshot, env)
+    # Multi-site publication: localtargets-* and heartbeat-* (answer/exchange_names.py).
+    for name, zone, rtype, rdatas in exchange_rrsets(config, snapshot):
+        node(name, zone).outcomes[rtype] = Records(tuple(Rr(name, rtype, ttl, rd) for ttl, rd in rdatas))
     for name in list(names):
         zone = names[name].zone
         for parent in _ancestors(name, zone.origin):

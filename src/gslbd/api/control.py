@@ -64,6 +64,30 @@ class ServiceStatus:
         return sum(1 for e in self.endpoints if e.effective_up)
 
 
+@dataclass(frozen=True, slots=True)
+class PeerView:
+    """A peer site as the exchange sees it (multi-site, docs/multisite.md).
+
+    `state` is "fresh" (its published endpoints count) or "stale" (they do not: no answer or heartbeat
+    within stale_after). `last_answer` is the Unix time of its last complete answer (None: never) and
+    `last_answer_age` its age in seconds. `endpoints` counts the addresses learned from it that count
+    now, `errors` the queries to it that failed. `failing` is True while its latest poll failed.
+    `heartbeat` is the Unix time the peer last evaluated its health (None: it publishes none).
+    """
+
+    name: str
+    state: str
+    nameservers: tuple[str, ...] = ()
+    last_answer: float | None = None
+    last_answer_age: float | None = None
+    endpoints: int = 0
+    errors: int = 0
+    polls: int = 0
+    failing: bool = False
+    detail: str = ""
+    heartbeat: float | None = None
+
+
 _NO_COUNTS: Mapping[tuple[str, str], int] = MappingProxyType({})
 _NO_POLICY: Mapping[str, int] = MappingProxyType({})
 _NO_EVENTS: Mapping[str, int] = MappingProxyType({})
@@ -114,6 +138,10 @@ class Control(Protocol):
 
     def dns_counters(self) -> DnsCounters:
         """The DNS query counters, cumulative since start."""
+        ...
+
+    def peers(self) -> Sequence[PeerView]:
+        """Every peer site of the multi-site exchange, in config order (empty without `peers`)."""
         ...
 
 

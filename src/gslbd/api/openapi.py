@@ -89,6 +89,30 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "properties": {"services": {"type": "array", "items": {"$ref": "#/components/schemas/Service"}}},
     },
+    "Peer": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "state": {"enum": ["fresh", "stale"], "description": "stale: its endpoints do not count"},
+            "nameservers": {"type": "array", "items": {"type": "string"}},
+            "last_answer": {
+                "type": ["number", "null"],
+                "description": "Unix time of the last complete answer",
+            },
+            "last_answer_at": {"type": ["string", "null"], "format": "date-time"},
+            "last_answer_age": {"type": ["number", "null"], "description": "seconds"},
+            "endpoints": {"type": "integer", "description": "addresses learned that count now"},
+            "errors": {"type": "integer", "description": "failed queries"},
+            "polls": {"type": "integer"},
+            "failing": {"type": "boolean", "description": "the latest poll failed"},
+            "detail": {"type": "string"},
+            "heartbeat": {"type": ["number", "null"], "description": "the peer's last health evaluation"},
+        },
+    },
+    "Peers": {
+        "type": "object",
+        "properties": {"peers": {"type": "array", "items": {"$ref": "#/components/schemas/Peer"}}},
+    },
     "AdminRequest": {
         "type": "object",
         "required": ["state"],
@@ -159,6 +183,12 @@ _PATHS: dict[str, Any] = {
                 "200": {"description": "The service", "content": _json("Service")},
                 "404": _error("No such service."),
             },
+        }
+    },
+    "/api/v1/peers": {
+        "get": {
+            "summary": "Peer sites of the multi-site exchange: freshness, last answer, endpoints learned",
+            "responses": {"200": {"description": "Peers", "content": _json("Peers")}},
         }
     },
     "/api/v1/services/{name}/endpoints/{address}/admin": {

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from gslbd.api.control import EndpointView, ServiceStatus
+from gslbd.api.control import EndpointView, PeerView, ServiceStatus
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -55,6 +55,27 @@ def service_json(s: ServiceStatus) -> dict[str, Any]:
 
 def services_json(services: Sequence[ServiceStatus]) -> dict[str, Any]:
     return {"services": [service_json(s) for s in services]}
+
+
+def peer_json(p: PeerView) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "state": p.state,
+        "nameservers": list(p.nameservers),
+        "last_answer": p.last_answer,
+        "last_answer_at": iso_time(p.last_answer),
+        "last_answer_age": p.last_answer_age,
+        "endpoints": p.endpoints,
+        "errors": p.errors,
+        "polls": p.polls,
+        "failing": p.failing,
+        "detail": p.detail,
+        "heartbeat": p.heartbeat,
+    }
+
+
+def peers_json(peers: Sequence[PeerView]) -> dict[str, Any]:
+    return {"peers": [peer_json(p) for p in peers]}
 
 
 _STYLE = """

@@ -5,6 +5,7 @@
     GET  /metrics                            Prometheus text
     GET  /api/v1/openapi.json                the OpenAPI 3.1 document
     GET  /api/v1/services[/{name}]           service status (JSON)
+    GET  /api/v1/peers                       peer sites of the multi-site exchange (JSON)
     PUT  /api/v1/services/{name}/endpoints/{address}/admin   {"state": "up"|"down"|"obey"}
     POST /api/v1/reload                      re-read the config file
 
@@ -27,7 +28,7 @@ from aiohttp import web
 from gslbd.api.collector import MetricsExporter
 from gslbd.api.control import Control, ServiceStatus
 from gslbd.api.openapi import openapi_document
-from gslbd.api.render import endpoint_json, service_json, services_json, status_page
+from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
 from gslbd.model.config import ListenAddress
 from gslbd.types import AdminState, choices
 
@@ -135,6 +136,7 @@ class ApiServer:
         app.router.add_get("/api/v1/openapi.json", self._openapi)
         app.router.add_get("/api/v1/services", self._services)
         app.router.add_get("/api/v1/services/{name}", self._service)
+        app.router.add_get("/api/v1/peers", self._peers)
         app.router.add_put("/api/v1/services/{name}/endpoints/{address}/admin", self._set_admin)
         app.router.add_post("/api/v1/reload", self._reload)
         return app
@@ -190,6 +192,9 @@ class ApiServer:
         if service is None:
             return _error(404, f"no service {_absolute(name)}")
         return web.json_response(service_json(service))
+
+    async def _peers(self, request: web.Request) -> web.Response:
+        return web.json_response(peers_json(self._control.peers()))
 
     async def _set_admin(self, request: web.Request) -> web.Response:
         refused = self._authorize(request)

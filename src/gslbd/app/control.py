@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gslbd.api.control import DnsCounters, EndpointView, ServiceStatus, endpoint_view, service_status
+from gslbd.answer.exchange_names import peer_site_names
+from gslbd.api.control import (
+    DnsCounters,
+    EndpointView,
+    PeerView,
+    ServiceStatus,
+    endpoint_view,
+    service_status,
+)
 from gslbd.model.service import Service
 from gslbd.state.snapshot import effective_up
 from gslbd.types import AdminState
@@ -69,15 +77,52 @@ class AppControl:
             events=stats.as_dict(),
         )
 
+    def peers(self) -> Sequence[PeerView]:
+        """The exchange's peer sites (app.exchange.book), with ages at this moment."""
+        exchange = self._app.exchange
+        now = self._app.clock.monotonic()
+        sites = {p.name: p for p in self._app.config.peers.sites} if self._app.config.peers else {}
+        out: list[PeerView] = []
+        for state in exchange.peers():
+            site = sites.get(state.name)
+            age = state.answer_age(now)
+            out.append(
+                PeerView(
+                    name=state.name,
+                    state=state.freshness.value,
+                    nameservers=tuple(str(n) for n in site.nameservers) if site is not None else (),
+                    last_answer=state.last_answer_wall,
+                    last_answer_age=age,
+                    endpoints=state.endpoint_count,
+                    errors=state.errors,
+                    polls=state.polls,
+                    failing=state.failing,
+                    detail=state.detail,
+                    heartbeat=state.heartbeat,
+                )
+            )
+        return out
+
     def _status(self, svc: Service) -> ServiceStatus:
         snapshot = self._app.snapshot
         book = self._app.book
+        # Endpoints of peer sites count only while their site publishes them (answer/exchange_names.py).
+        peers = peer_site_names(self._app.config)
+        learned = snapshot.peer_endpoints.get(svc.name, ())
+        published = {ep.address for ep in learned}
         views: list[EndpointView] = [
-            endpoint_view(ep, book.known(ep.key), snapshot.admin_state(ep), effective_up(ep, snapshot))
+            endpoint_view(
+                ep,
+                book.known(ep.key),
+                snapshot.admin_state(ep),
+                effective_up(ep, snapshot) and (ep.site not in peers or ep.address in published),
+            )
             for ep in svc.endpoints
         ]
+        configured = {ep.address for ep in svc.endpoints}
         views += [
-            endpoint_view(ep, None, snapshot.admin_state(ep), True)
-            for ep in snapshot.peer_endpoints.get(svc.name, ())
+            endpoint_view(ep, None, snapshot.admin_state(ep), effective_up(ep, snapshot))
+            for ep in learned
+            if ep.address not in configured
         ]
         return service_status(svc, views)

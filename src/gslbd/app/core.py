@@ -13,6 +13,15 @@
     probe result -> health.fsm.step -> book.record; a changed verdict schedules ONE rebuild on the
                    event loop (call_soon: a burst of verdicts costs one rebuild), live within 100 ms
     set_admin()    store.save_admin + book.set_admin + rebuild, before it returns
+    cluster mode   (config.cluster) a cluster.ClusterNode: start() connects to Redis, subscribes and seeds
+                   the book from the shared health keys after the API is up (/readyz 503 meanwhile) and
+                   before binding; it is the scheduler's probe gate, feeds shared results into
+                   _on_result, and keeps admin states in Redis (self.store is its RedisStateStore)
+    exchange       (config.peers) an exchange.Exchange: start() after binding polls the peer sites; their
+                   published endpoints -> book.set_peer_endpoints -> rebuild; NOTIFY to the peers after
+                   a rebuild that changed this site's localtargets; NOTIFY from peers answered by the
+                   responder's hook; the heartbeat record refreshed every peers.interval/2 by a patch
+                   of the table (no full rebuild)
     reload(config) / reload_file()   carry over the health of unchanged endpoints, rebuild, reschedule
     lame_duck()    not ready any more (/readyz 503) while DNS still answers
     await stop()   listeners closed -> API stopped -> probes cancelled
@@ -26,15 +35,19 @@ import asyncio
 import logging
 import random
 import time
+from dataclasses import replace
 
 from gslbd.answer import View
+from gslbd.answer.exchange_names import heartbeat_rrsets
 from gslbd.api.server import ApiServer
 from gslbd.app.control import AppControl
 from gslbd.app.gauges import ServiceGauges
 from gslbd.app.reconcile import endpoint_key, probed_endpoints, unchanged_keys
 from gslbd.clock import Clock, SystemClock
+from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
 from gslbd.errors import GslbdError
+from gslbd.exchange import Exchange
 from gslbd.health.fsm import step
 from gslbd.health.probes import check_privileges
 from gslbd.health.scheduler import HealthScheduler
@@ -53,6 +66,7 @@ from gslbd.state.status import ProbeResult
 from gslbd.state.store import FileStateStore, MemoryStateStore, StateStore
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
+from gslbd.wire.patch import patch_records
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +113,14 @@ class App:
         self.rng = rng if rng is not None else random.Random()
         self._worker_log_level = worker_log_level
         self._config = config
-        self.store: StateStore = store if store is not None else store_for(config)
+        local = store if store is not None else store_for(config)
+        self.store: StateStore = local
+        self.cluster: ClusterNode | None = None
+        if config.cluster is not None:
+            self.cluster = ClusterNode(
+                config.cluster.redis, self.clock, self._on_result, self._on_cluster_admin, local_store=local
+            )
+            self.store = self.cluster.store
         self.book = HealthBook()
         self._snapshot = self.book.snapshot()
         self._env = build_env(config, self.rng)
@@ -115,6 +136,10 @@ class App:
         self._gauges = ServiceGauges()
         self.stats = ServerStats()
         self.control = AppControl(self)
+        # Query IDs and ports towards peers: unpredictable, and not drawn from self.rng.
+        self.exchange = Exchange(
+            config, self.clock, random.Random(), on_peers=self._on_peers, on_beat=self._on_beat
+        )
 
     @property
     def config(self) -> Config:
@@ -186,13 +211,26 @@ class App:
                 raise ApiBindError(f"cannot listen on api.listen {api.listen}: {exc}") from exc
             self._api = server
         try:
+            if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
+                await self.cluster.start(self._config, list(self._probed.values()))
+                for key, state in self.store.load_admin().items():
+                    self.book.set_admin(key, state)
+                self._rebuild()
             await self._bind()
         except BaseException:
+            if self.cluster is not None:
+                await self.cluster.stop()
             await self._stop_api()
             raise
-        scheduler = HealthScheduler(self.clock, random.Random(self.rng.getrandbits(64)), self._on_result)
+        scheduler = HealthScheduler(
+            self.clock, random.Random(self.rng.getrandbits(64)), self._on_result, gate=self.cluster
+        )
         await scheduler.start(list(self._probed.values()))
         self._scheduler = scheduler
+        self._responder.on_notify = self.exchange.notify_received if self.exchange.enabled else None
+        if self._workers is not None:  # the workers answer NOTIFY themselves and pass it on
+            self._workers.on_notify = self.exchange.notify_received
+        await self.exchange.start(self._snapshot)
         self._ready = True
         log.info("ready: %d endpoints probed", len(self._probed))
 
@@ -237,6 +275,9 @@ class App:
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:
             await scheduler.stop()
+        await self.exchange.stop()
+        if self.cluster is not None:
+            await self.cluster.stop()
         if self._rebuild_handle is not None:
             self._rebuild_handle.cancel()
             self._rebuild_handle = None
@@ -260,6 +301,7 @@ class App:
         TABLE_REBUILDS.inc()
         TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
         self._gauges.update(self._config, snapshot)
+        self.exchange.after_rebuild(self._config, snapshot)
 
     def _rebuild(self) -> None:
         """Answer from the book's next snapshot, now."""
@@ -294,13 +336,42 @@ class App:
             )
         self._schedule_rebuild()
 
+    # -- exchange --------------------------------------------------------------------------------
+
+    def _on_peers(self) -> None:
+        """The endpoints learned from peer sites changed: answered on the next loop turn."""
+        self.book.set_peer_endpoints(self.exchange.endpoints())
+        self._schedule_rebuild()
+
+    def _on_beat(self) -> None:
+        """Heartbeat tick (every peers.interval/2): health evaluation is alive; refresh the heartbeat
+        record by patching the table instead of rebuilding it."""
+        if self._scheduler is None:
+            return
+        self.book.set_evaluated(self.clock.wall())
+        snapshot = replace(self._snapshot, evaluated_at=self.book.evaluated_at)
+        self._snapshot = snapshot
+        rrsets = heartbeat_rrsets(self._config, snapshot)
+        self._table, self._view = patch_records(self._table, self._view, snapshot, rrsets)
+        self._responder.swap(self._table, self._view, same_counters=True)
+        if self._workers is not None:
+            self._workers.publish(self._config, snapshot)
+
     # -- admin -----------------------------------------------------------------------------------
+
+    def _on_cluster_admin(self, key: EndpointKey, state: AdminState) -> None:
+        """Another instance changed an admin state (cluster mode): answered on the next loop turn."""
+        if self.book.set_admin(key, state):
+            log.info("admin state of %s %s set to %s by another instance", key[0], key[1], state.value)
+            self._schedule_rebuild()
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
         """Set an endpoint's run-time admin state: stored, then answered before this returns.
         KeyError for an unknown service or endpoint; StateError when the store cannot keep it."""
         key = endpoint_key(self._config, service, address)
         self.store.save_admin(key, state)
+        if self.cluster is not None:  # in Redis (and so at every instance) before this returns
+            await self.cluster.flush_admin()
         self.book.set_admin(key, state)
         ADMIN_CHANGES.labels(state=state.value).inc()
         log.info("admin state of %s %s set to %s", key[0], key[1], state.value)
@@ -323,10 +394,19 @@ class App:
         self.book.retain(keep)
         self._config, self._env = config, build_env(config, self.rng)
         self._probed = probed_endpoints(config)
+        if self.exchange.update(config):  # peers came or went
+            self.book.set_peer_endpoints(self.exchange.endpoints())
+            dropped = True
+        if self.running:
+            self._responder.on_notify = self.exchange.notify_received if self.exchange.enabled else None
         if dropped:
             self._rebuild()
         else:
             self.apply_snapshot(self._snapshot)
+        if self.running and config.cluster != old.cluster:
+            log.warning("cluster changes take effect at the next restart")
+        if self.cluster is not None:
+            self.cluster.update(config, list(self._probed.values()))
         if self._scheduler is not None:
             self._scheduler.update(list(self._probed.values()))
         CONFIG_RELOADS.labels(result="applied").inc()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gslbd.answer.exchange_names import peer_site_names
 from gslbd.metrics import ENDPOINTS, ENDPOINTS_UP
 from gslbd.model.config import Config
 from gslbd.state.snapshot import Snapshot, effective_up
@@ -15,11 +16,15 @@ class ServiceGauges:
 
     def update(self, config: Config, snapshot: Snapshot) -> None:
         names = set()
+        peer_sites = peer_site_names(config)
         for svc in config.services:
+            # Configured endpoints of peer sites count as up only through what their site publishes.
             peers = snapshot.peer_endpoints.get(svc.name, ())
-            up = sum(1 for ep in svc.endpoints if effective_up(ep, snapshot)) + len(peers)
+            local = [ep for ep in svc.endpoints if ep.site not in peer_sites]
+            up = sum(1 for ep in local if effective_up(ep, snapshot)) + len(peers)
             ENDPOINTS_UP.labels(service=svc.name).set(up)
-            ENDPOINTS.labels(service=svc.name).set(len(svc.endpoints) + len(peers))
+            known = {ep.address for ep in svc.endpoints} | {ep.address for ep in peers}
+            ENDPOINTS.labels(service=svc.name).set(len(known))
             names.add(svc.name)
         for gone in self._labelled - names:
             ENDPOINTS_UP.remove(gone)

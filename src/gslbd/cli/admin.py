@@ -18,6 +18,7 @@ TOKEN_ENV = "GSLBD_API_TOKEN"
 TIMEOUT = 10.0
 STATES = ("up", "down", "obey")
 COLUMNS = ("SERVICE", "ENDPOINT", "SITE", "HEALTH", "ADMIN", "EFFECTIVE", "LAST CHANGE")
+PEER_COLUMNS = ("PEER", "STATE", "LAST ANSWER", "ENDPOINTS", "ERRORS", "DETAIL")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -118,6 +119,36 @@ def format_table(rows: Sequence[tuple[str, ...]], columns: Sequence[str] = COLUM
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _age(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return "never"
+    return f"{seconds:.1f}s ago" if seconds < 60 else f"{seconds / 60:.1f}min ago"
+
+
+def peer_rows(peers: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row per peer site: name, fresh/stale, age of its last answer, endpoints learned, errors."""
+    return [
+        (
+            p["name"],
+            p.get("state", "-"),
+            _age(p.get("last_answer_age")),
+            str(p.get("endpoints", 0)),
+            str(p.get("errors", 0)),
+            p.get("detail") or "-",
+        )
+        for p in peers
+    ]
+
+
+def _peers(base: str) -> list[dict[str, Any]]:
+    """The peer sites, or nothing from a server without the exchange's route."""
+    try:
+        peers: list[dict[str, Any]] = _request("GET", f"{base}/api/v1/peers")["peers"]
+    except (ApiError, KeyError, TypeError):
+        return []
+    return peers
+
+
 def run_status(api: str, name: str | None = None) -> int:
     base = api.rstrip("/")
     try:
@@ -128,10 +159,14 @@ def run_status(api: str, name: str | None = None) -> int:
     except ApiError as exc:
         print(f"gslbd status: {exc}", file=sys.stderr)
         return 1
+    peers = _peers(base) if name is None else []
     if not services:
         print("no services configured")
-        return 0
-    print(format_table(status_rows(services)))
+    else:
+        print(format_table(status_rows(services)))
+    if peers:
+        print()
+        print(format_table(peer_rows(peers), PEER_COLUMNS))
     return 0
 
 

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from gslbd import __version__
 from gslbd.cli import demo
 from gslbd.cli.admin import register as register_admin_commands
+from gslbd.cli.delegation import register as register_delegation
+from gslbd.cli.doctor import register as register_doctor
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo.add_parser(sub)
     register_admin_commands(sub)
+    register_doctor(sub)
+    register_delegation(sub)
     sub.add_parser("version", help="print the version")
     return parser
 

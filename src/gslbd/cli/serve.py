@@ -7,6 +7,7 @@ still answers), then listeners, API and probes stop; a second signal stops at on
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -100,6 +101,9 @@ async def serve_until_stopped(app: App, path: str | None = None, banner: bool = 
             else:
                 print(f"gslbd: cannot listen on {listen}: {exc}", file=sys.stderr)
             return 1
+        # What the start built (config, tables) lives long: keep it out of the collector's full passes,
+        # which would otherwise pause a rebuild for 50-150 ms with 1,000 endpoints.
+        gc.freeze()
         log.info("gslbd %s answering for %s", __version__, ", ".join(z.origin for z in config.zones))
         if path is None and banner:
             log.info("%s", try_these(config))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from gslbd.config.fields import (
     Invalid,
@@ -264,6 +264,7 @@ def _redis_url(node: Node) -> str:
                 f"{text!r}: a sentinel URL needs the master name: redis+sentinel://host:26379/mymaster/0"
             )
         segments = segments[1:]
+        _sentinel_parts(text, parts.netloc.rpartition("@")[2], parts.query)
     else:
         try:
             _ = parts.port
@@ -272,6 +273,18 @@ def _redis_url(node: Node) -> str:
     if len(segments) > 1 or (segments and not segments[0].isdigit()):
         raise Invalid(f"{text!r}: the path must be a database number, like /0")
     return text
+
+
+def _sentinel_parts(text: str, hosts: str, query: str) -> None:
+    """Each sentinel is host[:port]; the only option is sentinel_password (see gslbd.cluster.url)."""
+    for host in hosts.split(","):
+        port = host.rpartition("]")[2] if host.startswith("[") else host
+        _, colon, number = port.rpartition(":")
+        if not host or (colon and not (number.isdigit() and 0 < int(number) < 65536)):
+            raise Invalid(f"{text!r}: invalid sentinel address {host!r}; expected host[:port]")
+    for name, _ in parse_qsl(query):
+        if name != "sentinel_password":
+            raise Invalid(f"{text!r}: unsupported option {name!r}; a sentinel URL takes sentinel_password")
 
 
 def read_cluster(r: MapReader | None) -> ClusterConfig | None:
@@ -301,7 +314,7 @@ _sync_mode = enum(SyncMode, "sync_mode")
 def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
     if r is None:
         return None
-    r.check_keys(("interval", "stale_after", "timeout", "notify", "sites", "discover"))
+    r.check_keys(("interval", "stale_after", "timeout", "notify", "sites", "discover", "port"))
     interval = r.get("interval", duration(), 5.0)
     stale_after = r.get("stale_after", duration(), 300.0)
     timeout = r.get("timeout", duration(), 1.0)
@@ -338,4 +351,6 @@ def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
         sites.append(PeerSite(name, servers))
     if not sites and discover is Discover.STATIC:
         r.rep.warn(r.line, r.at("sites"), "no peer sites: the exchange has nothing to poll")
-    return PeersConfig(interval, stale_after, timeout, r.get("notify", boolean, True), tuple(sites), discover)
+    port = r.get("port", integer(1, 65535), 53)
+    notify = r.get("notify", boolean, True)
+    return PeersConfig(interval, stale_after, timeout, notify, tuple(sites), discover, port)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from gslbd.config.checks import CheckRef, read_profiles
+from gslbd.config.discovery import with_discovered
 from gslbd.config.fields import Invalid, MapReader, Report, describe, integer
 from gslbd.config.loader import Map, Node
+from gslbd.config.locality import check_locality_names
 from gslbd.config.names import in_zone
 from gslbd.config.network import (
     read_api,
@@ -118,6 +120,20 @@ def _discover_warning(rep: Report, r: MapReader, peers: PeersConfig | None, zone
             p.warn("discover", "discover: ns, but no zone has a nameserver named gslb-ns-<site>-...")
 
 
+def _discover(
+    r: MapReader, peers: PeersConfig | None, zones: list[ZoneInfo], this_site: str
+) -> PeersConfig | None:
+    """With `discover: ns`, the peer sites found in the zones' NS names (config/discovery.py)."""
+    if peers is None:
+        return None
+    found, warnings = with_discovered(peers, [z.zone for z in zones], this_site)
+    p = r.sub("peers")
+    for warning in warnings:
+        if p is not None:
+            p.warn("discover", warning)
+    return found
+
+
 def build_config(rep: Report, tree: Node | None) -> Config | None:
     """Validate a whole configuration; None when there are errors (all of them are in `rep`)."""
     if tree is None:
@@ -141,6 +157,7 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
     if not zones and not r.has("zones"):
         rep.warn(1, "zones", "no zones: every query will be answered REFUSED")
     _discover_warning(rep, r, peers, zones)
+    peers = _discover(r, peers, zones, site.name)
     checks_r = r.sub("checks")
     profiles = read_profiles(rep, checks_r)
     refs = CheckRef(rep, profiles, set(checks_r.keys()) - {"none"} if checks_r is not None else set())
@@ -154,6 +171,8 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
         can_locate=bool(topology.networks) or topology.geoip_database is not None,
     )
     services = read_services(ctx, r)
+    if not rep.failed:
+        check_locality_names(rep, r, services, zones, localities)
     refs.warn_unused(checks_r)
     cluster = read_cluster(r.sub("cluster"))
     state = read_state(r.sub("state"))

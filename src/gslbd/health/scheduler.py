@@ -6,6 +6,14 @@ the probe started. One probe per endpoint is in flight at a time and each is cut
 timeout; at most `max_in_flight` probes run at once over all endpoints (the rest wait their turn,
 which matters only in the burst right after a start). `on_result` runs on the loop and must be
 cheap (update a book, schedule a rebuild).
+
+With a `gate` (cluster mode, gslbd.cluster) every cycle asks it first: `delay` places the cycles
+(aligned on the wall clock, the same on every instance), `acquire` says whether this instance probes
+now (False: another instance probes and the gate has fed what it shared), and `publish` shares every
+probe made here. The result goes to `publish` first, and to `on_result` once it has been sent (or
+after SHARE_FIRST at most): a changed verdict makes `on_result`'s caller rebuild its answers, which
+takes milliseconds, and the other instances should not wait for that. Without a gate the scheduler
+behaves as described above.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from prometheus_client import Counter, Histogram
 
@@ -31,8 +40,27 @@ log = logging.getLogger(__name__)
 JITTER = 0.1  # intervals vary by +-10 %
 MAX_IN_FLIGHT = 1000  # probes running at once, all endpoints together (sockets, CPU bursts at start)
 MAX_FIRST_DELAY = 1.0  # seconds: the first probe of a loop starts within min(this, interval)
+SHARE_FIRST = 0.05  # seconds a result waits for the gate's publish before on_result gets it
 
 OnResult = Callable[[Endpoint, ProbeResult], None]
+
+
+class ProbeGate(Protocol):
+    """Cluster mode's say in every probe cycle (implemented by gslbd.cluster.ClusterNode)."""
+
+    def delay(self, endpoint: Endpoint, first: bool) -> float | None:
+        """Seconds until the endpoint's next cycle; None for the scheduler's own (jittered) timing."""
+        ...
+
+    async def acquire(self, endpoint: Endpoint) -> bool:
+        """True: probe here now. False: skip this cycle (another instance probes; the gate has fed
+        any result it read). Must not raise."""
+        ...
+
+    async def publish(self, endpoint: Endpoint, result: ProbeResult) -> None:
+        """A probe made here finished (`on_result` gets it right after): share it as the gate decides.
+        Must not raise."""
+        ...
 
 
 def next_delay(interval: float, rng: random.Random) -> float:
@@ -79,8 +107,10 @@ class HealthScheduler:
         *,
         probes: Mapping[CheckType, Probe] | None = None,
         max_in_flight: int = MAX_IN_FLIGHT,
+        gate: ProbeGate | None = None,
     ) -> None:
         self._clock = clock
+        self._gate = gate
         self._rng = rng
         self._on_result = on_result
         self._probes: dict[CheckType, Probe] = {**PROBES, **(probes or {})}
@@ -151,16 +181,58 @@ class HealthScheduler:
         check = endpoint.check
         assert check is not None
         probe = self._probes[check.type]
-        await asyncio.sleep(first_delay(check.interval, self._rng))
+        await asyncio.sleep(self._delay(endpoint, check, None))
         while True:
             started = self._clock.monotonic()
-            async with self._slots:  # the timeout counts from the probe's own start, not the wait
-                result = await self._run(probe, endpoint, check)
-            self._counters.record(check.type, result)
+            if await self._acquire(endpoint):
+                async with self._slots:  # the timeout counts from the probe's own start, not the wait
+                    result = await self._run(probe, endpoint, check)
+                self._counters.record(check.type, result)
+                await self._report(self._endpoints.get(key, endpoint), result)
             endpoint = self._endpoints.get(key, endpoint)
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                # Cancelled, but something awaited above swallowed it (Python 3.11's asyncio.wait_for
+                # does when its inner task finishes at the same moment): end the loop anyway.
+                raise asyncio.CancelledError
+            await asyncio.sleep(self._delay(endpoint, check, self._clock.monotonic() - started))
+
+    def _delay(self, endpoint: Endpoint, check: Check, spent: float | None) -> float:
+        """Until the next cycle: the gate's aligned time, else interval +-10 % from the last start
+        (`spent` is None before the first cycle: a random delay within the first second)."""
+        if self._gate is not None:
+            delay = self._gate.delay(endpoint, spent is None)
+            if delay is not None:
+                return max(0.0, delay)
+        if spent is None:
+            return first_delay(check.interval, self._rng)
+        return max(0.0, next_delay(check.interval, self._rng) - spent)
+
+    async def _report(self, endpoint: Endpoint, result: ProbeResult) -> None:
+        """To the gate (sent first, see the module docstring), then to `on_result`."""
+        sharing = None
+        if self._gate is not None:
+            sharing = asyncio.ensure_future(self._gate.publish(endpoint, result))
             try:
-                self._on_result(endpoint, result)
+                await asyncio.wait({sharing}, timeout=SHARE_FIRST)
+            except asyncio.CancelledError:
+                sharing.cancel()
+                raise
+        try:
+            self._on_result(endpoint, result)
+        except Exception:
+            log.exception("on_result failed for %s %s", endpoint.service, endpoint.address)
+        if sharing is not None:
+            try:
+                await sharing
             except Exception:
-                log.exception("on_result failed for %s %s", key[0], key[1])
-            spent = self._clock.monotonic() - started
-            await asyncio.sleep(max(0.0, next_delay(check.interval, self._rng) - spent))
+                log.exception("probe gate failed to share %s %s", endpoint.service, endpoint.address)
+
+    async def _acquire(self, endpoint: Endpoint) -> bool:
+        if self._gate is None:
+            return True
+        try:
+            return await self._gate.acquire(endpoint)
+        except Exception:  # a gate must not raise; if one does, probe here
+            log.exception("probe gate failed for %s %s", endpoint.service, endpoint.address)
+            return True

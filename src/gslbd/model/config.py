@@ -80,7 +80,8 @@ class PeerSite:
 
 @dataclass(frozen=True, slots=True)
 class PeersConfig:
-    """Multi-site exchange over DNS. Durations are seconds."""
+    """Multi-site exchange over DNS. Durations are seconds. With `discover: ns` the loader has already
+    added the sites found in the zones' NS names to `sites` (see config/discovery.py)."""
 
     interval: float = 5.0
     stale_after: float = 300.0
@@ -88,6 +89,7 @@ class PeersConfig:
     notify: bool = True
     sites: tuple[PeerSite, ...] = ()
     discover: Discover = Discover.STATIC
+    port: int = 53  # the port of peer nameservers found by `discover: ns` (their NS glue has no port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,20 +20,25 @@ import multiprocessing
 import pickle
 import random
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import MappingProxyType
 from typing import Any
 
+from gslbd.answer.exchange_names import heartbeat_rrsets
 from gslbd.errors import GslbdError
+from gslbd.exchange.notify import notify_sources
+from gslbd.exchange.site import source_address
 from gslbd.model.config import Config
 from gslbd.policy.locate import build_env
 from gslbd.server.build import compile_answers
 from gslbd.server.listeners import Listeners
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
+from gslbd.wire.patch import patch_records
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,7 @@ class _Update:
     health: dict[Any, bool]
     admin: dict[Any, Any]
     peer_endpoints: dict[str, Any]
+    evaluated_at: float = 0.0
 
 
 def _pack(config: Config | None, snapshot: Snapshot) -> bytes:
@@ -65,6 +71,7 @@ def _pack(config: Config | None, snapshot: Snapshot) -> bytes:
         dict(snapshot.health),
         dict(snapshot.admin),
         dict(snapshot.peer_endpoints),
+        snapshot.evaluated_at,
     )
     return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -76,6 +83,7 @@ def _unpack(data: bytes) -> tuple[Config | None, Snapshot]:
         health=MappingProxyType(update.health),
         admin=MappingProxyType(update.admin),
         peer_endpoints=MappingProxyType(update.peer_endpoints),
+        evaluated_at=update.evaluated_at,
     )
     return update.config, snapshot
 
@@ -96,6 +104,7 @@ class _Worker:
         self.process.start()
         child_conn.close()  # only the child holds its end: our EOF reaches it when we go
         self.sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gslbd-worker-{index}-pipe")
+        self._reading: asyncio.AbstractEventLoop | None = None
 
     def send(self, payload: bytes) -> None:
         """Queue a pickled update; sending happens in order on this worker's own thread."""
@@ -121,7 +130,26 @@ class _Worker:
         bound: list[str] = detail
         return bound
 
+    def listen(self, on_message: Callable[[Any], None]) -> None:
+        """After `wait_ready`: hand every message the worker sends (a received NOTIFY) to `on_message`."""
+        loop = asyncio.get_running_loop()
+        self._reading = loop
+
+        def read() -> None:
+            try:
+                while self.conn.poll():
+                    on_message(self.conn.recv())
+            except (EOFError, OSError):
+                loop.remove_reader(self.conn.fileno())
+                self._reading = None
+
+        loop.add_reader(self.conn.fileno(), read)
+
     def stop(self) -> None:
+        if self._reading is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._reading.remove_reader(self.conn.fileno())
+            self._reading = None
         self.sender.shutdown(wait=True, cancel_futures=True)
         self.conn.close()  # EOF: the worker closes its sockets and exits
 
@@ -144,6 +172,13 @@ class WorkerPool:
         self._watch: asyncio.Task[None] | None = None
         self.bound: list[str] = []
         self.restarts = 0
+        # A NOTIFY a worker received: (zone or "", source address as an int, source is IPv6).
+        self.on_notify: Callable[[str, int, bool], object] | None = None
+
+    def _message(self, message: Any) -> None:
+        notify = isinstance(message, tuple) and len(message) == 4 and message[0] == "notify"
+        if notify and self.on_notify is not None:
+            self.on_notify(message[1], message[2], message[3])
 
     @property
     def pids(self) -> list[int]:
@@ -160,6 +195,7 @@ class WorkerPool:
                 worker.send(self._full)
             for worker in self._workers:
                 self.bound = await worker.wait_ready()
+                worker.listen(self._message)
         except BaseException:
             await self.stop()
             raise
@@ -201,6 +237,7 @@ class WorkerPool:
                 fresh.send(self._full)
                 try:
                     await fresh.wait_ready()
+                    fresh.listen(self._message)
                 except WorkerError as exc:
                     log.error("DNS worker %d could not restart: %s", worker.index, exc)
 
@@ -248,19 +285,39 @@ async def _serve(conn: Connection, index: int) -> None:
     conn.send(("ready", [str(b) for b in listeners.bound]))
     done: asyncio.Future[None] = loop.create_future()
     current = config
+    answered = snapshot
+
+    def on_notify(zone: str, ip: int, v6: bool) -> bool:
+        """The parent polls the peer; the answer here follows the same rule (exchange.notify)."""
+        conn.send(("notify", zone, ip, v6))
+        return bool(zone) and source_address(ip, v6) in notify_sources(current)
+
+    responder.on_notify = on_notify if config.peers is not None else None
 
     def on_update() -> None:
-        nonlocal env, current
+        nonlocal env, current, answered
         try:
             while conn.poll():
                 new_config, new_snapshot = _unpack(conn.recv_bytes())
+                if (
+                    new_config is None
+                    and replace(new_snapshot, evaluated_at=answered.evaluated_at) == answered
+                ):
+                    # Only the heartbeat moved: patch its record instead of recompiling everything.
+                    rrsets = heartbeat_rrsets(current, new_snapshot)
+                    table, view = patch_records(responder.table, responder.view, new_snapshot, rrsets)
+                    responder.swap(table, view, same_counters=True)
+                    answered = new_snapshot
+                    continue
                 if new_config is not None:
                     if new_config.dns.listen != current.dns.listen:
                         log.warning("listen addresses changed: restart gslbd to apply them")
                     env = build_env(new_config, random.Random())
                     current = new_config
+                    responder.on_notify = on_notify if current.peers is not None else None
                 new_view, new_table = compile_answers(current, new_snapshot, env)
                 responder.swap(new_table, new_view)
+                answered = new_snapshot
         except (EOFError, OSError):
             loop.remove_reader(conn.fileno())
             if not done.done():

@@ -26,6 +26,7 @@ class HealthBook:
         self._admin: dict[EndpointKey, AdminState] = dict(admin or {})
         self._version = version
         self._peers: Mapping[str, tuple[Endpoint, ...]] = MappingProxyType({})
+        self._evaluated_at = 0.0
 
     @property
     def version(self) -> int:
@@ -69,6 +70,14 @@ class HealthBook:
         """Endpoints learned from peer sites, per service fqdn (carried into every next snapshot)."""
         self._peers = MappingProxyType(dict(peers))
 
+    def set_evaluated(self, when: float) -> None:
+        """Record the wall-clock time of this site's latest health evaluation (its heartbeat)."""
+        self._evaluated_at = max(self._evaluated_at, when)
+
+    @property
+    def evaluated_at(self) -> float:
+        return self._evaluated_at
+
     def snapshot(self) -> Snapshot:
         """The next snapshot: every verdict, every override; its version is one more than the last."""
         self._version += 1
@@ -78,4 +87,5 @@ class HealthBook:
             health=MappingProxyType(health),
             admin=MappingProxyType(dict(self._admin)),
             peer_endpoints=self._peers,
+            evaluated_at=self._evaluated_at,
         )

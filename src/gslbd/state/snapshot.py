@@ -22,12 +22,15 @@ class Snapshot:
     `admin`: run-time admin overrides; an endpoint without one uses the admin state of its config.
     `peer_endpoints`: endpoints learned from peer sites per service fqdn (already healthy as published).
     `version` grows with every new snapshot.
+    `evaluated_at`: wall-clock Unix seconds of this site's last health evaluation (0 = none yet), published
+    to peer sites as the heartbeat (answer/exchange_names.py).
     """
 
     version: int = 0
     health: Mapping[EndpointKey, bool] = field(default_factory=lambda: _EMPTY_HEALTH)
     admin: Mapping[EndpointKey, AdminState] = field(default_factory=lambda: _EMPTY_ADMIN)
     peer_endpoints: Mapping[str, tuple[Endpoint, ...]] = field(default_factory=lambda: _EMPTY_PEERS)
+    evaluated_at: float = 0.0
 
     def admin_state(self, endpoint: Endpoint) -> AdminState:
         return self.admin.get(endpoint.key, endpoint.admin)

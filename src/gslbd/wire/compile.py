@@ -255,3 +255,8 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
 
 def _wire_key(name: str) -> bytes:
     return dns_name(name).to_wire(canonicalize=True) or b""
+
+
+def wire_key(name: str) -> bytes:
+    """The table key of a name: its wire form in lower case (wire/patch.py)."""
+    return _wire_key(name)

@@ -16,6 +16,7 @@ import random
 
 from gslbd.answer import View
 from gslbd.wire.compile import AnswerTable
+from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
 
 # Header bytes 4..10 of a plain query: QDCOUNT=1, ANCOUNT=0, NSCOUNT=0.
@@ -179,7 +180,7 @@ def fast_answer(
 class Responder:
     """Answers query packets from the current answer table and view; `swap` replaces both at once."""
 
-    __slots__ = ("_policy_totals", "_slow_seq", "_state", "rng", "slow_count")
+    __slots__ = ("_policy_totals", "_slow_seq", "_state", "on_notify", "rng", "slow_count")
 
     def __init__(self, table: AnswerTable, view: View, rng: random.Random) -> None:
         self._state = (table, view)
@@ -187,11 +188,15 @@ class Responder:
         self.slow_count = 0  # queries answered (or dropped) by the slow path
         self._slow_seq = itertools.count()
         self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
+        self.on_notify: NotifyHook | None = None  # answers DNS NOTIFY when set (wire/notify.py)
 
-    def swap(self, table: AnswerTable, view: View) -> None:
-        """Serve from a new table and view; one attribute assignment, so a query sees old or new."""
+    def swap(self, table: AnswerTable, view: View, *, same_counters: bool = False) -> None:
+        """Serve from a new table and view; one attribute assignment, so a query sees old or new.
+        `same_counters`: the new table carries on the old one's policy counters (wire/patch.py)."""
         old = self._state[0]
         self._state = (table, view)
+        if same_counters:
+            return
         for policy, count in old.policy_answers().items():
             self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
 
@@ -230,4 +235,5 @@ class Responder:
             use_client_subnet=table.use_client_subnet,
             rng=self.rng,
             seq=next(self._slow_seq),
+            on_notify=self.on_notify,
         )

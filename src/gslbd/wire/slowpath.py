@@ -5,7 +5,7 @@ The order of checks (each answers or drops, the first that applies wins):
   2. the message does not parse: NOTIMP for an opcode other than QUERY, else BADVERS when a readable
      OPT record has a version above 0, else FORMERR; the question is echoed when it can be read, an
      OPT record is added when one could be found;
-  3. opcode other than QUERY: NOTIMP;
+  3. opcode other than QUERY: NOTIMP (NOTIFY goes to the `on_notify` hook when there is one);
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
   6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
@@ -31,6 +31,7 @@ import dns.rrset
 
 from gslbd.answer import Answer, View, render, soa_rr
 from gslbd.types import Rcode
+from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
     DO,
     IN,
@@ -59,8 +60,10 @@ def slow_response(
     use_client_subnet: bool,
     rng: random.Random,
     seq: int,
+    on_notify: NotifyHook | None = None,
 ) -> bytes | None:
-    """The response to one query packet (without the TCP length prefix), or None to drop it."""
+    """The response to one query packet (without the TCP length prefix), or None to drop it.
+    `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode."""
     if len(data) < 12 or data[2] & 0x80:
         return None
     qid = int.from_bytes(data[0:2], "big")
@@ -71,6 +74,8 @@ def slow_response(
         return _unparsed(data, qid, qflags, max_udp_payload)
     has_edns = query.edns >= 0
     edns = EdnsReply(max_udp_payload, query.ednsflags & DO) if has_edns else None
+    if query.opcode() == dns.opcode.NOTIFY and on_notify is not None:
+        return notify_response(query, view, src_ip, src_v6, on_notify, edns)
     if query.opcode() != dns.opcode.QUERY:
         echoed = query.question if len(query.question) == 1 else []
         return _error(qid, qflags, echoed, Rcode.NOTIMP, edns)
