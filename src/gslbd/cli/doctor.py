@@ -33,12 +33,12 @@ import dns.rdatatype
 import dns.resolver
 
 from gslbd.cli.configs import load_or_report
+from gslbd.cli.delegation_records import in_zone
 from gslbd.cli.doctor_checks import (
     Reply,
     Result,
     Server,
     addresses_in,
-    in_zone,
     judge_delegation,
     judge_ds,
     judge_glue,

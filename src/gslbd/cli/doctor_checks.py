@@ -15,6 +15,7 @@ import dns.message
 import dns.rcode
 import dns.rdatatype
 
+from gslbd.cli.delegation_records import in_zone
 from gslbd.model.config import Config
 from gslbd.model.zone import Zone
 
@@ -67,10 +68,6 @@ def parent_of(origin: str) -> str:
     """The zone one label up (the usual parent of a delegation)."""
     rest = origin.split(".", 1)[1] if origin != "." else ""
     return rest or "."
-
-
-def in_zone(name: str, origin: str) -> bool:
-    return origin in (".", name) or name.endswith("." + origin)
 
 
 def local_server(config: Config) -> Server:
