@@ -132,6 +132,7 @@ class App:
         self._scheduler: HealthScheduler | None = None
         self._probed = probed_endpoints(config)
         self._rebuild_handle: asyncio.Handle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
         self._gauges = ServiceGauges()
         self.stats = ServerStats()
@@ -227,7 +228,8 @@ class App:
         )
         await scheduler.start(list(self._probed.values()))
         self._scheduler = scheduler
-        self._responder.on_notify = self.exchange.notify_received if self.exchange.enabled else None
+        self._loop = asyncio.get_running_loop()
+        self._responder.on_notify = self._notify_hook if self.exchange.enabled else None
         if self._workers is not None:  # the workers answer NOTIFY themselves and pass it on
             self._workers.on_notify = self.exchange.notify_received
         await self.exchange.start(self._snapshot)
@@ -343,6 +345,15 @@ class App:
         self.book.set_peer_endpoints(self.exchange.endpoints())
         self._schedule_rebuild()
 
+    def _notify_hook(self, zone: str, ip: int, v6: bool) -> bool:
+        """A NOTIFY reached the responder. UDP is answered on a thread of its own (server/udp.py), so
+        the verdict is read there and the re-poll is handed to the event loop."""
+        loop = self._loop
+        if loop is None:
+            return False
+        loop.call_soon_threadsafe(self.exchange.notify_received, zone, ip, v6)
+        return self.exchange.notify_accepted(zone, ip, v6)
+
     def _on_beat(self) -> None:
         """Heartbeat tick (every peers.interval/2): health evaluation is alive; refresh the heartbeat
         record by patching the table instead of rebuilding it."""
@@ -398,7 +409,7 @@ class App:
             self.book.set_peer_endpoints(self.exchange.endpoints())
             dropped = True
         if self.running:
-            self._responder.on_notify = self.exchange.notify_received if self.exchange.enabled else None
+            self._responder.on_notify = self._notify_hook if self.exchange.enabled else None
         if dropped:
             self._rebuild()
         else:

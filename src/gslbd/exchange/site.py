@@ -126,6 +126,10 @@ class Exchange:
         if zones and peers is not None and peers.notify:
             self.notifier.send(zones)
 
+    def notify_accepted(self, zone: str, ip: int, v6: bool) -> bool:
+        """Would `notify_received` accept this NOTIFY? Reads only; safe from the DNS threads."""
+        return bool(zone) and bool(self._sources.get(source_address(ip, v6), ()))
+
     def notify_received(self, zone: str, ip: int, v6: bool) -> bool:
         """A NOTIFY for `zone` ("" when it names no served zone) came from (ip, v6): accept it and poll
         the peer(s) behind that address at once, or refuse it. Counted either way."""

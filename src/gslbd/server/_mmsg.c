@@ -3,11 +3,13 @@
  *
  * Python's socket module has no recvmmsg/sendmmsg, so a busy listener pays one system call per
  * datagram each way, plus a failing recvfrom per wake-up. This module moves up to BATCH datagrams per
- * call. It does nothing else: parsing and answering stay in Python. The receive buffers are static
- * and copied out before returning, which is safe because the GIL is held for the whole call.
+ * call. It does nothing else: parsing and answering stay in Python.
  *
- *   recv_batch(fd, max) -> list of (data: bytes, peer: bytes, ip: int, v6: bool)
- *       Non-blocking. An empty list when nothing is waiting. `peer` is the raw sockaddr to pass back
+ *   recv_batch(fd, max, buffer, wait) -> list of (data: bytes, peer: bytes, ip: int, v6: bool)
+ *       Receives into the caller's writable `buffer` (max x BUFSIZE bytes; one per listener, so
+ *       listeners on several threads never share one) and copies each datagram out. wait=False: never
+ *       blocks. wait=True: blocks with the GIL released until a datagram arrives (or the socket's
+ *       SO_RCVTIMEO passes). An empty list when nothing came. `peer` is the raw sockaddr to pass back
  *       to send_batch; `ip` is the peer address as an integer. Raises OSError on other errors.
  *   send_batch(fd, [(reply: bytes, peer: bytes), ...]) -> int
  *       Non-blocking. Returns how many were handed to the kernel; a datagram the kernel refuses
@@ -23,11 +25,6 @@
 
 #define BATCH 64
 #define BUFSIZE 4096 /* a DNS query never needs more; a longer datagram is cut (and gets FORMERR) */
-
-static struct mmsghdr rmsgs[BATCH];
-static struct iovec riovs[BATCH];
-static struct sockaddr_storage raddrs[BATCH];
-static unsigned char rbufs[BATCH][BUFSIZE];
 
 static PyObject *peer_ip(const struct sockaddr_storage *sa, int *v6) {
     if (sa->ss_family == AF_INET) {
@@ -45,49 +42,63 @@ static PyObject *peer_ip(const struct sockaddr_storage *sa, int *v6) {
 }
 
 static PyObject *recv_batch(PyObject *self, PyObject *args) {
-    int fd, max, got, i;
-    PyObject *out;
-    if (!PyArg_ParseTuple(args, "ii", &fd, &max)) return NULL;
+    int fd, max, wait, got, i;
+    Py_buffer buf;
+    PyObject *out = NULL;
+    struct mmsghdr msgs[BATCH];
+    struct iovec iovs[BATCH];
+    struct sockaddr_storage addrs[BATCH];
+    unsigned char *base;
+    if (!PyArg_ParseTuple(args, "iiw*p", &fd, &max, &buf, &wait)) return NULL;
     if (max < 1) max = 1;
     if (max > BATCH) max = BATCH;
-    for (i = 0; i < max; i++) {
-        riovs[i].iov_base = rbufs[i];
-        riovs[i].iov_len = BUFSIZE;
-        memset(&rmsgs[i].msg_hdr, 0, sizeof(rmsgs[i].msg_hdr));
-        rmsgs[i].msg_hdr.msg_iov = &riovs[i];
-        rmsgs[i].msg_hdr.msg_iovlen = 1;
-        rmsgs[i].msg_hdr.msg_name = &raddrs[i];
-        rmsgs[i].msg_hdr.msg_namelen = sizeof(raddrs[i]);
+    if (buf.len < (Py_ssize_t)max * BUFSIZE) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "recv_batch buffer must hold max x BUFSIZE bytes");
+        return NULL;
     }
-    do {
-        got = recvmmsg(fd, rmsgs, (unsigned int)max, MSG_DONTWAIT, NULL);
-    } while (got < 0 && errno == EINTR);
+    base = (unsigned char *)buf.buf;
+    memset(msgs, 0, sizeof(msgs[0]) * (size_t)max);
+    for (i = 0; i < max; i++) {
+        iovs[i].iov_base = base + (size_t)i * BUFSIZE;
+        iovs[i].iov_len = BUFSIZE;
+        msgs[i].msg_hdr.msg_iov = &iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = &addrs[i];
+        msgs[i].msg_hdr.msg_namelen = sizeof(addrs[i]);
+    }
+    if (wait) {
+        /* Blocking (the socket's SO_RCVTIMEO bounds the wait): the GIL is free meanwhile, and the call
+           returns as soon as one datagram is there, with whatever else is queued behind it. */
+        Py_BEGIN_ALLOW_THREADS
+        do {
+            got = recvmmsg(fd, msgs, (unsigned int)max, MSG_WAITFORONE, NULL);
+        } while (got < 0 && errno == EINTR);
+        Py_END_ALLOW_THREADS
+    } else {
+        do {
+            got = recvmmsg(fd, msgs, (unsigned int)max, MSG_DONTWAIT, NULL);
+        } while (got < 0 && errno == EINTR);
+    }
     if (got < 0) {
+        PyBuffer_Release(&buf);
         if (errno == EAGAIN || errno == EWOULDBLOCK) return PyList_New(0);
         return PyErr_SetFromErrno(PyExc_OSError);
     }
     out = PyList_New(got);
-    if (out == NULL) return NULL;
+    if (out == NULL) goto fail;
     for (i = 0; i < got; i++) {
         int v6 = 0;
-        PyObject *data = PyBytes_FromStringAndSize((const char *)rbufs[i], rmsgs[i].msg_len);
-        PyObject *peer = PyBytes_FromStringAndSize((const char *)&raddrs[i], rmsgs[i].msg_hdr.msg_namelen);
-        PyObject *ip = peer_ip(&raddrs[i], &v6);
-        PyObject *item;
-        if (data == NULL || peer == NULL || ip == NULL) {
+        PyObject *data = PyBytes_FromStringAndSize((const char *)iovs[i].iov_base, msgs[i].msg_len);
+        PyObject *peer = PyBytes_FromStringAndSize((const char *)&addrs[i], msgs[i].msg_hdr.msg_namelen);
+        PyObject *ip = peer_ip(&addrs[i], &v6);
+        PyObject *item = PyTuple_New(4);
+        if (data == NULL || peer == NULL || ip == NULL || item == NULL) {
             Py_XDECREF(data);
             Py_XDECREF(peer);
             Py_XDECREF(ip);
-            Py_DECREF(out);
-            return NULL;
-        }
-        item = PyTuple_New(4);
-        if (item == NULL) {
-            Py_DECREF(data);
-            Py_DECREF(peer);
-            Py_DECREF(ip);
-            Py_DECREF(out);
-            return NULL;
+            Py_XDECREF(item);
+            goto fail;
         }
         PyTuple_SET_ITEM(item, 0, data);
         PyTuple_SET_ITEM(item, 1, peer);
@@ -95,7 +106,12 @@ static PyObject *recv_batch(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(item, 3, PyBool_FromLong(v6));
         PyList_SET_ITEM(out, i, item);
     }
+    PyBuffer_Release(&buf);
     return out;
+fail:
+    Py_XDECREF(out);
+    PyBuffer_Release(&buf);
+    return NULL;
 }
 
 static PyObject *send_batch(PyObject *self, PyObject *args) {
@@ -146,7 +162,7 @@ static PyObject *send_batch(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"recv_batch", recv_batch, METH_VARARGS, "recv_batch(fd, max) -> [(data, peer, ip, v6), ...]"},
+    {"recv_batch", recv_batch, METH_VARARGS, "recv_batch(fd, max, buffer, wait) -> [(data, peer, ip, v6)]"},
     {"send_batch", send_batch, METH_VARARGS, "send_batch(fd, [(reply, peer), ...]) -> sent"},
     {NULL, NULL, 0, NULL},
 };
