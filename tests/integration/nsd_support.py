@@ -19,6 +19,7 @@ import dns.exception
 import dns.message
 import dns.query
 import dns.rdatatype
+from daemon_support import daemon
 from gslbd_harness import free_port
 
 STARTUP_TIMEOUT = 15.0
@@ -74,19 +75,10 @@ def running_nsd(workdir: Path, origin: str, zone_text: str) -> Iterator[Nsd]:
     conf = workdir / "nsd.conf"
     conf.write_text(nsd_conf(workdir, port, origin, "parent.zone"))
     log_path = workdir / "nsd.out"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen([binary, "-d", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT)
-    server = Nsd(proc, port, log_path)
-    try:
+    with daemon([binary, "-d", "-c", str(conf)], log_path) as proc:
+        server = Nsd(proc, port, log_path)
         _wait_until_answering(server, origin)
         yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def _wait_until_answering(server: Nsd, origin: str) -> None:

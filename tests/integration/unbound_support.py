@@ -19,6 +19,7 @@ import dns.exception
 import dns.message
 import dns.query
 import dns.rdatatype
+from daemon_support import daemon
 from gslbd_harness import free_port
 
 STARTUP_TIMEOUT = 15.0
@@ -95,19 +96,10 @@ def running_unbound(workdir: Path, stub_zone: str, stub_port: int) -> Iterator[R
     conf = workdir / "unbound.conf"
     conf.write_text(unbound_conf(workdir, port, stub_zone, stub_port))
     log_path = workdir / "unbound.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen([binary, "-d", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT)
-    resolver = Resolver(proc, port, log_path)
-    try:
+    with daemon([binary, "-d", "-c", str(conf)], log_path) as proc:
+        resolver = Resolver(proc, port, log_path)
         _wait_until_answering(resolver, stub_zone)
         yield resolver
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def _wait_until_answering(resolver: Resolver, zone: str) -> None:
