@@ -3,23 +3,18 @@ that counts the probes per endpoint, and small waiting helpers."""
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import dns.asyncquery
-import dns.message
-import dns.rdatatype
 from gslbd_harness import free_port
+from health_app_support import APP, ZONE
 
-ZONE = "gslb.example.com."
-APP = f"app.{ZONE}"
 ADDRESSES = ("192.0.2.10", "192.0.2.11", "192.0.2.12")
 
 
@@ -123,27 +118,6 @@ def counting_backend() -> Iterator[CountingBackend]:
         yield backend
     finally:
         backend.close()
-
-
-async def answer(port: int, name: str = APP, host: str = "127.0.0.1") -> list[str]:
-    """The sorted A records of `name` (raises when no answer comes)."""
-    query = dns.message.make_query(name, dns.rdatatype.A)
-    reply = await dns.asyncquery.udp(query, host, port=port, timeout=2.0)
-    return sorted(rd.to_text() for rrset in reply.answer for rd in rrset)
-
-
-async def wait_for(condition: Callable[[], bool], timeout: float = 5.0, step: float = 0.005) -> float:
-    """Wait until `condition()`; the time.monotonic() at which it held."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(step)
-    return time.monotonic()
-
-
-def dns_port(bound: list[str]) -> int:
-    return int(bound[0].rsplit(":", 1)[1])
 
 
 class Records(logging.Handler):

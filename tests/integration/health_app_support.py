@@ -70,12 +70,14 @@ async def addresses(port: int, name: str = APP, host: str = "127.0.0.1") -> list
     return sorted(rd.to_text() for rrset in reply.answer for rd in rrset)
 
 
-async def wait_for(condition: Callable[[], bool], timeout: float = 5.0, step: float = 0.01) -> None:
+async def wait_for(condition: Callable[[], bool], timeout: float = 5.0, step: float = 0.005) -> float:
+    """Wait until `condition()`; the time.monotonic() at which it held."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(step)
+    return time.monotonic()
 
 
 def dns_port(bound: list[str]) -> int:

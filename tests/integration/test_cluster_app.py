@@ -19,14 +19,13 @@ from cluster_support import (
     APP,
     ZONE,
     CountingBackend,
-    answer,
     captured,
     cluster_config,
     counting_backend,
-    dns_port,
-    wait_for,
     with_port,
 )
+from health_app_support import addresses as answer
+from health_app_support import dns_port, wait_for
 from redis_support import RedisProcess, running_redis
 
 from gslbd.app import App

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster_support import APP, ZONE, captured, cluster_config, wait_for, with_port
+from cluster_support import APP, ZONE, captured, cluster_config, with_port
 from gslbd_harness import free_port
+from health_app_support import wait_for
 from redis_support import RedisProcess, next_message, running_redis
 
 from gslbd.app.reconcile import probed_endpoints
