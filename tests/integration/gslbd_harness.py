@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -42,12 +43,27 @@ def loopback_hosts() -> tuple[str, ...]:
     return ("127.0.0.1", "::1") if has_ipv6_loopback() else ("127.0.0.1",)
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
+def _candidate_ports() -> list[int]:
+    """Ports outside the kernel's ephemeral range, shuffled: an outgoing connection (a probe, a client, a
+    Redis link) never takes one of these between our check and the server's bind."""
+    low, high = _ephemeral_range()
+    ports = [p for p in range(10000, 65536) if not low <= p <= high]
+    random.SystemRandom().shuffle(ports)
+    return ports
+
+
 def free_port(hosts: tuple[str, ...] = ("127.0.0.1",)) -> int:
-    """A port that is free for both UDP and TCP on every host (checked, then released)."""
-    for _ in range(200):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind(("127.0.0.1", 0))
-            port: int = probe.getsockname()[1]
+    """A port that is free for both UDP and TCP on every host (checked, then released), chosen outside the
+    ephemeral range so that no outgoing socket of this or another test can take it meanwhile."""
+    for port in _candidate_ports()[:500]:
         try:
             with contextlib.ExitStack() as stack:
                 for host in hosts:

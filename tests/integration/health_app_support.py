@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
-import socket
 import threading
 import time
 import urllib.error
@@ -129,13 +128,6 @@ def http_get(url: str, token: str | None = None, method: str = "GET") -> tuple[i
         status, raw, kind = exc.code, exc.read(), exc.headers.get_content_type()
     text = raw.decode()
     return status, json.loads(text) if kind == "application/json" else text
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 10.0, step: float = 0.02) -> None:

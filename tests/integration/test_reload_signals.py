@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gslbd_harness import Running, start_gslbd
-from health_app_support import APP, ZONE, ThreadedBackend, free_tcp_port, health_config, http_get, wait_until
+from gslbd_harness import Running, free_port, start_gslbd
+from health_app_support import APP, ZONE, ThreadedBackend, health_config, http_get, wait_until
 
 TOKEN = "t0k3n"
 
@@ -57,7 +57,7 @@ def test_sighup_applies_a_valid_config_and_keeps_the_health_of_unchanged_endpoin
     tmp_path: Path, backends: tuple[ThreadedBackend, ThreadedBackend]
 ) -> None:
     eu, us = backends
-    api_port = free_tcp_port()
+    api_port = free_port()
     api = f"http://127.0.0.1:{api_port}"
     server = start_gslbd(tmp_path, config_text(eu, us, api_port), zone=ZONE)
     try:
@@ -89,7 +89,7 @@ def test_an_invalid_config_is_refused_with_its_errors_logged_and_the_old_one_kee
     tmp_path: Path, backends: tuple[ThreadedBackend, ThreadedBackend]
 ) -> None:
     eu, us = backends
-    api_port = free_tcp_port()
+    api_port = free_port()
     api = f"http://127.0.0.1:{api_port}"
     server = start_gslbd(tmp_path, config_text(eu, us, api_port), zone=ZONE)
     try:

@@ -7,8 +7,8 @@ import signal
 import time
 from pathlib import Path
 
-from gslbd_harness import Running, start_gslbd
-from health_app_support import ZONE, free_tcp_port, http_get, wait_until
+from gslbd_harness import Running, free_port, start_gslbd
+from health_app_support import ZONE, http_get, wait_until
 
 
 def config(api_port: int, lame_duck: str) -> str:
@@ -31,7 +31,7 @@ def soa_answered(server: Running) -> bool:
 
 
 def test_sigterm_fails_readyz_while_dns_answers_for_the_lame_duck_then_exits_0(tmp_path: Path) -> None:
-    api_port = free_tcp_port()
+    api_port = free_port()
     readyz = f"http://127.0.0.1:{api_port}/readyz"
     server = start_gslbd(tmp_path, config(api_port, "1500ms"), zone=ZONE)
     try:
@@ -55,7 +55,7 @@ def test_sigterm_fails_readyz_while_dns_answers_for_the_lame_duck_then_exits_0(t
 
 
 def test_a_second_signal_during_the_lame_duck_stops_at_once(tmp_path: Path) -> None:
-    api_port = free_tcp_port()
+    api_port = free_port()
     readyz = f"http://127.0.0.1:{api_port}/readyz"
     server = start_gslbd(tmp_path, config(api_port, "30s"), zone=ZONE)
     try:

@@ -19,6 +19,7 @@ import uvloop
 from gslbd_harness import has_ipv6_loopback
 
 from gslbd.model.config import ListenAddress
+from gslbd.server import listeners as listeners_module
 from gslbd.server.listeners import Listeners
 from gslbd.server.stats import ServerStats
 
@@ -316,3 +317,51 @@ def test_a_bind_error_leaves_nothing_listening() -> None:
             again.bind(("127.0.0.1", port))
 
     run("asyncio", body)
+
+
+def test_any_port_skips_a_port_whose_tcp_side_is_already_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Port 0: UDP picks the port and TCP follows; an outgoing TCP connection may already hold that port
+    (both use the ephemeral range), so the pair is tried again on another port instead of failing."""
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken_port = taken.getsockname()[1]
+    real_bind_udp = listeners_module.bind_udp
+    offered: list[int] = []
+
+    def bind_udp_first_on_taken_port(addr: ListenAddress, *, reuse_port: bool = False) -> socket.socket:
+        wanted = ListenAddress(addr.host, taken_port) if not offered else addr
+        sock = real_bind_udp(wanted, reuse_port=reuse_port)
+        offered.append(sock.getsockname()[1])
+        return sock
+
+    monkeypatch.setattr(listeners_module, "bind_udp", bind_udp_first_on_taken_port)
+
+    async def body() -> None:
+        listeners = Listeners([ListenAddress("127.0.0.1", 0)], ByteHandler(), tcp_idle_timeout=1.0)
+        await listeners.start()
+        try:
+            ports = {b.port for b in listeners.bound}
+            assert offered[0] == taken_port and len(offered) == 2
+            assert ports == {offered[1]} and taken_port not in ports
+        finally:
+            await listeners.close()
+
+    try:
+        run("asyncio", body)
+    finally:
+        taken.close()
+
+
+def test_a_fixed_port_whose_tcp_side_is_taken_fails_and_releases_udp() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+
+        async def body() -> None:
+            listeners = Listeners([ListenAddress("127.0.0.1", port)], ByteHandler(), tcp_idle_timeout=1.0)
+            with pytest.raises(OSError):
+                await listeners.start()
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
+                again.bind(("127.0.0.1", port))
+
+        run("asyncio", body)

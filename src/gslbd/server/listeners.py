@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 from collections.abc import Sequence
@@ -16,6 +17,9 @@ from gslbd.server.tcp import DEFAULT_MAX_CONNECTIONS, TcpListener
 from gslbd.server.udp import UdpListener
 
 log = logging.getLogger(__name__)
+
+# How many ports to try for a listen address with port 0 before giving up.
+ANY_PORT_ATTEMPTS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +70,7 @@ class Listeners:
         socks: list[tuple[socket.socket, socket.socket]] = []
         try:
             for addr in self._addresses:
-                udp = bind_udp(addr, reuse_port=self._reuse_port)
-                try:
-                    # Port 0 asks for any port: use the one UDP got for TCP as well.
-                    tcp = bind_tcp(
-                        ListenAddress(addr.host, udp.getsockname()[1]), reuse_port=self._reuse_port
-                    )
-                except BaseException:
-                    udp.close()
-                    raise
-                socks.append((udp, tcp))
+                socks.append(self._bind_pair(addr))
         except BaseException:
             for u, t in socks:
                 u.close()
@@ -95,6 +90,27 @@ class Listeners:
             await t_listener.start()
             self._tcp.append(t_listener)
         log.info("DNS listening on %s", ", ".join(str(b) for b in self.bound))
+
+    def _bind_pair(self, addr: ListenAddress) -> tuple[socket.socket, socket.socket]:
+        """UDP and TCP on one address and the same port. Port 0 asks for any port: TCP takes the one UDP
+        got, and when a TCP socket (say an outgoing connection) already holds that port, another is tried."""
+        attempts = ANY_PORT_ATTEMPTS if addr.port == 0 else 1
+        for attempt in range(attempts):
+            udp = bind_udp(addr, reuse_port=self._reuse_port)
+            port = udp.getsockname()[1]
+            try:
+                tcp = bind_tcp(ListenAddress(addr.host, port), reuse_port=self._reuse_port)
+            except OSError as exc:
+                udp.close()
+                if exc.errno != errno.EADDRINUSE or attempt == attempts - 1:
+                    raise
+                log.debug("port %d is free for UDP but not TCP on %s; trying another", port, addr.host)
+                continue
+            except BaseException:
+                udp.close()
+                raise
+            return udp, tcp
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def close(self) -> None:
         """Stop answering and close every socket."""
