@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import dns.message
 import dns.rdatatype
 import pytest
 from dns_config import CONFIG, ZONE
-from gslbd_harness import Running, gslbd_command, running_gslbd
+from gslbd_harness import Running, free_port, gslbd_command, running_gslbd
 
 pytestmark = pytest.mark.slow
 
@@ -78,9 +79,13 @@ def ask_from_many_ports(
             s.close()
 
 
+API_PORT = free_port()  # chosen outside the ephemeral range, so nothing else takes it meanwhile
+
+
 @pytest.fixture
 def workers_server(tmp_path: Path) -> Iterator[Running]:
-    with running_gslbd(tmp_path, WORKERS_CONFIG, zone=ZONE) as server:
+    config = WORKERS_CONFIG + f'api: {{listen: "127.0.0.1:{API_PORT}"}}\n'
+    with running_gslbd(tmp_path, config, zone=ZONE) as server:
         deadline = time.monotonic() + 10
         while len(worker_pids(server)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -122,8 +127,7 @@ def test_workers_follow_a_reload(workers_server: Running) -> None:
     assert answers == ['"reloaded"'] * 100
 
 
-def test_a_dead_worker_is_restarted(workers_server: Running) -> None:
-    server = workers_server
+def kill_a_worker_and_wait_for_its_successor(server: Running) -> None:
     first = worker_pids(server)
     os.kill(first[0], signal.SIGKILL)
     deadline = time.monotonic() + 15
@@ -133,8 +137,64 @@ def test_a_dead_worker_is_restarted(workers_server: Running) -> None:
             break
         time.sleep(0.1)
     assert len([p for p in worker_pids(server) if running(p)]) == 2
+
+
+def test_a_dead_worker_is_restarted(workers_server: Running) -> None:
+    server = workers_server
+    kill_a_worker_and_wait_for_its_successor(server)
     assert "DNS worker 0 exited" in server.log()
     assert ask_from_many_ports(server, f"info.{ZONE}", "TXT", 100) == ['"hello from gslbd"'] * 100
+
+
+def dns_metrics() -> dict[str, float]:
+    """The gslbd_dns_* samples of the parent's /metrics, by their text ("name{labels}" -> value)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{API_PORT}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("gslbd_dns_") and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+    return out
+
+
+def metrics_reach(expected: dict[str, float], timeout: float = 10.0) -> dict[str, float]:
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = dns_metrics()
+        if all(seen.get(k, 0.0) >= v for k, v in expected.items()) or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.1)
+
+
+NOERROR_UDP = 'gslbd_dns_queries_total{rcode="NOERROR",transport="udp"}'
+NXDOMAIN_UDP = 'gslbd_dns_queries_total{rcode="NXDOMAIN",transport="udp"}'
+NOERROR_TCP = 'gslbd_dns_queries_total{rcode="NOERROR",transport="tcp"}'
+ROUND_ROBIN = 'gslbd_dns_policy_answers_total{policy="round_robin"}'
+
+
+def test_the_parent_metrics_count_the_queries_every_worker_answered(workers_server: Running) -> None:
+    server = workers_server
+    # From 200 source ports, so the kernel spreads them over both workers.
+    assert ask_from_many_ports(server, f"app.{ZONE}", "A", 200).count(None) == 0
+    assert all(a == "" for a in ask_from_many_ports(server, f"nothing.{ZONE}", "A", 50))
+    for _ in range(3):
+        server.ask(f"info.{ZONE}", "TXT", tcp=True)
+    seen = metrics_reach({NOERROR_UDP: 200, NXDOMAIN_UDP: 50, NOERROR_TCP: 3, ROUND_ROBIN: 200})
+    # The harness's own start-up SOA queries count too, hence >=; the rest was only us.
+    assert seen[NOERROR_UDP] >= 200
+    assert seen[NXDOMAIN_UDP] == 50
+    assert seen[NOERROR_TCP] == 3
+    assert seen[ROUND_ROBIN] == 200
+    assert seen['gslbd_dns_server_events_total{event="tcp_connections"}'] == 3
+
+    # A worker that dies and is restarted takes nothing away from the totals.
+    kill_a_worker_and_wait_for_its_successor(server)
+    assert ask_from_many_ports(server, f"app.{ZONE}", "A", 100).count(None) == 0
+    later = metrics_reach({NOERROR_UDP: seen[NOERROR_UDP] + 100, ROUND_ROBIN: 300})
+    assert later[NOERROR_UDP] >= seen[NOERROR_UDP] + 100
+    assert later[ROUND_ROBIN] == 300
+    assert later[NXDOMAIN_UDP] == 50
 
 
 def test_killing_the_parent_stops_the_workers(workers_server: Running) -> None:

@@ -19,6 +19,7 @@ from gslbd.api.control import (
     service_status,
 )
 from gslbd.model.service import Service
+from gslbd.server.stats import CounterReport
 from gslbd.state.snapshot import effective_up
 from gslbd.types import AdminState
 
@@ -63,19 +64,18 @@ class AppControl:
         return await self._app.reload_file()
 
     def dns_counters(self) -> DnsCounters:
-        """The listeners' counters of this process (empty with worker processes: they count their own)."""
-        if self._app.workers is not None:
-            return DnsCounters()
-        stats = self._app.stats
+        """The listeners' counters of this process, or with worker processes the sum of what they last
+        reported (at most a second old)."""
+        workers = self._app.workers
+        if workers is not None:
+            report = workers.counters()
+        else:
+            report = CounterReport.of(self._app.stats, self._app.responder.policy_answers())
         queries = {
             (transport, _RCODE_NAMES.get(rcode, str(rcode))): count
-            for (transport, rcode), count in stats.responses_by_rcode().items()
+            for (transport, rcode), count in report.responses_by_rcode().items()
         }
-        return DnsCounters(
-            queries=queries,
-            policy_answers=self._app.responder.policy_answers(),
-            events=stats.as_dict(),
-        )
+        return DnsCounters(queries=queries, policy_answers=report.policy, events=report.events)
 
     def peers(self) -> Sequence[PeerView]:
         """The exchange's peer sites (app.exchange.book), with ages at this moment."""

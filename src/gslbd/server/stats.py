@@ -6,6 +6,8 @@ The query path only increments integers here; nothing is logged per query. The m
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 
 class ServerStats:
     """Mutable counters of one process's listeners (not a value: it is updated in place)."""
@@ -49,9 +51,45 @@ class ServerStats:
 
     def responses_by_rcode(self) -> dict[tuple[str, int], int]:
         """{(transport, rcode): responses} for every rcode seen."""
-        out: dict[tuple[str, int], int] = {}
-        for transport, counts in (("udp", self.udp_rcodes), ("tcp", self.tcp_rcodes)):
+        return CounterReport.of(self, {}).responses_by_rcode()
+
+
+@dataclass(frozen=True, slots=True)
+class CounterReport:
+    """A process's DNS counters as a plain, picklable value: what a worker process reports to the parent.
+
+    `events`: `ServerStats.as_dict()`; `rcodes`: {transport: 16 counts by rcode}; `policy`: answers decided
+    by each policy (`Responder.policy_answers()`).
+    """
+
+    events: dict[str, int] = field(default_factory=dict)
+    rcodes: dict[str, list[int]] = field(default_factory=dict)
+    policy: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, stats: ServerStats, policy: dict[str, int]) -> CounterReport:
+        return cls(stats.as_dict(), {"udp": list(stats.udp_rcodes), "tcp": list(stats.tcp_rcodes)}, policy)
+
+    def __add__(self, other: CounterReport) -> CounterReport:
+        rcodes = {t: list(c) for t, c in self.rcodes.items()}
+        for transport, counts in other.rcodes.items():
+            mine = rcodes.setdefault(transport, [0] * len(counts))
             for rcode, count in enumerate(counts):
-                if count:
-                    out[(transport, rcode)] = count
-        return out
+                mine[rcode] += count
+        return CounterReport(_sum(self.events, other.events), rcodes, _sum(self.policy, other.policy))
+
+    def responses_by_rcode(self) -> dict[tuple[str, int], int]:
+        """{(transport, rcode): responses} for every rcode seen, as `ServerStats.responses_by_rcode`."""
+        return {
+            (transport, rcode): count
+            for transport, counts in sorted(self.rcodes.items())
+            for rcode, count in enumerate(counts)
+            if count
+        }
+
+
+def _sum(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + value
+    return out

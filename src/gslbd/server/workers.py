@@ -36,6 +36,7 @@ from gslbd.model.config import Config
 from gslbd.policy.locate import build_env
 from gslbd.server.build import compile_answers
 from gslbd.server.listeners import Listeners
+from gslbd.server.stats import CounterReport
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
 from gslbd.wire.patch import patch_records
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT = 60.0  # seconds a worker may take to import, build its table and bind
 STOP_TIMEOUT = 5.0
 WATCH_INTERVAL = 1.0
+COUNTERS_INTERVAL = 1.0  # seconds between a worker's counter reports (what /metrics of the parent shows)
 
 
 class WorkerError(GslbdError):
@@ -105,6 +107,7 @@ class _Worker:
         child_conn.close()  # only the child holds its end: our EOF reaches it when we go
         self.sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gslbd-worker-{index}-pipe")
         self._reading: asyncio.AbstractEventLoop | None = None
+        self.counters = CounterReport()  # the latest the worker reported
 
     def send(self, payload: bytes) -> None:
         """Queue a pickled update; sending happens in order on this worker's own thread."""
@@ -131,14 +134,19 @@ class _Worker:
         return bound
 
     def listen(self, on_message: Callable[[Any], None]) -> None:
-        """After `wait_ready`: hand every message the worker sends (a received NOTIFY) to `on_message`."""
+        """After `wait_ready`: keep the counters the worker reports and hand every other message it sends
+        (a received NOTIFY) to `on_message`."""
         loop = asyncio.get_running_loop()
         self._reading = loop
 
         def read() -> None:
             try:
                 while self.conn.poll():
-                    on_message(self.conn.recv())
+                    message = self.conn.recv()
+                    if isinstance(message, CounterReport):
+                        self.counters = message
+                    else:
+                        on_message(message)
             except (EOFError, OSError):
                 loop.remove_reader(self.conn.fileno())
                 self._reading = None
@@ -172,6 +180,7 @@ class WorkerPool:
         self._watch: asyncio.Task[None] | None = None
         self.bound: list[str] = []
         self.restarts = 0
+        self._retired = CounterReport()  # what workers that died had counted, so totals never go back
         # A NOTIFY a worker received: (zone or "", source address as an int, source is IPv6).
         self.on_notify: Callable[[str, int, bool], object] | None = None
 
@@ -179,6 +188,14 @@ class WorkerPool:
         notify = isinstance(message, tuple) and len(message) == 4 and message[0] == "notify"
         if notify and self.on_notify is not None:
             self.on_notify(message[1], message[2], message[3])
+
+    def counters(self) -> CounterReport:
+        """The DNS counters of all workers, as last reported (at most COUNTERS_INTERVAL old), plus those of
+        workers that were restarted."""
+        total = self._retired
+        for worker in self._workers:
+            total = total + worker.counters
+        return total
 
     @property
     def pids(self) -> list[int]:
@@ -231,6 +248,7 @@ class WorkerPool:
                     "DNS worker %d exited with code %s; restarting it", worker.index, worker.process.exitcode
                 )
                 worker.stop()
+                self._retired = self._retired + worker.counters
                 fresh = _Worker(worker.index, self._log_level)
                 self._workers[pos] = fresh
                 self.restarts += 1
@@ -325,8 +343,18 @@ async def _serve(conn: Connection, index: int) -> None:
         except Exception:
             log.exception("could not apply an update; still answering from the previous one")
 
+    async def report_counters() -> None:
+        while True:
+            await asyncio.sleep(COUNTERS_INTERVAL)
+            try:
+                conn.send(CounterReport.of(listeners.stats, responder.policy_answers()))
+            except OSError:  # the parent is gone; on_update sees EOF and ends the worker
+                return
+
     loop.add_reader(conn.fileno(), on_update)
+    reporter = loop.create_task(report_counters())
     await done
+    reporter.cancel()
     await listeners.close()
     conn.close()
     log.debug("worker %d stopped", index)

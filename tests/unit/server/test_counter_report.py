@@ -1,0 +1,36 @@
+"""Counter reports of worker processes add up to the totals the parent's /metrics shows."""
+
+from __future__ import annotations
+
+import pickle
+
+from gslbd.server.stats import CounterReport, ServerStats
+
+
+def stats(udp: dict[int, int], tcp: dict[int, int], **events: int) -> ServerStats:
+    s = ServerStats()
+    for rcode, n in udp.items():
+        s.udp_rcodes[rcode] = n
+    for rcode, n in tcp.items():
+        s.tcp_rcodes[rcode] = n
+    for name, n in events.items():
+        setattr(s, name, n)
+    return s
+
+
+def test_reports_of_two_workers_add_up_per_transport_rcode_policy_and_event() -> None:
+    a = CounterReport.of(stats({0: 5, 3: 1}, {}, udp_queries=6), {"round_robin": 4})
+    b = CounterReport.of(stats({0: 2}, {0: 1}, udp_queries=2, tcp_queries=1), {"round_robin": 1, "geo": 2})
+    total = a + b
+    assert total.responses_by_rcode() == {("tcp", 0): 1, ("udp", 0): 7, ("udp", 3): 1}
+    assert total.policy == {"round_robin": 5, "geo": 2}
+    assert (total.events["udp_queries"], total.events["tcp_queries"]) == (8, 1)
+    # Adding leaves both operands as they were (a report is a value).
+    assert a.responses_by_rcode() == {("udp", 0): 5, ("udp", 3): 1}
+
+
+def test_an_empty_report_is_the_neutral_element_and_a_report_crosses_a_pipe() -> None:
+    a = CounterReport.of(stats({0: 5}, {2: 1}), {"weighted": 3})
+    expected = {("udp", 0): 5, ("tcp", 2): 1}
+    assert (CounterReport() + a).responses_by_rcode() == a.responses_by_rcode() == expected
+    assert pickle.loads(pickle.dumps(a)) == a
