@@ -70,7 +70,7 @@ def test_the_command_prints_the_ns_set_of_every_site_and_the_glue(config: str) -
         (["--server", "127.0.0.1"], "--server and --tsig-key go with --apply"),
         (
             ["--apply", "--server", "127.0.0.1:0", "--tsig-key", f"k:{SECRET}"],
-            "--server '127.0.0.1:0': bad port '0'",
+            "--server '127.0.0.1:0': the port must be a number from 1 to 65535",
         ),
         (["--apply", "--server", "127.0.0.1", "--tsig-key", "k:%%%"], "the TSIG secret is not base64"),
         (["--parent", "example.org"], "gslb.example.com. is not below the parent zone example.org."),

@@ -6,7 +6,6 @@ import dns.flags
 import dns.message
 import dns.rcode
 import dns.rrset
-import pytest
 
 from gslbd.cli.doctor_checks import (
     Result,
@@ -19,7 +18,6 @@ from gslbd.cli.doctor_checks import (
     judge_soa,
     local_server,
     nameserver_ports,
-    parse_server,
 )
 from gslbd.config import load_config_text
 from gslbd.model.zone import Nameserver, Soa, Zone
@@ -57,33 +55,6 @@ def reply(
             name, ttl, rtype, rdata = text.split(" ", 3)
             section.append(dns.rrset.from_text(name, int(ttl), "IN", rtype, rdata))
     return msg
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("192.0.2.1", ("192.0.2.1", 53)),
-        ("192.0.2.1:5300", ("192.0.2.1", 5300)),
-        ("[2001:db8::1]:5300", ("2001:db8::1", 5300)),
-        ("2001:db8::1", ("2001:db8::1", 53)),
-        ("ns.example.com", ("ns.example.com", 53)),
-    ],
-)
-def test_parse_server_takes_host_and_optional_port(text: str, expected: tuple[str, int]) -> None:
-    assert parse_server(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("192.0.2.1:0", "'192.0.2.1:0': the port must be a number from 1 to 65535"),
-        ("[2001:db8::1", "'[2001:db8::1' is not HOST[:PORT]"),
-        (":53", "':53' has no host"),
-    ],
-)
-def test_parse_server_rejects_malformed_text(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=r"^" + message.replace("[", r"\[").replace("(", r"\(") + "$"):
-        parse_server(text)
 
 
 def test_nameserver_ports_come_from_dns_listen_and_the_peers() -> None:

@@ -38,6 +38,7 @@ from gslbd.cli.delegation_records import (
     update_message,
     zone_text,
 )
+from gslbd.cli.server_address import parse_server
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -148,33 +149,15 @@ def _read_key(text: str | None, path: str | None, algorithm: str | None) -> Tsig
 
 def resolve_server(text: str) -> tuple[str, int]:
     """`HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address -> (address, port); default port 53."""
-    text = text.strip()
-    host, port = text, 53
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0:
-            raise DelegationError(f"--server {text!r}: missing ']'")
-        host, rest = text[1:end], text[end + 1 :]
-        if rest:
-            if not rest.startswith(":"):
-                raise DelegationError(f"--server {text!r}: expected [ADDRESS]:PORT")
-            port = _port(text, rest[1:])
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-        port = _port(text, port_text)
-    if not host:
-        raise DelegationError(f"--server {text!r}: no host")
+    try:
+        host, port = parse_server(text)
+    except ValueError as e:
+        raise DelegationError(f"--server {e}") from None
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
-        raise DelegationError(f"--server {text!r}: cannot resolve {host!r}: {e.strerror}") from None
+        raise DelegationError(f"--server {text.strip()!r}: cannot resolve {host!r}: {e.strerror}") from None
     return str(found[0][4][0]), port
-
-
-def _port(text: str, port_text: str) -> int:
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise DelegationError(f"--server {text!r}: bad port {port_text!r}")
-    return int(port_text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,6 @@ from gslbd.cli.delegation_records import in_zone
 from gslbd.cli.doctor_checks import (
     Reply,
     Result,
-    Server,
     addresses_in,
     judge_delegation,
     judge_ds,
@@ -48,9 +47,8 @@ from gslbd.cli.doctor_checks import (
     local_server,
     nameserver_ports,
     parent_of,
-    parse_server,
-    server_text,
 )
+from gslbd.cli.server_address import Server, parse_server, server_text
 from gslbd.config.locality import levels, site_localities
 from gslbd.model.config import Config
 from gslbd.model.zone import Zone
