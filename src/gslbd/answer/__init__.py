@@ -1,9 +1,11 @@
 """Pure resolution: from the configuration and a health snapshot to the answer for any question.
 
-`view.py` holds the answer model and `build_view`; names that other subsystems add to a zone (multi-site
-publication, locality levels) live in modules of their own beside it and are merged by `build_view`.
+`view.py` holds the answer model; names that other subsystems add to a zone (multi-site publication,
+locality levels) live in modules of their own beside it; `build.py` puts them together (`build_view`),
+or rebuilds only what a new snapshot changed (`ViewBuilder`).
 """
 
+from gslbd.answer.build import Change, ViewBuilder, build_view
 from gslbd.answer.view import (
     SERVICE_TYPES,
     Answer,
@@ -15,7 +17,6 @@ from gslbd.answer.view import (
     Rr,
     View,
     all_down_outcome,
-    build_view,
     fallback_outcome,
     family_candidates,
     render,
@@ -27,6 +28,7 @@ from gslbd.answer.view import (
 __all__ = [
     "SERVICE_TYPES",
     "Answer",
+    "Change",
     "Dynamic",
     "NameData",
     "Negative",
@@ -34,6 +36,7 @@ __all__ = [
     "Records",
     "Rr",
     "View",
+    "ViewBuilder",
     "all_down_outcome",
     "build_view",
     "fallback_outcome",

@@ -91,15 +91,19 @@ def exchange_rrsets(config: Config, snapshot: Snapshot) -> Iterator[RRset]:
     zones = {z.origin: z for z in config.zones}
     for service in config.services:
         zone = zones.get(service.zone)
-        if zone is None:
-            continue
-        by_type: dict[str, list[tuple[int, str]]] = {}
-        for e in own_up_endpoints(config, service, snapshot):
-            by_type.setdefault(_PUBLISHED_KINDS[e.kind], []).append((service.ttl, e.address))
-        name = localtargets_name(service)
-        for rtype, rdatas in by_type.items():
-            yield name, zone, rtype, tuple(rdatas)
+        if zone is not None:
+            yield from localtargets_rrsets(config, service, zone, snapshot)
     yield from heartbeat_rrsets(config, snapshot)
+
+
+def localtargets_rrsets(config: Config, service: Service, zone: Zone, snapshot: Snapshot) -> Iterator[RRset]:
+    """The A and AAAA RRsets of one service's localtargets name (none when it has no endpoint up here)."""
+    by_type: dict[str, list[tuple[int, str]]] = {}
+    for e in own_up_endpoints(config, service, snapshot):
+        by_type.setdefault(_PUBLISHED_KINDS[e.kind], []).append((service.ttl, e.address))
+    name = localtargets_name(service)
+    for rtype, rdatas in by_type.items():
+        yield name, zone, rtype, tuple(rdatas)
 
 
 def heartbeat_rrsets(config: Config, snapshot: Snapshot) -> Iterator[RRset]:

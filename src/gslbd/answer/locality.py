@@ -28,6 +28,7 @@ localities that only peers publish lose to everything the config defines.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, replace
 
 from gslbd.answer.exchange_names import merged_endpoints, peer_site_names
@@ -70,35 +71,39 @@ class Chained(Dynamic):
         return self.chain + variant_records(self.service, self.plan.variants[index], self.rtype)
 
 
-def add_locality_names(
-    names: dict[str, NameData], config: Config, snapshot: Snapshot, env: PolicyEnv
-) -> None:
-    """Add the locality names of every service with `locality_names` to `names` (a view under
-    construction that already holds every service name with its outcomes)."""
+def locality_names(
+    service: Service,
+    top: NameData,
+    taken: Container[str],
+    config: Config,
+    snapshot: Snapshot,
+    env: PolicyEnv,
+) -> dict[str, NameData]:
+    """The locality names of one service with `locality_names` (none without it). `top` is the
+    service's global name with its outcomes; names in `taken` (every other name of the view) are left out."""
+    if not service.locality_names:
+        return {}
     zones = {z.origin: z for z in config.zones}
-    sites = site_localities(config)
-    peer_sites = peer_site_names(config)
-    for service in config.services:
-        top = names.get(service.name)
-        if not service.locality_names or top is None:
+    # The candidates are those of the global name (a peer site's configured endpoints give way to
+    # what that site publishes); every configured endpoint still declares its locality.
+    endpoints = merged_endpoints(service, snapshot, peer_site_names(config))
+    zone = zones[service.zone]
+    declared = levels(
+        service, [e.locality for e in service.endpoints + endpoints] + list(site_localities(config))
+    )
+    made: dict[str, NameData] = {}
+    for level in declared:  # regions come first, so a zone's region is decided before the zone
+        if level.name in taken or level.name == top.name or len(level.name) > MAX_NAME_TEXT:
             continue
-        # The candidates are those of the global name (a peer site's configured endpoints give way to
-        # what that site publishes); every configured endpoint still declares its locality.
-        endpoints = merged_endpoints(service, snapshot, peer_sites)
-        zone = zones[service.zone]
-        declared = levels(service, [e.locality for e in service.endpoints + endpoints] + list(sites))
-        made: dict[str, NameData] = {}
-        for level in declared:  # regions come first, so a zone's region is decided before the zone
-            if level.name in names or len(level.name) > MAX_NAME_TEXT:
-                continue
-            if _owner_zone(level.name, zones) != service.zone:
-                continue
-            region = made.get(_region_name(declared, level))
-            parent = top if region is None else region
-            members = tuple(e for e in endpoints if level.holds(e.locality))
-            data = NameData(level.name, zone)
-            data.outcomes.update(_level_outcomes(service, level, members, parent, snapshot, env))
-            names[level.name] = made[level.name] = data
+        if _owner_zone(level.name, zones) != service.zone:
+            continue
+        region = made.get(_region_name(declared, level))
+        parent = top if region is None else region
+        members = tuple(e for e in endpoints if level.holds(e.locality))
+        data = NameData(level.name, zone)
+        data.outcomes.update(_level_outcomes(service, level, members, parent, snapshot, env))
+        made[level.name] = data
+    return made
 
 
 def _level_outcomes(

@@ -1,10 +1,10 @@
 """Pure resolution: from the configuration and a health snapshot to the answer for any question.
 
-`build_view` runs in the control plane whenever config or health changes. It decides, for every name
-of every served zone and every type, what the answer is: static records, a negative answer, or a
-policy `Plan` whose variants are the possible answers. `View.resolve` then answers one question; it is
-the slow path's and `gslbd explain`'s answer, and the wire compiler turns the same view into the fast
-path's tables, so both paths answer from one set of decisions.
+`build_view` (answer/build.py) runs in the control plane whenever config or health changes. It
+decides, for every name of every served zone and every type, what the answer is: static records, a
+negative answer, or a policy `Plan` whose variants are the possible answers. `View.resolve` then
+answers one question; it is the slow path's and `gslbd explain`'s answer, and the wire compiler turns
+the same view into the fast path's tables, so both paths answer from one set of decisions.
 
 Names are absolute, lower case text ("app.gslb.example.com."); types are mnemonics ("A", "AAAA").
 """
@@ -15,7 +15,6 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gslbd.answer.exchange_names import exchange_rrsets, merged_endpoints, peer_site_names
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
@@ -249,75 +248,3 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
         answer=outcome.records(index),
         location_dependent=outcome.plan.location_dependent,
     )
-
-
-def _apex_outcomes(zone: Zone) -> dict[str, Outcome]:
-    ns = tuple(Rr(zone.origin, "NS", zone.ttl, n.name) for n in zone.nameservers)
-    glue: list[Rr] = []
-    for n in zone.nameservers:
-        if n.name == zone.origin or n.name.endswith("." + zone.origin):
-            for addr in n.addresses:
-                glue.append(Rr(n.name, "AAAA" if ":" in addr else "A", zone.ttl, addr))
-    out: dict[str, Outcome] = {"SOA": Records((soa_rr(zone, zone.ttl),))}
-    if ns:
-        out["NS"] = Records(ns, tuple(glue))
-    return out
-
-
-def _ancestors(name: str, origin: str) -> list[str]:
-    """Names strictly between `name` and `origin` (the empty non-terminal candidates)."""
-    out: list[str] = []
-    current = name
-    while True:
-        dot = current.find(".")
-        current = current[dot + 1 :]
-        if len(current) <= len(origin):
-            return out
-        out.append(current)
-
-
-def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
-    """Decide every answer for this config and snapshot."""
-    zones = {z.origin: z for z in config.zones}
-    names: dict[str, NameData] = {}
-
-    def node(name: str, zone: Zone) -> NameData:
-        data = names.get(name)
-        if data is None:
-            data = names[name] = NameData(name, zone)
-        return data
-
-    for zone in config.zones:
-        node(zone.origin, zone).outcomes.update(_apex_outcomes(zone))
-        grouped: dict[tuple[str, str], list[Rr]] = {}
-        for rec in zone.records:
-            grouped.setdefault((rec.name, rec.rtype), []).append(Rr(rec.name, rec.rtype, rec.ttl, rec.value))
-        for (name, rtype), rrs in grouped.items():
-            node(name, zone).outcomes[rtype] = Records(tuple(rrs))
-        # In-zone nameservers answer their own addresses (resolvers re-query glue names).
-        ns = _apex_outcomes(zone).get("NS")
-        glue = ns.additional if isinstance(ns, Records) else ()
-        for rr in glue:
-            outcomes = node(rr.name, zone).outcomes
-            if rr.rtype not in outcomes:
-                same = tuple(g for g in glue if g.name == rr.name and g.rtype == rr.rtype)
-                outcomes[rr.rtype] = Records(same)
-    peer_sites = peer_site_names(config)
-    for service in config.services:
-        zone = zones[service.zone]
-        data = node(service.name, zone)
-        data.service = service
-        endpoints = merged_endpoints(service, snapshot, peer_sites)
-        for rtype in SERVICE_TYPES:
-            data.outcomes[rtype] = service_outcome(service, rtype, endpoints, snapshot, env)
-    from gslbd.answer.locality import add_locality_names  # it builds on this module's types
-
-    add_locality_names(names, config, snapshot, env)
-    # Multi-site publication: localtargets-* and heartbeat-* (answer/exchange_names.py).
-    for name, zone, rtype, rdatas in exchange_rrsets(config, snapshot):
-        node(name, zone).outcomes[rtype] = Records(tuple(Rr(name, rtype, ttl, rd) for ttl, rd in rdatas))
-    for name in list(names):
-        zone = names[name].zone
-        for parent in _ancestors(name, zone.origin):
-            node(parent, zone)
-    return View(zones, names, config, snapshot)

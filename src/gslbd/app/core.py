@@ -4,8 +4,9 @@
       env       = policy.locate.build_env(config, rng)     where clients are, known sites
       book      = state.book.HealthBook()                  verdicts and run-time admin overrides
       snapshot  = book.snapshot()                          what the answers are built from
-      view      = answer.build_view(config, snapshot, env) every decided answer
-      table     = wire.compile_table(view, ...)            the fast path's wire bytes
+      builder   = server.build.AnswerBuilder()             view (every decided answer) and table (the
+                                                           fast path's wire bytes); after the first build
+                                                           only the names a new snapshot changed
       responder = wire.Responder(table, view, rng)         what the listeners call per message
     await start()  loads admin states from the store, starts the API (not ready yet), binds UDP+TCP on
                    every dns.listen address (in this process, or in dns.workers worker processes that
@@ -20,8 +21,8 @@
     exchange       (config.peers) an exchange.Exchange: start() after binding polls the peer sites; their
                    published endpoints -> book.set_peer_endpoints -> rebuild; NOTIFY to the peers after
                    a rebuild that changed this site's localtargets; NOTIFY from peers answered by the
-                   responder's hook; the heartbeat record refreshed every peers.interval/2 by a patch
-                   of the table (no full rebuild)
+                   responder's hook; the heartbeat record refreshed every peers.interval/2 (the
+                   builder recompiles only the heartbeat names)
     reload(config) / reload_file()   carry over the health of unchanged endpoints, rebuild, reschedule
     lame_duck()    not ready any more (/readyz 503) while DNS still answers
     await stop()   listeners closed -> API stopped -> probes cancelled
@@ -38,7 +39,6 @@ import time
 from dataclasses import replace
 
 from gslbd.answer import View
-from gslbd.answer.exchange_names import heartbeat_rrsets
 from gslbd.api.server import ApiServer
 from gslbd.app.control import AppControl
 from gslbd.app.gauges import ServiceGauges
@@ -56,7 +56,7 @@ from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
 from gslbd.policy.locate import build_env
-from gslbd.server.build import compile_answers
+from gslbd.server.build import AnswerBuilder
 from gslbd.server.listeners import Listeners
 from gslbd.server.stats import ServerStats
 from gslbd.server.workers import WorkerPool
@@ -66,7 +66,6 @@ from gslbd.state.status import ProbeResult
 from gslbd.state.store import FileStateStore, MemoryStateStore, StateStore
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
-from gslbd.wire.patch import patch_records
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,8 @@ class App:
         self.book = HealthBook()
         self._snapshot = self.book.snapshot()
         self._env = build_env(config, self.rng)
-        self._view, self._table = compile_answers(config, self._snapshot, self._env)
+        self._builder = AnswerBuilder()
+        self._view, self._table = self._builder.build(config, self._snapshot, self._env)
         self._responder = Responder(self._table, self._view, random.Random(self.rng.getrandbits(64)))
         self._listeners: Listeners | None = None
         self._workers: WorkerPool | None = None
@@ -293,9 +293,9 @@ class App:
     # -- answers ---------------------------------------------------------------------------------
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
-        """Answer from `snapshot` from now on: rebuild view and table and swap them in whole."""
+        """Answer from `snapshot` from now on: rebuild what changed of view and table and swap them in."""
         began = time.perf_counter()
-        view, table = compile_answers(self._config, snapshot, self._env)
+        view, table = self._builder.build(self._config, snapshot, self._env)
         self._snapshot, self._view, self._table = snapshot, view, table
         self._responder.swap(table, view)
         if self._workers is not None:
@@ -356,15 +356,14 @@ class App:
 
     def _on_beat(self) -> None:
         """Heartbeat tick (every peers.interval/2): health evaluation is alive; refresh the heartbeat
-        record by patching the table instead of rebuilding it."""
+        record (the builder recompiles only the heartbeat names)."""
         if self._scheduler is None:
             return
         self.book.set_evaluated(self.clock.wall())
         snapshot = replace(self._snapshot, evaluated_at=self.book.evaluated_at)
         self._snapshot = snapshot
-        rrsets = heartbeat_rrsets(self._config, snapshot)
-        self._table, self._view = patch_records(self._table, self._view, snapshot, rrsets)
-        self._responder.swap(self._table, self._view, same_counters=True)
+        self._view, self._table = self._builder.build(self._config, snapshot, self._env)
+        self._responder.swap(self._table, self._view)
         if self._workers is not None:
             self._workers.publish(self._config, snapshot)
 

@@ -12,21 +12,24 @@ class ServiceGauges:
     """Sets gslbd_health_endpoints{_up} per configured service; drops services that went away."""
 
     def __init__(self) -> None:
-        self._labelled: set[str] = set()
+        self._labelled: dict[str, tuple[int, int]] = {}  # service -> (up, known) last set
 
     def update(self, config: Config, snapshot: Snapshot) -> None:
-        names = set()
+        """Set the gauges of every service whose figures changed (a rebuild after one verdict touches
+        one service; setting a labelled gauge costs a lock and a lookup, so the others are skipped)."""
+        names: dict[str, tuple[int, int]] = {}
         peer_sites = peer_site_names(config)
         for svc in config.services:
             # Configured endpoints of peer sites count as up only through what their site publishes.
             peers = snapshot.peer_endpoints.get(svc.name, ())
             local = [ep for ep in svc.endpoints if ep.site not in peer_sites]
             up = sum(1 for ep in local if effective_up(ep, snapshot)) + len(peers)
-            ENDPOINTS_UP.labels(service=svc.name).set(up)
-            known = {ep.address for ep in svc.endpoints} | {ep.address for ep in peers}
-            ENDPOINTS.labels(service=svc.name).set(len(known))
-            names.add(svc.name)
-        for gone in self._labelled - names:
+            known = len({ep.address for ep in svc.endpoints} | {ep.address for ep in peers})
+            names[svc.name] = figures = (up, known)
+            if self._labelled.get(svc.name) != figures:
+                ENDPOINTS_UP.labels(service=svc.name).set(up)
+                ENDPOINTS.labels(service=svc.name).set(known)
+        for gone in self._labelled.keys() - names.keys():
             ENDPOINTS_UP.remove(gone)
             ENDPOINTS.remove(gone)
         self._labelled = names
@@ -35,4 +38,4 @@ class ServiceGauges:
         for name in self._labelled:
             ENDPOINTS_UP.remove(name)
             ENDPOINTS.remove(name)
-        self._labelled = set()
+        self._labelled = {}

@@ -22,24 +22,22 @@ import random
 import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import MappingProxyType
 from typing import Any
 
-from gslbd.answer.exchange_names import heartbeat_rrsets
 from gslbd.errors import GslbdError
 from gslbd.exchange.notify import notify_sources
 from gslbd.exchange.site import source_address
 from gslbd.model.config import Config
 from gslbd.policy.locate import build_env
-from gslbd.server.build import compile_answers
+from gslbd.server.build import AnswerBuilder
 from gslbd.server.listeners import Listeners
 from gslbd.server.stats import CounterReport
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
-from gslbd.wire.patch import patch_records
 
 log = logging.getLogger(__name__)
 
@@ -291,7 +289,8 @@ async def _serve(conn: Connection, index: int) -> None:
         return
     try:
         env = build_env(config, random.Random())
-        view, table = compile_answers(config, snapshot, env)
+        builder = AnswerBuilder()
+        view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
         listeners = Listeners(
             config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout, reuse_port=True
@@ -303,7 +302,6 @@ async def _serve(conn: Connection, index: int) -> None:
     conn.send(("ready", [str(b) for b in listeners.bound]))
     done: asyncio.Future[None] = loop.create_future()
     current = config
-    answered = snapshot
 
     def on_notify(zone: str, ip: int, v6: bool) -> bool:
         """The parent polls the peer; the answer here follows the same rule (exchange.notify)."""
@@ -313,29 +311,19 @@ async def _serve(conn: Connection, index: int) -> None:
     responder.on_notify = on_notify if config.peers is not None else None
 
     def on_update() -> None:
-        nonlocal env, current, answered
+        nonlocal env, current
         try:
             while conn.poll():
                 new_config, new_snapshot = _unpack(conn.recv_bytes())
-                if (
-                    new_config is None
-                    and replace(new_snapshot, evaluated_at=answered.evaluated_at) == answered
-                ):
-                    # Only the heartbeat moved: patch its record instead of recompiling everything.
-                    rrsets = heartbeat_rrsets(current, new_snapshot)
-                    table, view = patch_records(responder.table, responder.view, new_snapshot, rrsets)
-                    responder.swap(table, view, same_counters=True)
-                    answered = new_snapshot
-                    continue
                 if new_config is not None:
                     if new_config.dns.listen != current.dns.listen:
                         log.warning("listen addresses changed: restart gslbd to apply them")
                     env = build_env(new_config, random.Random())
                     current = new_config
                     responder.on_notify = on_notify if current.peers is not None else None
-                new_view, new_table = compile_answers(current, new_snapshot, env)
+                # Only the names whose inputs changed are rebuilt (a heartbeat tick: one name per zone).
+                new_view, new_table = builder.build(current, new_snapshot, env)
                 responder.swap(new_table, new_view)
-                answered = new_snapshot
         except (EOFError, OSError):
             loop.remove_reader(conn.fileno())
             if not done.done():

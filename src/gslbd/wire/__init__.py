@@ -1,13 +1,14 @@
 """The wire layer: dnspython at the edges, a hand-written fast path over a precompiled answer table.
 
 - `compile_table(view, max_udp_payload=..., use_client_subnet=...)` -> `AnswerTable` (control plane);
+  `update_table(table, view, changed, removed)` recompiles only some names of a table;
 - `Responder(table, view, rng)`: `handle(data, src_ip, src_v6, tcp=False)` answers one query packet,
   `swap(table, view)` serves a new table;
 - `slow_response(...)`: the complete behaviour with dnspython (the fast path's fallback and reference).
 """
 
-from gslbd.wire.compile import AnswerTable, compile_table
+from gslbd.wire.compile import AnswerTable, compile_table, update_table
 from gslbd.wire.fastpath import Responder, fast_answer
 from gslbd.wire.slowpath import slow_response
 
-__all__ = ["AnswerTable", "Responder", "compile_table", "fast_answer", "slow_response"]
+__all__ = ["AnswerTable", "Responder", "compile_table", "fast_answer", "slow_response", "update_table"]

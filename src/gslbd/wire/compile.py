@@ -21,8 +21,8 @@ import ipaddress
 import itertools
 import random
 import struct
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -33,6 +33,7 @@ from gslbd.types import Rcode
 from gslbd.wire.render import IN, dns_name, rdata, sections_wire
 
 PickFn = Callable[[int, bool, random.Random, int], int]
+PolicyCounters = tuple[tuple[str, Iterator[int]], ...]
 Heads = tuple[bytes, bytes, bytes, bytes]
 # Types whose answer is precompiled at every name besides the name's own types.
 ALWAYS_TYPES = ("ANY", "SOA", "NS")
@@ -87,16 +88,26 @@ class AnswerTable:
     use_client_subnet: bool
     opt_plain: tuple[bytes, bytes]  # our OPT record without options, DO clear / set
     opt_prefix: tuple[bytes, bytes]  # the same up to RDLENGTH, for appending options
-    # (policy name, query counter) of every entry a policy decides, for the per-policy metric
-    policy_counters: tuple[tuple[str, Iterator[int]], ...] = ()
+    # Per name (a key of `names`): (policy name, query counter) of every entry a policy decides there,
+    # for the per-policy metric.
+    policy_counters: Mapping[bytes, PolicyCounters] = field(default_factory=dict)
+
+    def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
+        for found in self.policy_counters.values():
+            yield from found
 
     def policy_answers(self) -> dict[str, int]:
-        """Answers decided by each policy since this table was compiled."""
-        out: dict[str, int] = {}
-        for policy, counter in self.policy_counters:
-            # itertools.count shows its next value in its repr ("count(7)"): read without advancing.
-            out[policy] = out.get(policy, 0) + int(repr(counter)[6:-1])
-        return out
+        """Answers decided by each policy, counted by the entries of this table."""
+        return count_answers(self.counters())
+
+
+def count_answers(counters: Iterable[tuple[str, Iterator[int]]]) -> dict[str, int]:
+    """Answers per policy, read from (policy, counter) pairs without advancing the counters."""
+    out: dict[str, int] = {}
+    for policy, counter in counters:
+        # itertools.count shows its next value in its repr ("count(7)"): read without advancing.
+        out[policy] = out.get(policy, 0) + int(repr(counter)[6:-1])
+    return out
 
 
 def heads(rcode: int, *, authoritative: bool, counts: tuple[int, int, int] = (0, 0, 0)) -> Heads:
@@ -230,15 +241,14 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         b"",
     )
     refused_entry = Entry(None, itertools.count(), (refused,), False)
-    names = {_wire_key(name): compile_node(data, refused_entry) for name, data in view.names.items()}
-    counters: dict[int, tuple[str, Iterator[int]]] = {}
-    for data in view.names.values():
-        if data.service is None:
-            continue
-        node = names[_wire_key(data.name)]
-        for entry in (*node.types.values(), node.default):
-            if entry.pick is not None:
-                counters[id(entry.counter)] = (data.service.policy.value, entry.counter)
+    names: dict[bytes, Node] = {}
+    counters: dict[bytes, PolicyCounters] = {}
+    for name, data in view.names.items():
+        key = _wire_key(name)
+        node = names[key] = compile_node(data, refused_entry)
+        found = _policy_counters(data, node)
+        if found:
+            counters[key] = found
     zones = {_wire_key(origin): compile_zone(origin, view) for origin in view.zones}
     payload = max_udp_payload  # 512..65535, checked by the config loader
     return AnswerTable(
@@ -249,8 +259,45 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         use_client_subnet=use_client_subnet,
         opt_plain=(opt_record(payload, False, 0), opt_record(payload, True, 0)),
         opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
-        policy_counters=tuple(counters.values()),
+        policy_counters=counters,
     )
+
+
+def update_table(
+    table: AnswerTable, view: View, changed: Iterable[str], removed: Iterable[str]
+) -> AnswerTable:
+    """`table` with the nodes of `changed` names compiled anew from `view` and those of `removed` names
+    gone; every other node is shared with `table` (its counters keep counting). Zones, payload limit
+    and ECS setting come from `table`: a config change needs `compile_table`."""
+    names = dict(table.names)
+    counters = dict(table.policy_counters)
+    refused_entry = Entry(None, itertools.count(), (table.refused,), False)
+    for name in removed:
+        key = _wire_key(name)
+        names.pop(key, None)
+        counters.pop(key, None)
+    for name in changed:
+        data = view.names[name]
+        key = _wire_key(name)
+        node = names[key] = compile_node(data, refused_entry)
+        found = _policy_counters(data, node)
+        if found:
+            counters[key] = found
+        else:
+            counters.pop(key, None)
+    return replace(table, names=names, policy_counters=counters)
+
+
+def _policy_counters(data: NameData, node: Node) -> PolicyCounters:
+    """(policy, counter) of every distinct entry of a service's node that a policy decides."""
+    if data.service is None:
+        return ()
+    policy = data.service.policy.value
+    seen: dict[int, tuple[str, Iterator[int]]] = {}
+    for entry in (*node.types.values(), node.default):
+        if entry.pick is not None:
+            seen[id(entry.counter)] = (policy, entry.counter)
+    return tuple(seen.values())
 
 
 def _wire_key(name: str) -> bytes:
@@ -258,5 +305,5 @@ def _wire_key(name: str) -> bytes:
 
 
 def wire_key(name: str) -> bytes:
-    """The table key of a name: its wire form in lower case (wire/patch.py)."""
+    """The table key of a name: its wire form in lower case."""
     return _wire_key(name)

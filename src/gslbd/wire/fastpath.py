@@ -15,7 +15,7 @@ import itertools
 import random
 
 from gslbd.answer import View
-from gslbd.wire.compile import AnswerTable
+from gslbd.wire.compile import AnswerTable, count_answers
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
 
@@ -190,14 +190,17 @@ class Responder:
         self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
         self.on_notify: NotifyHook | None = None  # answers DNS NOTIFY when set (wire/notify.py)
 
-    def swap(self, table: AnswerTable, view: View, *, same_counters: bool = False) -> None:
+    def swap(self, table: AnswerTable, view: View) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new.
-        `same_counters`: the new table carries on the old one's policy counters (wire/patch.py)."""
+        The policy counters of the old table that the new one does not share are added to the totals
+        (a table updated in place of a few names shares every other entry, and its counters)."""
         old = self._state[0]
         self._state = (table, view)
-        if same_counters:
-            return
-        for policy, count in old.policy_answers().items():
+        now = table.policy_counters
+        retired = count_answers(
+            pc for key, pcs in old.policy_counters.items() if now.get(key) is not pcs for pc in pcs
+        )
+        for policy, count in retired.items():
             self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
 
     def policy_answers(self) -> dict[str, int]:

@@ -1,5 +1,5 @@
-"""The wire layer's exchange hooks: answering NOTIFY, and refreshing the heartbeat by a table patch that
-answers exactly like a full rebuild."""
+"""The wire layer's exchange hooks: answering NOTIFY, and refreshing the heartbeat by an update of the
+table that recompiles only the heartbeat and answers exactly like a full rebuild."""
 
 from __future__ import annotations
 
@@ -14,13 +14,11 @@ import dns.rcode
 import dns.rdatatype
 from exchange_support import config, env
 
-from gslbd.answer.exchange_names import heartbeat_rrsets
 from gslbd.exchange.site import source_address
 from gslbd.exchange.wireformat import notify_message, question, with_id
-from gslbd.server.build import compile_answers
+from gslbd.server.build import AnswerBuilder, compile_answers
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
-from gslbd.wire.patch import patch_records
 
 PEER_IP = int(ipaddress.IPv4Address("127.0.0.3"))
 
@@ -71,12 +69,17 @@ def test_ipv4_mapped_sources_are_seen_as_ipv4() -> None:
     assert source_address(1, True) == "::1"
 
 
-def test_a_patched_heartbeat_answers_byte_for_byte_like_a_full_rebuild() -> None:
+def test_a_heartbeat_update_recompiles_only_the_heartbeat_and_answers_like_a_full_rebuild() -> None:
     cfg = config()
+    policy_env = env(cfg)
     old = Snapshot(version=3, evaluated_at=1_700_000_000.0)
     new = replace(old, evaluated_at=1_700_000_042.5)
-    view, table = compile_answers(cfg, old, env(cfg))
-    patched_table, patched_view = patch_records(table, view, new, heartbeat_rrsets(cfg, new))
+    builder = AnswerBuilder()
+    view, table = builder.build(cfg, old, policy_env)
+    patched_view, patched_table = builder.build(cfg, new, policy_env)
+    assert not builder.last_full
+    different = [key for key, node in patched_table.names.items() if table.names[key] is not node]
+    assert different == [b"\x0cheartbeat-eu\x04gslb\x04test\x00"]
     full_view, full_table = compile_answers(cfg, new, env(cfg))
     patched = Responder(patched_table, patched_view, random.Random(1))
     full = Responder(full_table, full_view, random.Random(1))

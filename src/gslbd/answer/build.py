@@ -1,0 +1,262 @@
+"""Building the view: every name of every zone with its outcomes, in parts that can be rebuilt alone.
+
+A view is the union of
+  - the base names of the config: each zone's apex (SOA, NS), static records and in-zone nameservers;
+  - per service, the names it owns: its own name (on top of any static records there), its locality
+    names (answer/locality.py) and its localtargets name (answer/exchange_names.py);
+  - the heartbeat name of each zone;
+  - the empty non-terminals above all of them.
+
+Only a service's own names depend on the health of its endpoints. `ViewBuilder` keeps, per service,
+the health inputs it was last built from; when a new snapshot arrives for the same config and policy
+environment, it rebuilds only the services whose inputs changed and says which names changed, so the
+wire compiler recompiles those names alone. A verdict then costs a few names, not every name of every
+zone: at 1,000 services a full build takes over 100 ms of the event loop, a one-service update well
+under a millisecond plus a pass over the services' inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass
+
+from gslbd.answer.exchange_names import (
+    heartbeat_rrsets,
+    localtargets_rrsets,
+    merged_endpoints,
+    peer_site_names,
+)
+from gslbd.answer.locality import locality_names
+from gslbd.answer.view import SERVICE_TYPES, NameData, Outcome, Records, Rr, View, service_outcome, soa_rr
+from gslbd.model.config import Config
+from gslbd.model.service import Service
+from gslbd.model.zone import Zone
+from gslbd.policy import PolicyEnv
+from gslbd.state.snapshot import Snapshot
+
+
+def _apex_outcomes(zone: Zone) -> dict[str, Outcome]:
+    ns = tuple(Rr(zone.origin, "NS", zone.ttl, n.name) for n in zone.nameservers)
+    glue: list[Rr] = []
+    for n in zone.nameservers:
+        if n.name == zone.origin or n.name.endswith("." + zone.origin):
+            for addr in n.addresses:
+                glue.append(Rr(n.name, "AAAA" if ":" in addr else "A", zone.ttl, addr))
+    out: dict[str, Outcome] = {"SOA": Records((soa_rr(zone, zone.ttl),))}
+    if ns:
+        out["NS"] = Records(ns, tuple(glue))
+    return out
+
+
+def base_names(config: Config) -> dict[str, NameData]:
+    """The names that do not depend on health: apexes, static records, in-zone nameservers."""
+    names: dict[str, NameData] = {}
+
+    def node(name: str, zone: Zone) -> NameData:
+        data = names.get(name)
+        if data is None:
+            data = names[name] = NameData(name, zone)
+        return data
+
+    for zone in config.zones:
+        apex = _apex_outcomes(zone)
+        node(zone.origin, zone).outcomes.update(apex)
+        grouped: dict[tuple[str, str], list[Rr]] = {}
+        for rec in zone.records:
+            grouped.setdefault((rec.name, rec.rtype), []).append(Rr(rec.name, rec.rtype, rec.ttl, rec.value))
+        for (name, rtype), rrs in grouped.items():
+            node(name, zone).outcomes[rtype] = Records(tuple(rrs))
+        # In-zone nameservers answer their own addresses (resolvers re-query glue names).
+        ns = apex.get("NS")
+        glue = ns.additional if isinstance(ns, Records) else ()
+        for rr in glue:
+            outcomes = node(rr.name, zone).outcomes
+            if rr.rtype not in outcomes:
+                same = tuple(g for g in glue if g.name == rr.name and g.rtype == rr.rtype)
+                outcomes[rr.rtype] = Records(same)
+    return names
+
+
+def _on_base(name: str, zone: Zone, base: Mapping[str, NameData]) -> NameData:
+    """A new node for `name`, holding what the base names already have there (static records)."""
+    found = base.get(name)
+    if found is None:
+        return NameData(name, zone)
+    return NameData(name, zone, dict(found.outcomes), found.service)
+
+
+def service_names(
+    service: Service,
+    config: Config,
+    snapshot: Snapshot,
+    env: PolicyEnv,
+    base: Mapping[str, NameData],
+    taken: Container[str],
+) -> dict[str, NameData]:
+    """The names one service owns under `snapshot`: its own, its locality names (leaving out those in
+    `taken`, the other names of the view) and its localtargets name."""
+    zone = next(z for z in config.zones if z.origin == service.zone)
+    top = _on_base(service.name, zone, base)
+    top.service = service
+    endpoints = merged_endpoints(service, snapshot, peer_site_names(config))
+    for rtype in SERVICE_TYPES:
+        top.outcomes[rtype] = service_outcome(service, rtype, endpoints, snapshot, env)
+    out = {service.name: top}
+    out.update(locality_names(service, top, taken, config, snapshot, env))
+    for name, owner_zone, rtype, rdatas in localtargets_rrsets(config, service, zone, snapshot):
+        data = out.get(name)
+        if data is None:
+            data = out[name] = _on_base(name, owner_zone, base)
+        data.outcomes[rtype] = Records(tuple(Rr(name, rtype, ttl, rd) for ttl, rd in rdatas))
+    return out
+
+
+def heartbeat_names(config: Config, snapshot: Snapshot, base: Mapping[str, NameData]) -> dict[str, NameData]:
+    """The heartbeat TXT of this site in every zone."""
+    out: dict[str, NameData] = {}
+    for name, zone, rtype, rdatas in heartbeat_rrsets(config, snapshot):
+        data = out[name] = _on_base(name, zone, base)
+        data.outcomes[rtype] = Records(tuple(Rr(name, rtype, ttl, rd) for ttl, rd in rdatas))
+    return out
+
+
+def _ancestors(name: str, origin: str) -> list[str]:
+    """Names strictly between `name` and `origin` (the empty non-terminal candidates)."""
+    out: list[str] = []
+    current = name
+    while True:
+        dot = current.find(".")
+        current = current[dot + 1 :]
+        if len(current) <= len(origin):
+            return out
+        out.append(current)
+
+
+def empty_non_terminals(names: Mapping[str, NameData]) -> dict[str, NameData]:
+    """A node without data for every name that only has names below it."""
+    out: dict[str, NameData] = {}
+    for data in names.values():
+        for parent in _ancestors(data.name, data.zone.origin):
+            if parent not in names and parent not in out:
+                out[parent] = NameData(parent, data.zone)
+    return out
+
+
+def service_inputs(service: Service, snapshot: Snapshot) -> tuple[object, ...]:
+    """Everything of a snapshot that a service's names depend on: the verdict and admin override of
+    each configured endpoint, and the endpoints peers publish for it (with theirs)."""
+    learned = snapshot.peer_endpoints.get(service.name, ())
+    health, admin = snapshot.health, snapshot.admin
+    keys = [e.key for e in service.endpoints] + [e.key for e in learned]
+    return (tuple(health.get(k) for k in keys), tuple(admin.get(k) for k in keys), learned)
+
+
+def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
+    """Decide every answer for this config and snapshot."""
+    return ViewBuilder().build(config, snapshot, env)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a build changed against the previous view of the same builder. `full`: everything (the
+    first build, or a new config or policy environment); else the names whose node is new or different
+    (`changed`) and the names that are gone (`removed`)."""
+
+    full: bool
+    changed: frozenset[str] = frozenset()
+    removed: frozenset[str] = frozenset()
+
+
+class ViewBuilder:
+    """Builds views for a sequence of snapshots, rebuilding only the services whose inputs changed.
+
+    Not thread-safe; one per process (the control plane, or a worker). Views it returned earlier are
+    never modified: every build makes a new names dict that shares the unchanged nodes."""
+
+    def __init__(self) -> None:
+        self._config: Config | None = None
+        self._env: PolicyEnv | None = None
+        self._view: View | None = None
+        self._base: dict[str, NameData] = {}
+        self._inputs: dict[str, tuple[object, ...]] = {}  # service name -> service_inputs when built
+        self._owned: dict[str, frozenset[str]] = {}  # service name -> the names it owns
+        self._ents: frozenset[str] = frozenset()
+        self._beat = -1.0
+
+    def build(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> tuple[View, Change]:
+        """The view of `config` under `snapshot`, and what changed against the previous build."""
+        view = self._view
+        if view is None or config is not self._config or env is not self._env:
+            return self._full(config, snapshot, env), Change(True)
+        dirty = [s for s in config.services if service_inputs(s, snapshot) != self._inputs.get(s.name)]
+        names = dict(view.names)
+        for name in self._ents:  # out while services are rebuilt: a new name may take an old ENT's place
+            del names[name]
+        changed: set[str] = set()
+        gone: set[str] = set()
+        if snapshot.evaluated_at != self._beat:
+            beat = heartbeat_names(config, snapshot, self._base)
+            names.update(beat)
+            changed.update(beat)
+            self._beat = snapshot.evaluated_at
+        reshaped = False
+        for service in dirty:
+            old = self._owned.get(service.name, frozenset())
+            for name in old:
+                del names[name]
+            made = service_names(service, config, snapshot, env, self._base, names)
+            names.update(made)
+            now = frozenset(made)
+            self._owned[service.name] = now
+            self._inputs[service.name] = service_inputs(service, snapshot)
+            changed.update(now)
+            gone.update(old - now)
+            reshaped |= old != now
+        for name in gone - changed:
+            found = self._base.get(name)
+            if found is not None:  # the service no longer owns a name that holds static records
+                names[name] = found
+                changed.add(name)
+        if reshaped:
+            ents = empty_non_terminals(names)
+            changed.update(ents.keys() - self._ents)
+            gone.update(self._ents - ents.keys())
+            self._ents = frozenset(ents)
+            names.update(ents)
+        else:
+            names.update((name, view.names[name]) for name in self._ents)
+        removed = frozenset(n for n in gone if n not in names)
+        self._view = View(view.zones, names, config, snapshot)
+        return self._view, Change(False, frozenset(changed), removed)
+
+    def _full(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
+        self._config, self._env = config, env
+        self._base = base_names(config)
+        names = dict(self._base)
+        self._inputs.clear()
+        self._owned.clear()
+        # Every service's own name is taken before any locality name is made.
+        taken = _Taken(names, {s.name for s in config.services})
+        for service in config.services:
+            made = service_names(service, config, snapshot, env, self._base, taken)
+            names.update(made)
+            self._owned[service.name] = frozenset(made)
+            self._inputs[service.name] = service_inputs(service, snapshot)
+        names.update(heartbeat_names(config, snapshot, self._base))
+        self._beat = snapshot.evaluated_at
+        ents = empty_non_terminals(names)
+        names.update(ents)
+        self._ents = frozenset(ents)
+        self._view = View({z.origin: z for z in config.zones}, names, config, snapshot)
+        return self._view
+
+
+class _Taken(Container[str]):
+    """The names in `names` or in `extra`."""
+
+    def __init__(self, names: Mapping[str, NameData], extra: Iterable[str]) -> None:
+        self._names = names
+        self._extra = frozenset(extra)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names or name in self._extra
