@@ -15,6 +15,7 @@ from types import MappingProxyType
 import dns.message
 import pytest
 
+from gslbd.answer import View
 from gslbd.config import load_config_text
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey
@@ -188,15 +189,19 @@ def test_incremental_builds_answer_like_full_builds_over_a_random_walk_of_snapsh
     assert incremental_builds == 60
 
 
-def test_a_verdict_recompiles_only_the_names_of_its_service() -> None:
+def web_goes_down() -> tuple[tuple[View, AnswerTable], tuple[View, AnswerTable]]:
+    """A builder's first (view, table), and the pair after the first endpoint of web went down."""
     cfg = config()
     env = build_env(cfg, random.Random(1))
     builder = AnswerBuilder()
-    first = Snapshot(evaluated_at=1.0)
-    view, table = builder.build(cfg, first, env)
+    first = builder.build(cfg, Snapshot(evaluated_at=1.0), env)
     web = next(s for s in cfg.services if s.name == f"web.{ZONE}")
     down = Snapshot(2, MappingProxyType({web.endpoints[0].key: False}), evaluated_at=1.0)
-    view2, table2 = builder.build(cfg, down, env)
+    return first, builder.build(cfg, down, env)
+
+
+def test_a_verdict_recompiles_only_the_names_of_its_service() -> None:
+    (view, table), (view2, table2) = web_goes_down()
     recompiled = {view2.names[n].name for n in view2.names if view.names.get(n) is not view2.names[n]}
     assert recompiled == {
         f"web.{ZONE}",
@@ -219,11 +224,7 @@ def counted(responder: Responder) -> dict[str, int]:
 
 
 def test_policy_counts_survive_incremental_swaps_and_count_each_answer_once() -> None:
-    cfg = config()
-    env = build_env(cfg, random.Random(1))
-    builder = AnswerBuilder()
-    snapshot = Snapshot(evaluated_at=1.0)
-    view, table = builder.build(cfg, snapshot, env)
+    (view, table), (view2, table2) = web_goes_down()
     responder = Responder(table, view, random.Random(1))
 
     def ask(name: str) -> None:
@@ -232,13 +233,11 @@ def test_policy_counts_survive_incremental_swaps_and_count_each_answer_once() ->
     for _ in range(3):
         ask(f"web.{ZONE}")
         ask(f"hashed.{ZONE}")
-    web = next(s for s in cfg.services if s.name == f"web.{ZONE}")
-    snapshot = Snapshot(2, MappingProxyType({web.endpoints[0].key: False}), evaluated_at=2.0)
-    view, table = builder.build(cfg, snapshot, env)
-    responder.swap(table, view)  # web's entries retire (3 answers), hashed's carry on
+    responder.swap(table2, view2)  # web's entries retire (3 answers), hashed's carry on
     ask(f"web.{ZONE}")
     ask(f"hashed.{ZONE}")
     assert counted(responder) == {"round_robin": 4, "hash": 4}
-    view, table = compile_answers(cfg, snapshot, env)
-    responder.swap(table, view)  # a full rebuild retires everything
+    cfg = view2.config
+    view3, table3 = compile_answers(cfg, view2.snapshot, build_env(cfg, random.Random(1)))
+    responder.swap(table3, view3)  # a full rebuild retires everything
     assert counted(responder) == {"round_robin": 4, "hash": 4}
