@@ -41,15 +41,16 @@ from dataclasses import replace
 from gslbd.answer import View
 from gslbd.api.server import ApiServer
 from gslbd.app.control import AppControl
+from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
 from gslbd.app.reconcile import endpoint_key, probed_endpoints, unchanged_keys
+from gslbd.app.startup import privilege_problems, store_for
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
 from gslbd.errors import GslbdError
 from gslbd.exchange import Exchange
 from gslbd.health.fsm import step
-from gslbd.health.probes import check_privileges
 from gslbd.health.scheduler import HealthScheduler
 from gslbd.metrics import ADMIN_CHANGES, CONFIG_RELOADS, TABLE_REBUILD_SECONDS, TABLE_REBUILDS, TRANSITIONS
 from gslbd.model.config import Config
@@ -57,13 +58,11 @@ from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
-from gslbd.server.listeners import Listeners
-from gslbd.server.stats import ServerStats
 from gslbd.server.workers import WorkerPool
 from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import ProbeResult
-from gslbd.state.store import FileStateStore, MemoryStateStore, StateStore
+from gslbd.state.store import StateStore
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
 
@@ -72,28 +71,6 @@ log = logging.getLogger(__name__)
 
 class ApiBindError(GslbdError):
     """The admin API's address could not be bound."""
-
-
-def store_for(config: Config) -> StateStore:
-    """The state store a config asks for: its `state.file`, else memory only."""
-    if config.state.file is not None:
-        return FileStateStore(config.state.file)
-    return MemoryStateStore()
-
-
-def privilege_problems(config: Config) -> list[str]:
-    """Checks this process cannot run (an icmp check without the right to open an ICMP socket)."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for ep in probed_endpoints(config).values():
-        check = ep.check
-        if check is None or check.name in seen:
-            continue
-        seen.add(check.name)
-        message = check_privileges(check)
-        if message is not None:
-            out.append(f"{config.source}: check {check.name!r}: {message}")
-    return out
 
 
 class App:
@@ -110,7 +87,6 @@ class App:
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.rng = rng if rng is not None else random.Random()
-        self._worker_log_level = worker_log_level
         self._config = config
         local = store if store is not None else store_for(config)
         self.store: StateStore = local
@@ -125,9 +101,9 @@ class App:
         self._env = build_env(config, self.rng)
         self._builder = AnswerBuilder()
         self._view, self._table = self._builder.build(config, self._snapshot, self._env)
-        self._responder = Responder(self._table, self._view, random.Random(self.rng.getrandbits(64)))
-        self._listeners: Listeners | None = None
-        self._workers: WorkerPool | None = None
+        responder = Responder(self._table, self._view, random.Random(self.rng.getrandbits(64)))
+        self._front = DnsFront(responder, worker_log_level)
+        self.stats = self._front.stats
         self._api: ApiServer | None = None
         self._scheduler: HealthScheduler | None = None
         self._probed = probed_endpoints(config)
@@ -135,7 +111,6 @@ class App:
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
         self._gauges = ServiceGauges()
-        self.stats = ServerStats()
         self.control = AppControl(self)
         # Query IDs and ports towards peers: unpredictable, and not drawn from self.rng.
         self.exchange = Exchange(
@@ -164,11 +139,11 @@ class App:
 
     @property
     def responder(self) -> Responder:
-        return self._responder
+        return self._front.responder
 
     @property
     def workers(self) -> WorkerPool | None:
-        return self._workers
+        return self._front.workers
 
     @property
     def api(self) -> ApiServer | None:
@@ -176,7 +151,7 @@ class App:
 
     @property
     def running(self) -> bool:
-        return self._listeners is not None or self._workers is not None
+        return self._front.running
 
     @property
     def ready(self) -> bool:
@@ -186,11 +161,7 @@ class App:
     @property
     def bound(self) -> list[str]:
         """What is listening, as "udp://127.0.0.1:5353" strings (the workers' when there are workers)."""
-        if self._listeners is not None:
-            return [str(b) for b in self._listeners.bound]
-        if self._workers is not None:
-            return list(self._workers.bound)
-        return []
+        return self._front.bound
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -217,7 +188,7 @@ class App:
                 for key, state in self.store.load_admin().items():
                     self.book.set_admin(key, state)
                 self._rebuild()
-            await self._bind()
+            await self._front.bind(self._config, self._snapshot)
         except BaseException:
             if self.cluster is not None:
                 await self.cluster.stop()
@@ -229,26 +200,12 @@ class App:
         await scheduler.start(list(self._probed.values()))
         self._scheduler = scheduler
         self._loop = asyncio.get_running_loop()
-        self._responder.on_notify = self._notify_hook if self.exchange.enabled else None
-        if self._workers is not None:  # the workers answer NOTIFY themselves and pass it on
-            self._workers.on_notify = self.exchange.notify_received
+        self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
+        if self.workers is not None:  # the workers answer NOTIFY themselves and pass it on
+            self.workers.on_notify = self.exchange.notify_received
         await self.exchange.start(self._snapshot)
         self._ready = True
         log.info("ready: %d endpoints probed", len(self._probed))
-
-    async def _bind(self) -> None:
-        dns = self._config.dns
-        if dns.workers > 1:
-            pool = WorkerPool(dns.workers, self._worker_log_level)
-            await pool.start(self._config, self._snapshot)
-            self._workers = pool
-            log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
-            return
-        listeners = Listeners(
-            dns.listen, self._responder, tcp_idle_timeout=dns.tcp_idle_timeout, stats=self.stats
-        )
-        await listeners.start()
-        self._listeners = listeners
 
     def lame_duck(self) -> None:
         """Stop being ready (/readyz answers 503) while DNS keeps answering; `stop` follows."""
@@ -267,12 +224,7 @@ class App:
     async def stop(self) -> None:
         """Stop answering: close every socket (and worker), then the API, then cancel the probes."""
         self._ready = False
-        listeners, self._listeners = self._listeners, None
-        workers, self._workers = self._workers, None
-        if listeners is not None:
-            await listeners.close()
-        if workers is not None:
-            await workers.stop()
+        await self._front.close()
         await self._stop_api()
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:
@@ -297,9 +249,7 @@ class App:
         began = time.perf_counter()
         view, table = self._builder.build(self._config, snapshot, self._env)
         self._snapshot, self._view, self._table = snapshot, view, table
-        self._responder.swap(table, view)
-        if self._workers is not None:
-            self._workers.publish(self._config, snapshot)
+        self._front.publish(self._config, snapshot, view, table)
         TABLE_REBUILDS.inc()
         TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
         self._gauges.update(self._config, snapshot)
@@ -363,9 +313,7 @@ class App:
         snapshot = replace(self._snapshot, evaluated_at=self.book.evaluated_at)
         self._snapshot = snapshot
         self._view, self._table = self._builder.build(self._config, snapshot, self._env)
-        self._responder.swap(self._table, self._view)
-        if self._workers is not None:
-            self._workers.publish(self._config, snapshot)
+        self._front.publish(self._config, snapshot, self._view, self._table)
 
     # -- admin -----------------------------------------------------------------------------------
 
@@ -408,7 +356,7 @@ class App:
             self.book.set_peer_endpoints(self.exchange.endpoints())
             dropped = True
         if self.running:
-            self._responder.on_notify = self._notify_hook if self.exchange.enabled else None
+            self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
         if dropped:
             self._rebuild()
         else:

@@ -1,0 +1,31 @@
+"""What an App needs decided from its config before it starts: its state store, and whether this
+process may run every check the config asks for."""
+
+from __future__ import annotations
+
+from gslbd.app.reconcile import probed_endpoints
+from gslbd.health.probes import check_privileges
+from gslbd.model.config import Config
+from gslbd.state.store import FileStateStore, MemoryStateStore, StateStore
+
+
+def store_for(config: Config) -> StateStore:
+    """The state store a config asks for: its `state.file`, else memory only."""
+    if config.state.file is not None:
+        return FileStateStore(config.state.file)
+    return MemoryStateStore()
+
+
+def privilege_problems(config: Config) -> list[str]:
+    """Checks this process cannot run (an icmp check without the right to open an ICMP socket)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for ep in probed_endpoints(config).values():
+        check = ep.check
+        if check is None or check.name in seen:
+            continue
+        seen.add(check.name)
+        message = check_privileges(check)
+        if message is not None:
+            out.append(f"{config.source}: check {check.name!r}: {message}")
+    return out
