@@ -68,3 +68,4 @@ class Rcode:
     NXDOMAIN = 3
     NOTIMP = 4
     REFUSED = 5
+    NOTAUTH = 9

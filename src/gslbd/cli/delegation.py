@@ -27,18 +27,16 @@ import dns.tsig
 
 from gslbd.cli.configs import load_or_report
 from gslbd.cli.delegation_records import (
-    ALGORITHMS,
     Delegation,
     DelegationError,
-    TsigKey,
     delegations,
-    parse_tsig_key,
-    parse_tsig_key_file,
     stale_names,
     update_message,
     zone_text,
 )
 from gslbd.cli.server_address import parse_server
+from gslbd.config.tsig import TsigKeyError, parse_tsig_key, parse_tsig_key_file
+from gslbd.model.tsig import ALGORITHMS, TsigKey
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -116,7 +114,7 @@ def run_delegation(args: argparse.Namespace) -> int:
         try:
             key = _read_key(args.tsig_key, args.tsig_key_file, args.tsig_algorithm)
             server = resolve_server(args.server)
-        except (DelegationError, OSError) as e:
+        except (DelegationError, TsigKeyError, OSError) as e:
             return _fail(str(e))
     config, _ = load_or_report(args.config)
     if config is None:

@@ -11,25 +11,20 @@ A zone `gslb.example.com.` served by gslbd is reachable only when its parent `ex
 
 from __future__ import annotations
 
-import base64
-import binascii
 import ipaddress
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import dns.name
 import dns.rdatatype
-import dns.tsig
-import dns.tsigkeyring
 import dns.update
 
 from gslbd.config.discovery import ns_site
+from gslbd.config.names import absolute
 from gslbd.model.config import Config
+from gslbd.model.tsig import TsigKey
 from gslbd.model.zone import Zone
-
-ALGORITHMS = ("hmac-sha256", "hmac-sha512", "hmac-sha384", "hmac-sha224", "hmac-sha1", "hmac-md5")
-DEFAULT_ALGORITHM = "hmac-sha256"
+from gslbd.wire.tsig import keyring
 
 
 class DelegationError(ValueError):
@@ -39,12 +34,6 @@ class DelegationError(ValueError):
 def in_zone(name: str, origin: str) -> bool:
     """Is `name` the origin or below it? Both absolute, lower case."""
     return origin in (".", name) or name.endswith("." + origin)
-
-
-def absolute(name: str) -> str:
-    """A name as the model writes it: lower case with a trailing dot."""
-    name = name.strip().lower()
-    return name if name.endswith(".") else name + "."
 
 
 def parent_of(origin: str) -> str:
@@ -156,74 +145,6 @@ def zone_text(items: Iterable[Delegation], source: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True, slots=True)
-class TsigKey:
-    """A TSIG key: its name, its base64 secret and the HMAC algorithm."""
-
-    name: str
-    secret: str
-    algorithm: str = DEFAULT_ALGORITHM
-
-    def keyring(self) -> dict[dns.name.Name, dns.tsig.Key]:
-        return {dns.name.from_text(self.name): dns.tsig.Key(self.name, self.secret, self.algorithm)}
-
-
-_BIND_KEY = re.compile(r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>.*?)\}\s*;', re.DOTALL | re.IGNORECASE)
-_BIND_FIELD = re.compile(r'(?P<field>algorithm|secret)\s+"?(?P<value>[^";\s]+)"?\s*;', re.IGNORECASE)
-
-
-def check_algorithm(algorithm: str) -> str:
-    algorithm = algorithm.strip().lower().rstrip(".")
-    if algorithm not in ALGORITHMS:
-        raise DelegationError(f"unknown TSIG algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
-    return algorithm
-
-
-def _check_secret(secret: str) -> str:
-    try:
-        if not base64.b64decode(secret, validate=True):
-            raise DelegationError("the TSIG secret is empty")
-    except (binascii.Error, ValueError) as e:
-        raise DelegationError(f"the TSIG secret is not base64: {e}") from None
-    return secret
-
-
-def parse_tsig_key(text: str, algorithm: str | None = None) -> TsigKey:
-    """A key written as dig -y writes it: `NAME:SECRET` or `ALGORITHM:NAME:SECRET`. `algorithm`
-    (--tsig-algorithm) applies to the two-part form; default hmac-sha256."""
-    parts = text.strip().split(":")
-    if len(parts) == 2:
-        name, secret = parts
-        alg = algorithm or DEFAULT_ALGORITHM
-    elif len(parts) == 3:
-        alg, name, secret = parts
-        if algorithm is not None and check_algorithm(algorithm) != check_algorithm(alg):
-            raise DelegationError(f"the key says {alg} but --tsig-algorithm says {algorithm}")
-    else:
-        raise DelegationError("a TSIG key is NAME:SECRET or ALGORITHM:NAME:SECRET (secret in base64)")
-    if not name:
-        raise DelegationError("the TSIG key name is empty")
-    return TsigKey(absolute(name), _check_secret(secret), check_algorithm(alg))
-
-
-def parse_tsig_key_file(text: str, algorithm: str | None = None) -> TsigKey:
-    """A key file: BIND's `key "name" { algorithm ...; secret "..."; };` (as tsig-keygen writes it)
-    or one line `NAME:SECRET` / `ALGORITHM:NAME:SECRET`."""
-    found = _BIND_KEY.search(text)
-    if found is None:
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-        if len(lines) != 1:
-            raise DelegationError("the key file holds neither a BIND key statement nor one NAME:SECRET line")
-        return parse_tsig_key(lines[0], algorithm)
-    fields = {m["field"].lower(): m["value"] for m in _BIND_FIELD.finditer(found["body"])}
-    if "secret" not in fields:
-        raise DelegationError(f"key {found['name']!r} in the key file has no secret")
-    alg = fields.get("algorithm", algorithm or DEFAULT_ALGORITHM)
-    if algorithm is not None and check_algorithm(algorithm) != check_algorithm(alg):
-        raise DelegationError(f"the key file says {alg} but --tsig-algorithm says {algorithm}")
-    return TsigKey(absolute(found["name"]), _check_secret(fields["secret"]), check_algorithm(alg))
-
-
 def update_message(
     d: Delegation, key: TsigKey | None = None, *, current_ns: Iterable[str] = ()
 ) -> dns.update.UpdateMessage:
@@ -235,7 +156,7 @@ def update_message(
         update = dns.update.UpdateMessage(d.parent)
     else:
         update = dns.update.UpdateMessage(
-            d.parent, keyring=key.keyring(), keyname=dns.name.from_text(key.name), keyalgorithm=key.algorithm
+            d.parent, keyring=keyring(key), keyname=dns.name.from_text(key.name), keyalgorithm=key.algorithm
         )
     update.replace(d.zone, d.ttl, dns.rdatatype.NS, *d.nameservers)
     for name in d.glue_names():

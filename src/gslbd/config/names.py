@@ -19,6 +19,12 @@ _LABEL = re.compile(r"[a-z0-9_-]{1,63}\Z")
 _MAX_NAME = 254  # text length of a 255-octet wire name, trailing dot included
 
 
+def absolute(name: str) -> str:
+    """A name as the model writes it: lower case with a trailing dot (not validated)."""
+    name = name.strip().lower()
+    return name if name.endswith(".") else name + "."
+
+
 def check_absolute(name: str) -> str:
     """Validate an absolute name (with its trailing dot); returns it lower case."""
     name = name.lower()

@@ -24,6 +24,7 @@ from gslbd.config.fields import (
 )
 from gslbd.config.loader import Node, Scalar, Seq
 from gslbd.config.names import hostport
+from gslbd.config.tsig import read_tsig
 from gslbd.model.config import (
     ApiConfig,
     ClusterConfig,
@@ -314,7 +315,7 @@ _sync_mode = enum(SyncMode, "sync_mode")
 def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
     if r is None:
         return None
-    r.check_keys(("interval", "stale_after", "timeout", "notify", "sites", "discover", "port"))
+    r.check_keys(("interval", "stale_after", "timeout", "notify", "sites", "discover", "port", "tsig"))
     interval = r.get("interval", duration(), 5.0)
     stale_after = r.get("stale_after", duration(), 300.0)
     timeout = r.get("timeout", duration(), 1.0)
@@ -353,4 +354,5 @@ def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
         r.rep.warn(r.line, r.at("sites"), "no peer sites: the exchange has nothing to poll")
     port = r.get("port", integer(1, 65535), 53)
     notify = r.get("notify", boolean, True)
-    return PeersConfig(interval, stale_after, timeout, notify, tuple(sites), discover, port)
+    tsig = read_tsig(r.sub("tsig"))
+    return PeersConfig(interval, stale_after, timeout, notify, tuple(sites), discover, port, tsig)

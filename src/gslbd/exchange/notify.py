@@ -20,7 +20,7 @@ import logging
 import random
 from collections.abc import Iterable
 
-from gslbd.exchange.transport import UdpChannel
+from gslbd.exchange.transport import UdpChannel, sign, signature_problem
 from gslbd.exchange.wireformat import NOTIFY_OPCODE, notify_message
 from gslbd.metrics import NOTIFY_SENT
 from gslbd.model.config import Config, ListenAddress
@@ -117,6 +117,7 @@ class Notifier:
     async def _notify(self, zone: str, server: ListenAddress) -> None:
         peers = self._config.peers
         timeout = peers.timeout if peers is not None else 1.0
+        key = peers.tsig if peers is not None else None
         why = ""
         try:
             channel = await UdpChannel.open(server, self._rng, source_host(self._config, server.host))
@@ -126,15 +127,16 @@ class Notifier:
         try:
             for _ in range(ATTEMPTS):
                 qid = channel.new_id()
+                message, mac = sign(notify_message(zone, qid), key)
                 try:
-                    reply = await channel.exchange(notify_message(zone, qid), qid, timeout)
+                    reply = await channel.exchange(message, qid, timeout)
                 except TimeoutError:
                     why = f"no answer within {timeout:g}s"
                     continue
                 except OSError as exc:
                     why = str(exc)
                     continue
-                why = _check_reply(reply)
+                why = _check_reply(reply) or signature_problem(reply, key, mac)
                 break
         finally:
             channel.close()

@@ -32,6 +32,7 @@ from gslbd.exchange.peerstate import PeerAnswer
 from gslbd.exchange.transport import UdpChannel, ask_tcp
 from gslbd.exchange.wireformat import AAAA, TXT, A, BadReply, Question, Reply, question
 from gslbd.model.config import Config, ListenAddress, PeerSite
+from gslbd.model.tsig import TsigKey
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +81,18 @@ class _Poll:
     """One poll of one peer: state shared by its query workers."""
 
     def __init__(
-        self, peer: PeerSite, channels: list[UdpChannel], timeout: float, rng: random.Random
+        self,
+        peer: PeerSite,
+        channels: list[UdpChannel],
+        timeout: float,
+        rng: random.Random,
+        key: TsigKey | None = None,
     ) -> None:
         self.peer = peer
         self.channels = channels
         self.timeout = timeout
         self.rng = rng
+        self.key = key  # peers.tsig: every question signed, every reply verified
         self.errors = 0
         self.last_error = ""
         self.first = 0  # index of the nameserver that answered the heartbeat
@@ -99,9 +106,9 @@ class _Poll:
             index = (start + attempt) % count
             channel = self.channels[index]
             try:
-                reply = await channel.ask(q, self.timeout)
+                reply = await channel.ask(q, self.timeout, self.key)
                 if reply.truncated:
-                    reply = await ask_tcp(channel.server, q, self.timeout, self.rng)
+                    reply = await ask_tcp(channel.server, q, self.timeout, self.rng, self.key)
             except TimeoutError:
                 self._fail(channel.server, q, f"timeout after {self.timeout:g}s")
                 continue
@@ -216,7 +223,7 @@ class Poller:
             if not channels:
                 changed = self.book.failure(site.name, "cannot open a socket to any nameserver", 1)
             else:
-                changed = await self._poll_with(site, channels, peers.timeout, peers.interval)
+                changed = await self._poll_with(site, channels, peers.timeout, peers.interval, peers.tsig)
         finally:
             for channel in channels:
                 channel.close()
@@ -224,9 +231,14 @@ class Poller:
             self._on_change()
 
     async def _poll_with(
-        self, site: PeerSite, channels: list[UdpChannel], timeout: float, interval: float
+        self,
+        site: PeerSite,
+        channels: list[UdpChannel],
+        timeout: float,
+        interval: float,
+        key: TsigKey | None = None,
     ) -> bool:
-        poll = _Poll(site, channels, timeout, self._rng)
+        poll = _Poll(site, channels, timeout, self._rng, key)
         heartbeat: float | None = None
         targets: dict[str, list[str]] = {}
         try:

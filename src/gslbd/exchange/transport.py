@@ -12,6 +12,8 @@ from typing import cast
 
 from gslbd.exchange.wireformat import BadReply, Question, Reply, read_reply, with_id
 from gslbd.model.config import ListenAddress
+from gslbd.model.tsig import TsigKey
+from gslbd.wire.tsig import TsigRefused, signed_query, verify_reply
 
 MAX_TCP_REPLY = 65535
 
@@ -84,11 +86,13 @@ class UdpChannel(asyncio.DatagramProtocol):
                 return qid
         raise OSError("no free query ID")
 
-    async def ask(self, q: Question, timeout: float) -> Reply:
-        """Send `q` and read its reply. TimeoutError, OSError or BadReply when there is none."""
+    async def ask(self, q: Question, timeout: float, key: TsigKey | None = None) -> Reply:
+        """Send `q` (signed with `key` when given: then the reply must be signed too) and read its
+        reply. TimeoutError, OSError or BadReply when there is none."""
         qid = self._new_id()
-        data = await self.exchange(with_id(q, qid), qid, timeout)
-        return read_reply(data, q, qid)
+        message, mac = sign(with_id(q, qid), key)
+        data = await self.exchange(message, qid, timeout)
+        return checked(data, q, qid, key, mac)
 
     async def exchange(self, message: bytes, qid: int, timeout: float) -> bytes:
         """Send a message with ID `qid` and return the first datagram with that ID (unchecked).
@@ -115,13 +119,46 @@ class UdpChannel(asyncio.DatagramProtocol):
             self._transport = None
 
 
-async def ask_tcp(server: ListenAddress, q: Question, timeout: float, rng: random.Random) -> Reply:
-    """Ask `q` over TCP (after a truncated UDP reply). TimeoutError, OSError or BadReply on failure."""
+def sign(wire: bytes, key: TsigKey | None) -> tuple[bytes, bytes]:
+    """(the message to send, its TSIG MAC): signed with `key`, or as it is (MAC b"") without one."""
+    if key is None:
+        return wire, b""
+    return signed_query(wire, key)
+
+
+def checked(data: bytes, q: Question, qid: int, key: TsigKey | None, mac: bytes) -> Reply:
+    """Read a reply to `q` sent with ID `qid`; with `key`, its signature must verify against the
+    query's `mac`. BadReply when it is not a reply to `q` or is not signed as it must be."""
+    reply = read_reply(data, q, qid)
+    problem = signature_problem(data, key, mac)
+    if problem:
+        raise BadReply(problem)
+    return reply
+
+
+def signature_problem(data: bytes, key: TsigKey | None, mac: bytes) -> str:
+    """'' when the reply is signed as it must be (always '' without a key), else why not."""
+    if key is None:
+        return ""
+    try:
+        verify_reply(data, key, mac)
+    except TsigRefused as exc:
+        return f"TSIG: {exc.reason}"
+    except Exception as exc:  # dnspython's errors for a reply it cannot parse
+        return f"TSIG: the reply cannot be read ({exc})"
+    return ""
+
+
+async def ask_tcp(
+    server: ListenAddress, q: Question, timeout: float, rng: random.Random, key: TsigKey | None = None
+) -> Reply:
+    """Ask `q` over TCP (after a truncated UDP reply), signed with `key` when given. TimeoutError,
+    OSError or BadReply on failure."""
     qid = rng.randrange(65536)
     async with asyncio.timeout(timeout):
         reader, writer = await asyncio.open_connection(server.host, server.port)
         try:
-            wire = with_id(q, qid)
+            wire, mac = sign(with_id(q, qid), key)
             writer.write(len(wire).to_bytes(2, "big") + wire)
             await writer.drain()
             size = int.from_bytes(await reader.readexactly(2), "big")
@@ -132,4 +169,4 @@ async def ask_tcp(server: ListenAddress, q: Question, timeout: float, rng: rando
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
-    return read_reply(data, q, qid)
+    return checked(data, q, qid, key, mac)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from gslbd.model.check import Check
 from gslbd.model.service import Service
 from gslbd.model.topology import Locality, SiteInfo, Topology
+from gslbd.model.tsig import TsigKey
 from gslbd.model.zone import Zone
 from gslbd.types import Discover, SyncMode
 
@@ -90,6 +91,7 @@ class PeersConfig:
     sites: tuple[PeerSite, ...] = ()
     discover: Discover = Discover.STATIC
     port: int = 53  # the port of peer nameservers found by `discover: ns` (their NS glue has no port)
+    tsig: TsigKey | None = None  # signs every poll, reply and NOTIFY between the sites when set
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ the composition root installed a hook (`Responder.on_notify`, set when peer site
 hook gets the zone and the sender's address and says whether it accepts the message (a configured peer
 nameserver, for a zone served here). Accepted: NOERROR with AA and the question echoed. Otherwise:
 REFUSED. A NOTIFY whose question is not one SOA/IN question of a served zone is refused; the hook still
-sees it, with zone "" (so that it can count it).
+sees it, with zone "" (so that it can count it). With `peers.tsig` an unsigned NOTIFY is refused the
+same way (a signed one has been verified before it gets here, and its response is signed).
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ def notify_response(
     src_v6: bool,
     hook: NotifyHook,
     edns: EdnsReply | None,
+    *,
+    signature_required: bool = False,
 ) -> bytes:
-    """The response to a parsed NOTIFY message."""
+    """The response to a parsed NOTIFY message (`signature_required`: refuse it unless it was signed)."""
     question = list(query.question)
     zone = ""
-    if len(question) == 1:
+    if len(question) == 1 and (query.had_tsig or not signature_required):
         q = question[0]
         name = q.name.canonicalize().to_text()
         if q.rdclass == dns.rdataclass.IN and q.rdtype == dns.rdatatype.SOA and name in view.zones:

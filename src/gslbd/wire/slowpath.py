@@ -4,7 +4,8 @@ The order of checks (each answers or drops, the first that applies wins):
   1. shorter than a header (12 bytes), or QR set: dropped (None);
   2. the message does not parse: NOTIMP for an opcode other than QUERY, else BADVERS when a readable
      OPT record has a version above 0, else FORMERR; the question is echoed when it can be read, an
-     OPT record is added when one could be found;
+     OPT record is added when one could be found; a TSIG signature that does not verify with the
+     exchange's key (`peers.tsig`; without one every key is unknown): NOTAUTH, unsigned (wire/tsig.py);
   3. opcode other than QUERY: NOTIMP (NOTIFY goes to the `on_notify` hook when there is one);
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
@@ -12,7 +13,8 @@ The order of checks (each answers or drops, the first that applies wins):
   7. class other than IN, AXFR, IXFR: REFUSED;
   8. the view's answer for (name, type) at the client's location.
 Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
-echoes ECS when `use_client_subnet` is on and the query carried it.
+echoes ECS when `use_client_subnet` is on and the query carried it. The response to a query with a
+verified TSIG signature is signed with the same key.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import dns.rdatatype
 import dns.rrset
 
 from gslbd.answer import Answer, View, render, soa_rr
+from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
@@ -43,6 +46,7 @@ from gslbd.wire.render import (
     to_wire_limited,
     udp_limit,
 )
+from gslbd.wire.tsig import TsigRefused, read_signed, sign_reply
 
 BADVERS = 16
 OPT_TYPE = 41
@@ -68,14 +72,57 @@ def slow_response(
         return None
     qid = int.from_bytes(data[0:2], "big")
     qflags = int.from_bytes(data[2:4], "big")
+    key = exchange_key(view)
     try:
-        query = dns.message.from_wire(data)
+        query = read_signed(data, key)
+    except TsigRefused:
+        return _error(qid, qflags, readable_question(data), Rcode.NOTAUTH, None)
     except Exception:  # dnspython raises many kinds of errors on malformed input
         return _unparsed(data, qid, qflags, max_udp_payload)
+    wire = _respond(
+        query, qid, qflags, view, src_ip, src_v6, tcp, max_udp_payload, use_client_subnet, rng, seq, on_notify
+    )
+    if not query.had_tsig:
+        return wire
+    return _signed(
+        wire, query, key, TCP_LIMIT if tcp else udp_limit(query.edns >= 0, query.payload, max_udp_payload)
+    )
+
+
+def exchange_key(view: View) -> TsigKey | None:
+    """The key that signs the multi-site exchange, when the config has one."""
+    peers = view.config.peers
+    return peers.tsig if peers is not None else None
+
+
+def _signed(wire: bytes, query: dns.message.Message, key: TsigKey | None, limit: int) -> bytes:
+    """A response (wire form) signed like the verified query; records dropped and TC set when the
+    signature makes it too long for `limit`."""
+    reply = dns.message.from_wire(wire)
+    sign_reply(reply, query, key)
+    return to_wire_limited(reply, limit)
+
+
+def _respond(
+    query: dns.message.Message,
+    qid: int,
+    qflags: int,
+    view: View,
+    src_ip: int,
+    src_v6: bool,
+    tcp: bool,
+    max_udp_payload: int,
+    use_client_subnet: bool,
+    rng: random.Random,
+    seq: int,
+    on_notify: NotifyHook | None,
+) -> bytes:
+    """The response to a parsed (and, when signed, verified) query."""
     has_edns = query.edns >= 0
     edns = EdnsReply(max_udp_payload, query.ednsflags & DO) if has_edns else None
     if query.opcode() == dns.opcode.NOTIFY and on_notify is not None:
-        return notify_response(query, view, src_ip, src_v6, on_notify, edns)
+        required = exchange_key(view) is not None
+        return notify_response(query, view, src_ip, src_v6, on_notify, edns, signature_required=required)
     if query.opcode() != dns.opcode.QUERY:
         echoed = query.question if len(query.question) == 1 else []
         return _error(qid, qflags, echoed, Rcode.NOTIMP, edns)

@@ -14,18 +14,17 @@ from gslbd.cli.delegation_records import (
     Delegation,
     DelegationError,
     Glue,
-    TsigKey,
     delegation_for,
     delegations,
     owned_by,
     parent_of,
-    parse_tsig_key,
-    parse_tsig_key_file,
     stale_names,
     update_message,
     zone_text,
 )
 from gslbd.config import load_config_text
+from gslbd.config.tsig import TsigKeyError, parse_tsig_key, parse_tsig_key_file
+from gslbd.model.tsig import TsigKey
 
 SECRET = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI="
 
@@ -192,15 +191,13 @@ def test_tsig_keys_are_read_as_dig_writes_them_or_from_a_bind_key_file() -> None
     ],
 )
 def test_bad_tsig_keys_say_what_is_wrong(text: str, message: str) -> None:
-    with pytest.raises(DelegationError) as e:
+    with pytest.raises(TsigKeyError) as e:
         parse_tsig_key(text)
     assert str(e.value).startswith(message)
 
 
 def test_a_key_whose_algorithm_contradicts_the_option_is_refused() -> None:
-    with pytest.raises(
-        DelegationError, match="the key says hmac-sha512 but --tsig-algorithm says hmac-sha256"
-    ):
+    with pytest.raises(TsigKeyError, match="the key says hmac-sha512 but --tsig-algorithm says hmac-sha256"):
         parse_tsig_key(f"hmac-sha512:k:{SECRET}", "hmac-sha256")
 
 

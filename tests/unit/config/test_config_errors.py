@@ -15,6 +15,9 @@ zones:
 """
 
 
+PEERS = "peers:\n  sites: [{name: us, nameservers: ['127.0.0.3']}]\n  tsig:\n"
+
+
 def errors_of(text: str) -> list[str]:
     config, problems = check_config_text(text, "c.yaml")
     errors = [str(p) for p in problems if p.severity == "error"]
@@ -289,6 +292,37 @@ INVALID: list[tuple[str, str, list[str]]] = [
         "this site listed as a peer",
         "site: {name: eu}\n" + ZONE + "peers:\n  sites:\n    - {name: eu, nameservers: ['127.0.0.3:53']}\n",
         ["c.yaml:7: peers.sites[0].name: 'eu' is this site (site.name); a site is not its own peer"],
+    ),
+    (
+        "peers.tsig with both secret and secret_file",
+        ZONE + PEERS + "    name: k\n    secret: c2VjcmV0\n    secret_file: k.key\n",
+        ["c.yaml:8: peers.tsig.secret: give exactly one of secret and secret_file"],
+    ),
+    (
+        "peers.tsig secret that is not base64",
+        ZONE + PEERS + "    name: k\n    secret: 'not base64!'\n",
+        ["c.yaml:8: peers.tsig.secret: the TSIG secret is not base64: Only base64 data is allowed"],
+    ),
+    (
+        "peers.tsig with an unknown algorithm lists the known ones",
+        ZONE + PEERS + "    name: k\n    algorithm: hmac-sha3\n    secret: c2VjcmV0\n",
+        [
+            "c.yaml:8: peers.tsig.algorithm: unknown TSIG algorithm 'hmac-sha3' (known: hmac-sha256, "
+            "hmac-sha512, hmac-sha384, hmac-sha224, hmac-sha1, hmac-md5)"
+        ],
+    ),
+    (
+        "peers.tsig without a name",
+        ZONE + PEERS + "    secret: c2VjcmV0\n",
+        ["c.yaml:6: peers.tsig.name: required key is missing"],
+    ),
+    (
+        "peers.tsig secret_file that does not exist",
+        ZONE + PEERS + "    name: k\n    secret_file: /nonexistent/k.key\n",
+        [
+            "c.yaml:8: peers.tsig.secret_file: cannot read key file '/nonexistent/k.key': "
+            "No such file or directory"
+        ],
     ),
     (
         "wrong value type",
