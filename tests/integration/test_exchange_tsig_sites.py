@@ -15,7 +15,7 @@ import dns.rcode
 import dns.tsigkeyring
 import pytest
 from exchange_sites import HOSTS, ZONE, addresses, running_sites, site_config, sites_port, wait_for
-from gslbd_harness import Running, free_port
+from gslbd_harness import Running, free_port, gslbd_command
 
 pytestmark = pytest.mark.integration
 
@@ -119,3 +119,27 @@ def test_dig_verifies_the_signed_answer(sites: Sites) -> None:
         timeout=10,
     ).stdout
     assert "status: NOTAUTH" in bad
+
+
+def test_doctor_says_which_peers_share_the_key(sites: Sites) -> None:
+    running, _ = sites
+    closed = free_port()  # nothing answers there: the delegation checks fail fast, the peer checks run
+    out = subprocess.run(
+        gslbd_command(
+            "doctor", "--config", str(running["eu"].config_path), "--parent-server", f"127.0.0.1:{closed}"
+        ),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    lines = out.splitlines()
+    assert any(
+        line.startswith("PASS  peer us at 127.0.0.3:")
+        and "verifies and signs with TSIG key gslb-exchange." in line
+        for line in lines
+    ), out
+    failed = [line for line in lines if line.startswith("FAIL  peer ap at 127.0.0.4:")]
+    assert len(failed) == 1 and "a question signed with TSIG key gslb-exchange. got" in failed[0], out
+    hint = lines[lines.index(failed[0]) + 1]
+    assert "every site needs the same peers.tsig key" in hint

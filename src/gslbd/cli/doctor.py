@@ -43,6 +43,7 @@ from gslbd.cli.doctor_checks import (
     judge_glue,
     judge_name,
     judge_peer,
+    judge_peer_key,
     judge_soa,
     local_server,
     nameserver_ports,
@@ -51,7 +52,9 @@ from gslbd.cli.doctor_checks import (
 from gslbd.cli.server_address import Server, parse_server, server_text
 from gslbd.config.locality import levels, site_localities
 from gslbd.model.config import Config
+from gslbd.model.tsig import TsigKey
 from gslbd.model.zone import Zone
+from gslbd.wire.tsig import keyring
 
 DEFAULT_TIMEOUT = 2.0
 
@@ -114,10 +117,13 @@ def _sections(
         yield "peers", _peer_checks(config, timeout)
 
 
-def ask(server: Server, name: str, rtype: str, timeout: float) -> Reply:
-    """One question without recursion, by UDP (TCP when truncated): the reply, or why there is none."""
+def ask(server: Server, name: str, rtype: str, timeout: float, key: TsigKey | None = None) -> Reply:
+    """One question without recursion, by UDP (TCP when truncated): the reply, or why there is none.
+    With `key` the question is signed and the reply must verify (else: why not)."""
     query = dns.message.make_query(name, dns.rdatatype.from_text(rtype))
     query.flags &= ~dns.flags.RD
+    if key is not None:
+        query.use_tsig(keyring(key), keyname=key.name, algorithm=key.algorithm)
     host, port = server
     try:
         reply = dns.query.udp(query, host, port=port, timeout=timeout, ignore_trailing=True)
@@ -268,3 +274,6 @@ def _peer_checks(config: Config, timeout: float) -> Iterator[Result]:
                 else soa
             )
             yield judge_peer(site.name, server, zone, soa, beat, time.time(), peers.stale_after)
+            if peers.tsig is not None and not isinstance(soa, str):
+                signed = ask(server, f"heartbeat-{site.name}.{zone}", "TXT", timeout, peers.tsig)
+                yield judge_peer_key(site.name, server, peers.tsig.name, signed)

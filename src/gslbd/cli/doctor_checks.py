@@ -296,6 +296,19 @@ def judge_peer(
     return Result(True, f"{where}: serves {zone}, heartbeat {max(age, 0):.0f} s old")
 
 
+def judge_peer_key(site: str, server: Server, key_name: str, signed: Reply) -> Result:
+    """Did a peer answer a question signed with the exchange's key (peers.tsig) with a signed reply?"""
+    where = f"peer {site} at {server_text(server)}"
+    if isinstance(signed, str) or not signed.had_tsig:
+        found = signed if isinstance(signed, str) else f"an unsigned {rcode_text(signed)}"
+        hint = (
+            f"every site needs the same peers.tsig key ({key_name}); a site with another key or none "
+            "neither verifies this site's polls nor signs its answers"
+        )
+        return Result(False, f"{where}: a question signed with TSIG key {key_name} got {found}", hint)
+    return Result(True, f"{where}: verifies and signs with TSIG key {key_name}")
+
+
 def _heartbeat(reply: Reply) -> float | None:
     if isinstance(reply, str):
         return None

@@ -76,6 +76,8 @@ def slow_response(
     try:
         query = read_signed(data, key)
     except TsigRefused:
+        if (qflags >> 11) & 0xF == dns.opcode.NOTIFY and on_notify is not None:
+            on_notify("", src_ip, src_v6)  # counted as refused, like any NOTIFY it does not accept
         return _error(qid, qflags, readable_question(data), Rcode.NOTAUTH, None)
     except Exception:  # dnspython raises many kinds of errors on malformed input
         return _unparsed(data, qid, qflags, max_udp_payload)

@@ -114,6 +114,10 @@ def test_with_a_key_an_unsigned_notify_is_refused_and_a_signed_one_accepted_with
     assert (reply.opcode(), reply.rcode()) == (dns.opcode.NOTIFY, dns.rcode.NOERROR)
     assert reply.had_tsig and reply.flags & dns.flags.AA
     assert accepted == ["", "gslb.test."]
+    # One signed with another key gets NOTAUTH, and the hook still sees it (to count it as refused).
+    message, _ = sign(notify_message("gslb.test.", 7), TsigKey("gslb-exchange.", OTHER))
+    reply = dns.message.from_wire(r.handle(message, PEER_IP, False) or b"")
+    assert reply.rcode() == dns.rcode.NOTAUTH and accepted == ["", "gslb.test.", ""]
 
 
 def test_without_a_key_an_unsigned_notify_is_accepted_as_before() -> None:
