@@ -16,7 +16,10 @@ import dns.message
 import pytest
 
 from gslbd.answer import View
+from gslbd.answer.exchange_names import published, republished
+from gslbd.app.gauges import ServiceGauges
 from gslbd.config import load_config_text
+from gslbd.metrics import REGISTRY
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.model.topology import Locality
@@ -142,6 +145,22 @@ def step(cfg: Config, snapshot: Snapshot, rng: random.Random) -> Snapshot:
     )
 
 
+def gauge_values(cfg: Config) -> dict[str, tuple[float | None, float | None]]:
+    return {
+        s.name: (
+            REGISTRY.get_sample_value("gslbd_health_endpoints_up", {"service": s.name}),
+            REGISTRY.get_sample_value("gslbd_health_endpoints", {"service": s.name}),
+        )
+        for s in cfg.services
+    }
+
+
+def expected_gauges(cfg: Config, snapshot: Snapshot) -> dict[str, tuple[float | None, float | None]]:
+    fresh = ServiceGauges()
+    fresh.update(cfg, snapshot)  # sets every service's gauges from scratch
+    return gauge_values(cfg)
+
+
 def picks(entry: Entry) -> list[int]:
     if entry.pick is None:
         return [0]
@@ -173,12 +192,21 @@ def test_incremental_builds_answer_like_full_builds_over_a_random_walk_of_snapsh
     builder = AnswerBuilder()
     snapshot = Snapshot(evaluated_at=1_700_000_000.0)
     _, table = builder.build(cfg, snapshot, env)
+    publication = published(cfg, snapshot)
+    gauges = ServiceGauges()
+    gauges.update(cfg, snapshot)
     incremental_builds = 0
     for _ in range(60):
         snapshot = step(cfg, snapshot, rng)
         before = table
         view, table = builder.build(cfg, snapshot, env)
         incremental_builds += not builder.last_full
+        # What the app derives from the change set (NOTIFY decisions, gauges) matches a full pass too.
+        rebuilt = builder.last_change.services
+        publication = republished(publication, cfg, snapshot, rebuilt)
+        assert publication == published(cfg, snapshot)
+        gauges.update(cfg, snapshot, rebuilt)
+        assert gauge_values(cfg) == expected_gauges(cfg, snapshot)
         full_view, full_table = compile_answers(cfg, snapshot, build_env(cfg, random.Random(1)))
         assert view.names.keys() == full_view.names.keys()
         assert view.snapshot is snapshot

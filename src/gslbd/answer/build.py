@@ -160,11 +160,12 @@ def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
 class Change:
     """What a build changed against the previous view of the same builder. `full`: everything (the
     first build, or a new config or policy environment); else the names whose node is new or different
-    (`changed`) and the names that are gone (`removed`)."""
+    (`changed`), the names that are gone (`removed`) and the services that were rebuilt (`services`)."""
 
     full: bool
     changed: frozenset[str] = frozenset()
     removed: frozenset[str] = frozenset()
+    services: frozenset[str] = frozenset()
 
 
 class ViewBuilder:
@@ -227,7 +228,8 @@ class ViewBuilder:
             names.update((name, view.names[name]) for name in self._ents)
         removed = frozenset(n for n in gone if n not in names)
         self._view = View(view.zones, names, config, snapshot)
-        return self._view, Change(False, frozenset(changed), removed)
+        rebuilt = frozenset(s.name for s in dirty)
+        return self._view, Change(False, frozenset(changed), removed, rebuilt)
 
     def _full(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
         self._config, self._env = config, env

@@ -19,7 +19,7 @@ endpoints learned from peers. Pure functions, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -76,6 +76,33 @@ def published(config: Config, snapshot: Snapshot) -> dict[str, dict[str, tuple[s
         addresses = tuple(e.address for e in own_up_endpoints(config, service, snapshot))
         if addresses:
             out.setdefault(service.zone, {})[localtargets_name(service)] = addresses
+    return out
+
+
+def republished(
+    before: dict[str, dict[str, tuple[str, ...]]],
+    config: Config,
+    snapshot: Snapshot,
+    only: Collection[str],
+) -> dict[str, dict[str, tuple[str, ...]]]:
+    """`published(config, snapshot)` computed from `before` (the previous result for the same config)
+    when only the services named in `only` may have changed. `before` is left as it was."""
+    out = dict(before)
+    copied: set[str] = set()
+    for service in config.services:
+        if service.name not in only:
+            continue
+        if service.zone not in copied:
+            out[service.zone] = dict(out.get(service.zone, {}))
+            copied.add(service.zone)
+        addresses = tuple(e.address for e in own_up_endpoints(config, service, snapshot))
+        if addresses:
+            out[service.zone][localtargets_name(service)] = addresses
+        else:
+            out[service.zone].pop(localtargets_name(service), None)
+    for zone in copied:
+        if not out[zone]:
+            del out[zone]
     return out
 
 

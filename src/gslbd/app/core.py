@@ -252,8 +252,10 @@ class App:
         self._front.publish(self._config, snapshot, view, table)
         TABLE_REBUILDS.inc()
         TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
-        self._gauges.update(self._config, snapshot)
-        self.exchange.after_rebuild(self._config, snapshot)
+        change = self._builder.last_change
+        only = None if change.full else change.services  # None: every service may have changed
+        self._gauges.update(self._config, snapshot, only)
+        self.exchange.after_rebuild(self._config, snapshot, only)
 
     def _rebuild(self) -> None:
         """Answer from the book's next snapshot, now."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+
 from gslbd.answer.exchange_names import peer_site_names
 from gslbd.metrics import ENDPOINTS, ENDPOINTS_UP
 from gslbd.model.config import Config
+from gslbd.model.service import Service
 from gslbd.state.snapshot import Snapshot, effective_up
 
 
@@ -14,12 +17,17 @@ class ServiceGauges:
     def __init__(self) -> None:
         self._labelled: dict[str, tuple[int, int]] = {}  # service -> (up, known) last set
 
-    def update(self, config: Config, snapshot: Snapshot) -> None:
-        """Set the gauges of every service whose figures changed (a rebuild after one verdict touches
-        one service; setting a labelled gauge costs a lock and a lookup, so the others are skipped)."""
-        names: dict[str, tuple[int, int]] = {}
+    def update(self, config: Config, snapshot: Snapshot, only: Collection[str] | None = None) -> None:
+        """Set the gauges of the services in `only` (all when None) whose figures changed: a rebuild
+        after one verdict touches one service, and setting a labelled gauge costs a lock and a lookup."""
+        if only is not None and len(only) < len(config.services):
+            names = dict(self._labelled)
+            services: Iterable[Service] = (s for s in config.services if s.name in only)
+        else:
+            names = {}
+            services = config.services
         peer_sites = peer_site_names(config)
-        for svc in config.services:
+        for svc in services:
             # Configured endpoints of peer sites count as up only through what their site publishes.
             peers = snapshot.peer_endpoints.get(svc.name, ())
             local = [ep for ep in svc.endpoints if ep.site not in peer_sites]

@@ -17,9 +17,9 @@ import contextlib
 import ipaddress
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
-from gslbd.answer.exchange_names import changed_zones, published
+from gslbd.answer.exchange_names import changed_zones, published, republished
 from gslbd.clock import Clock
 from gslbd.exchange.notify import Notifier, notify_sources
 from gslbd.exchange.peerbook import PeerBook
@@ -115,11 +115,15 @@ class Exchange:
         self.notifier.update(config)
         return self.poller.update(config)
 
-    def after_rebuild(self, config: Config, snapshot: Snapshot) -> None:
-        """Called after every rebuild: NOTIFY the peers about zones whose localtargets changed."""
+    def after_rebuild(self, config: Config, snapshot: Snapshot, only: Collection[str] | None = None) -> None:
+        """Called after every rebuild: NOTIFY the peers about zones whose localtargets changed. `only`:
+        the services that may have changed since the previous rebuild (None: any, or a new config)."""
         if self._published is None:  # not started: nothing was announced yet
             return
-        now = published(config, snapshot)
+        if only is None:
+            now = published(config, snapshot)
+        else:
+            now = republished(self._published, config, snapshot, only)
         zones = changed_zones(self._published, now)
         self._published = now
         peers = config.peers

@@ -8,7 +8,7 @@ a new config, or the first build, compiles everything.
 
 from __future__ import annotations
 
-from gslbd.answer import View, ViewBuilder
+from gslbd.answer import Change, View, ViewBuilder
 from gslbd.model.config import Config
 from gslbd.policy import PolicyEnv
 from gslbd.state.snapshot import Snapshot
@@ -21,12 +21,19 @@ class AnswerBuilder:
     def __init__(self) -> None:
         self._views = ViewBuilder()
         self._table: AnswerTable | None = None
-        self.last_full = True  # whether the last build compiled everything
+        self.last_change = Change(True)  # what the last build changed
+
+    @property
+    def last_full(self) -> bool:
+        """Whether the last build compiled everything."""
+        return self.last_change.full
 
     def build(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> tuple[View, AnswerTable]:
         """The view of `config` under `snapshot` and its table. Earlier results are never modified."""
         view, change = self._views.build(config, snapshot, env)
-        self.last_full = change.full or self._table is None
+        if self._table is None:
+            change = Change(True)
+        self.last_change = change
         if self._table is None or change.full:
             table = compile_table(
                 view,
