@@ -79,16 +79,17 @@ def parse_tsig_key_file(text: str, algorithm: str | None = None) -> TsigKey:
 
 
 def read_tsig(r: MapReader | None) -> TsigKey | None:
-    """The `tsig` block of `peers`: one key shared by every site of the exchange."""
+    """The `tsig` block of `peers`: one key shared by every site of the exchange. With `secret_file`
+    the name and algorithm may come from the file; given in both places, they must agree."""
     if r is None:
         return None
     r.check_keys(("name", "algorithm", "secret", "secret_file"))
-    name = r.req("name", nonempty_string)
-    algorithm_text = r.get("algorithm", nonempty_string, DEFAULT_ALGORITHM)
+    name = r.opt("name", nonempty_string)
+    algorithm_text = r.opt("algorithm", nonempty_string)
     secret = r.opt("secret", nonempty_string)
     secret_file = r.opt("secret_file", nonempty_string)
     try:
-        algorithm = check_algorithm(algorithm_text)
+        algorithm = check_algorithm(algorithm_text) if algorithm_text is not None else None
     except TsigKeyError as e:
         r.error("algorithm", str(e))
         return None
@@ -96,23 +97,37 @@ def read_tsig(r: MapReader | None) -> TsigKey | None:
         r.error("secret", "give exactly one of secret and secret_file")
         return None
     if secret_file is not None:
-        path = r.rep.resolve_path(secret_file)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            r.error("secret_file", f"cannot read key file {str(path)!r}: {why}")
-            return None
-        try:
-            from_file = parse_tsig_key_file(text, algorithm)
-        except TsigKeyError as e:
-            r.error("secret_file", f"{str(path)!r}: {e}")
-            return None
-        secret = from_file.secret
-    if name is None or secret is None:
+        return _from_file(r, secret_file, name, algorithm)
+    if name is None:
+        r.missing("name")
         return None
     try:
-        return TsigKey(absolute(name), _check_secret(secret), algorithm)
+        return TsigKey(absolute(name), _check_secret(secret or ""), algorithm or DEFAULT_ALGORITHM)
     except TsigKeyError as e:
         r.error("secret", str(e))
         return None
+
+
+def _from_file(r: MapReader, secret_file: str, name: str | None, algorithm: str | None) -> TsigKey | None:
+    path = r.rep.resolve_path(secret_file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        r.error("secret_file", f"cannot read key file {str(path)!r}: {why}")
+        return None
+    try:
+        key = parse_tsig_key_file(text)
+    except TsigKeyError as e:
+        r.error("secret_file", f"{str(path)!r}: {e}")
+        return None
+    if name is not None and absolute(name) != key.name:
+        r.error("name", f"{absolute(name)!r} but the key file {str(path)!r} holds key {key.name!r}")
+        return None
+    if algorithm is not None:
+        try:  # the file's own algorithm wins only when it states one; it may not contradict this one
+            key = parse_tsig_key_file(text, algorithm)
+        except TsigKeyError:
+            r.error("algorithm", f"{algorithm} but the key file {str(path)!r} says {key.algorithm}")
+            return None
+    return key

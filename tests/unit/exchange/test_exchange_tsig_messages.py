@@ -15,7 +15,7 @@ import dns.tsigkeyring
 import pytest
 from exchange_support import config, env
 
-from gslbd.config import load_config
+from gslbd.config import check_config, load_config
 from gslbd.exchange.transport import checked, sign
 from gslbd.exchange.wireformat import A, BadReply, notify_message, question, with_id
 from gslbd.model.tsig import TsigKey
@@ -141,3 +141,35 @@ def test_the_poller_rejects_an_unsigned_or_wrongly_signed_reply_and_takes_a_good
     reply = good.handle(message, PEER_IP, False) or b""
     with pytest.raises(BadReply, match=r"^TSIG: the reply's TSIG signature does not verify$"):
         checked(reply, q, 77, KEY, bytes(32))
+
+
+def load_with_key_file(tmp_path: Path, file_text: str, tsig: str) -> tuple[TsigKey | None, list[str]]:
+    (tmp_path / "exchange.key").write_text(file_text)
+    text = (
+        "site: {name: eu}\nzones:\n  - origin: gslb.test.\n"
+        "    nameservers: [{name: ns1, address: 127.0.0.2}]\n"
+        f"peers:\n  sites: [{{name: us, nameservers: ['127.0.0.3']}}]\n  tsig: {tsig}\n"
+    )
+    (tmp_path / "gslbd.yaml").write_text(text)
+    config, problems = check_config(str(tmp_path / "gslbd.yaml"))
+    errors = [str(p).removeprefix(str(tmp_path) + "/") for p in problems if p.severity == "error"]
+    return (config.peers.tsig if config is not None and config.peers is not None else None), errors
+
+
+def test_a_key_file_gives_name_and_algorithm_and_the_config_may_not_contradict_it(tmp_path: Path) -> None:
+    bind = f'key "gslb-exchange" {{\n\talgorithm hmac-sha384;\n\tsecret "{SECRET}";\n}};\n'
+    assert load_with_key_file(tmp_path, bind, "{secret_file: exchange.key}") == (
+        TsigKey("gslb-exchange.", SECRET, "hmac-sha384"),
+        [],
+    )
+    # A NAME:SECRET line states no algorithm: the config's applies.
+    assert load_with_key_file(
+        tmp_path, f"k:{SECRET}\n", "{algorithm: hmac-sha512, secret_file: exchange.key}"
+    )[0] == TsigKey("k.", SECRET, "hmac-sha512")
+    key_file = str(tmp_path / "exchange.key")
+    assert load_with_key_file(tmp_path, bind, "{algorithm: hmac-sha256, secret_file: exchange.key}")[1] == [
+        f"gslbd.yaml:7: peers.tsig.algorithm: hmac-sha256 but the key file {key_file!r} says hmac-sha384"
+    ]
+    assert load_with_key_file(tmp_path, bind, "{name: other, secret_file: exchange.key}")[1] == [
+        f"gslbd.yaml:7: peers.tsig.name: 'other.' but the key file {key_file!r} holds key 'gslb-exchange.'"
+    ]
