@@ -37,21 +37,34 @@ class TsigRefused(Exception):
         self.reason = reason
 
 
+# dnspython's verification errors, with what they mean for a query we got and for a reply to ours.
+_REFUSALS: tuple[tuple[type[Exception], str, str], ...] = (
+    (dns.message.UnknownTSIGKey, "unknown TSIG key", "the reply is signed with another key"),
+    (dns.tsig.BadSignature, "bad TSIG signature", "the reply's TSIG signature does not verify"),
+    (dns.tsig.BadTime, "TSIG time outside the fudge", "the reply's TSIG time is outside the fudge"),
+    (dns.tsig.BadAlgorithm, "unknown TSIG algorithm", "the reply's TSIG algorithm is unknown"),
+)
+
+
+def _parse_verified(data: bytes, ring: Keyring, request_mac: bytes, *, reply: bool) -> dns.message.Message:
+    try:
+        return dns.message.from_wire(data, keyring=ring, request_mac=request_mac)
+    except tuple(error for error, _, _ in _REFUSALS) as exc:
+        for error, as_query, as_reply in _REFUSALS:
+            if isinstance(exc, error):
+                raise TsigRefused(as_reply if reply else as_query) from None
+        raise
+    except dns.exception.FormError as exc:
+        if reply and "TSIG" in str(exc):  # "response requires a TSIG but does not have one"
+            raise TsigRefused("the reply is not signed") from None
+        raise
+
+
 def read_signed(data: bytes, key: TsigKey | None) -> dns.message.Message:
     """Parse a query, verifying its TSIG when it has one: with `key` None (no TSIG configured) any
     signature is from an unknown key. Raises TsigRefused for a signature that does not verify, and
     dnspython's errors for a malformed message."""
-    ring: Keyring = keyring(key) if key is not None else {}
-    try:
-        return dns.message.from_wire(data, keyring=ring)
-    except dns.message.UnknownTSIGKey:
-        raise TsigRefused("unknown TSIG key") from None
-    except dns.tsig.BadSignature:
-        raise TsigRefused("bad TSIG signature") from None
-    except dns.tsig.BadTime:
-        raise TsigRefused("TSIG time outside the fudge") from None
-    except dns.tsig.BadAlgorithm:
-        raise TsigRefused("unknown TSIG algorithm") from None
+    return _parse_verified(data, keyring(key) if key is not None else {}, b"", reply=False)
 
 
 def sign_reply(reply: dns.message.Message, query: dns.message.Message, key: TsigKey | None) -> None:
@@ -72,15 +85,4 @@ def signed_query(wire: bytes, key: TsigKey) -> tuple[bytes, bytes]:
 def verify_reply(data: bytes, key: TsigKey, request_mac: bytes) -> dns.message.Message:
     """Parse a reply to a query signed with `key` (MAC `request_mac`); it must be signed and verify.
     Raises TsigRefused otherwise."""
-    try:
-        return dns.message.from_wire(data, keyring=keyring(key), request_mac=request_mac)
-    except dns.message.UnknownTSIGKey:
-        raise TsigRefused("the reply is signed with another key") from None
-    except dns.tsig.BadSignature:
-        raise TsigRefused("the reply's TSIG signature does not verify") from None
-    except dns.tsig.BadTime:
-        raise TsigRefused("the reply's TSIG time is outside the fudge") from None
-    except dns.exception.FormError as exc:
-        if "TSIG" in str(exc):
-            raise TsigRefused("the reply is not signed") from None
-        raise
+    return _parse_verified(data, keyring(key), request_mac, reply=True)
