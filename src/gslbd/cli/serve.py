@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 
 from gslbd import __version__
-from gslbd.app import ApiBindError, App, privilege_problems
+from gslbd.app import ApiBindError, App, privilege_problems, unusable
 from gslbd.cli.configs import config_path, load_or_report
 from gslbd.errors import GslbdError, StateError
 from gslbd.model.config import Config
@@ -58,7 +58,7 @@ def try_these(config: Config) -> str:
     return "serving the bundled example; try:\n    " + "\n    ".join(lines)
 
 
-def run_serve(path: str | None, level: str) -> int:
+def run_serve(path: str | None, level: str, allow_no_zones: bool = False) -> int:
     """Load the config (or the bundled example), serve until a stop signal; the exit code."""
     numeric = setup_logging(level)
     with config_path(path) as real:
@@ -67,7 +67,7 @@ def run_serve(path: str | None, level: str) -> int:
         return 1
     for warning in problems:
         log.warning("%s", warning)
-    refused = privilege_problems(config)
+    refused = privilege_problems(config) + [str(p) for p in unusable(config, allow_no_zones=allow_no_zones)]
     for line in refused:
         print(line, file=sys.stderr)
     if refused:
