@@ -281,12 +281,21 @@ class App:
             return
         TRANSITIONS.labels(to="up" if after.healthy else "down").inc()
         if before.healthy is not None or not after.healthy:
+            verdict = "up" if after.healthy else "down"
+            reason = after.last_change_reason
             log.info(
                 "%s %s is %s: %s",
                 endpoint.service,
                 endpoint.address,
-                "up" if after.healthy else "down",
-                after.last_change_reason,
+                verdict,
+                reason,
+                extra={
+                    "event": "verdict",
+                    "service": endpoint.service,
+                    "endpoint": endpoint.address,
+                    "verdict": verdict,
+                    "reason": reason,
+                },
             )
         self._schedule_rebuild()
 
@@ -322,7 +331,19 @@ class App:
     def _on_cluster_admin(self, key: EndpointKey, state: AdminState) -> None:
         """Another instance changed an admin state (cluster mode): answered on the next loop turn."""
         if self.book.set_admin(key, state):
-            log.info("admin state of %s %s set to %s by another instance", key[0], key[1], state.value)
+            log.info(
+                "admin state of %s %s set to %s by another instance",
+                key[0],
+                key[1],
+                state.value,
+                extra={
+                    "event": "admin",
+                    "service": key[0],
+                    "endpoint": key[1],
+                    "state": state.value,
+                    "by": "cluster",
+                },
+            )
             self._schedule_rebuild()
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
@@ -334,7 +355,19 @@ class App:
             await self.cluster.flush_admin()
         self.book.set_admin(key, state)
         ADMIN_CHANGES.labels(state=state.value).inc()
-        log.info("admin state of %s %s set to %s", key[0], key[1], state.value)
+        log.info(
+            "admin state of %s %s set to %s",
+            key[0],
+            key[1],
+            state.value,
+            extra={
+                "event": "admin",
+                "service": key[0],
+                "endpoint": key[1],
+                "state": state.value,
+                "by": "api",
+            },
+        )
         self._rebuild()
         return key
 
@@ -388,11 +421,16 @@ class App:
                 for warning in problems:
                     log.warning("%s", warning)
                 self.reload(config)
-                log.info("reloaded %s", path)
+                log.info("reloaded %s", path, extra={"event": "reload", "result": "applied", "path": path})
                 return []
         for line in errors:
             log.error("%s", line)
         count = f"{len(errors)} error" + ("" if len(errors) == 1 else "s")
-        log.error("reload of %s refused (%s, logged above); still serving the previous config", path, count)
+        log.error(
+            "reload of %s refused (%s, logged above); still serving the previous config",
+            path,
+            count,
+            extra={"event": "reload", "result": "refused", "path": path, "errors": errors},
+        )
         CONFIG_RELOADS.labels(result="refused").inc()
         return errors

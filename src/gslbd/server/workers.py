@@ -35,6 +35,7 @@ from gslbd.model.config import Config
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
 from gslbd.server.listeners import Listeners
+from gslbd.server.logsetup import active_format, setup_logging
 from gslbd.server.stats import CounterReport
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
@@ -97,7 +98,7 @@ class _Worker:
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.process: BaseProcess = ctx.Process(
             target=worker_main,
-            args=(child_conn, index, log_level),
+            args=(child_conn, index, log_level, active_format().value),
             name=f"gslbd-worker-{index}",
             daemon=True,
         )
@@ -261,12 +262,11 @@ class WorkerPool:
 # ---- the worker process ----
 
 
-def worker_main(conn: Connection, index: int, log_level: int) -> None:
-    """Entry point of a worker process: serve until the parent's pipe closes."""
+def worker_main(conn: Connection, index: int, log_level: int, log_format: str = "text") -> None:
+    """Entry point of a worker process: serve until the parent's pipe closes. It logs in the parent's
+    format (`log_format`, "text" or "json")."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
-    logging.basicConfig(
-        level=log_level, format=f"%(asctime)s gslbd[worker-{index}] %(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging(log_level, log_format, worker=index)
     loop_factory = None
     try:
         import uvloop
