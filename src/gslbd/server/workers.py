@@ -34,9 +34,10 @@ from gslbd.exchange.site import source_address
 from gslbd.model.config import Config
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
+from gslbd.server.dnstap import with_dnstap
 from gslbd.server.listeners import Listeners
 from gslbd.server.logsetup import active_format, setup_logging
-from gslbd.server.stats import CounterReport
+from gslbd.server.stats import CounterReport, ServerStats
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
 
@@ -292,8 +293,14 @@ async def _serve(conn: Connection, index: int) -> None:
         builder = AnswerBuilder()
         view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
+        stats = ServerStats()
+        handler, sink = with_dnstap(responder, config, stats)  # each worker writes its own dnstap stream
         listeners = Listeners(
-            config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout, reuse_port=True
+            config.dns.listen,
+            handler,
+            tcp_idle_timeout=config.dns.tcp_idle_timeout,
+            reuse_port=True,
+            stats=stats,
         )
         await listeners.start()
     except (OSError, GslbdError) as exc:
@@ -344,5 +351,7 @@ async def _serve(conn: Connection, index: int) -> None:
     await done
     reporter.cancel()
     await listeners.close()
+    if sink is not None:
+        await loop.run_in_executor(None, sink.stop)
     conn.close()
     log.debug("worker %d stopped", index)
