@@ -16,14 +16,19 @@ import struct
 
 AUTH_QUERY = 1
 AUTH_RESPONSE = 2
+NS = 1_000_000_000
 
 _FIXED32 = struct.Struct("<I")
+_FRAME_LENGTH = struct.Struct(">I")  # a Frame Streams data frame's length prefix
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def varint(n: int) -> bytes:
     """Protobuf base-128 varint of a non-negative int."""
     if n < 0x80:
-        return bytes((n,))
+        return _ONE_BYTE[n]
+    if n < 0x4000:
+        return bytes((n & 0x7F | 0x80, n >> 7))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -38,7 +43,8 @@ def length_delimited(field: int, data: bytes) -> bytes:
 
 
 class Encoder:
-    """Builds the Dnstap payloads of one server (its identity and version go into every message)."""
+    """Builds the Dnstap payloads of one server (its identity and version go into every message). Not
+    thread-safe: one writer thread uses it."""
 
     def __init__(self, identity: str, version: str) -> None:
         self._head = length_delimited(1, identity.encode()) + length_delimited(2, version.encode())
@@ -49,6 +55,20 @@ class Encoder:
             for v6 in (False, True)
             for tcp in (False, True)
         }
+        # The same for frames_into, by 2 * v6 + tcp: (AUTH_QUERY's, AUTH_RESPONSE's).
+        self._prefixes = [
+            (self._prefix[AUTH_QUERY, v6, tcp], self._prefix[AUTH_RESPONSE, v6, tcp])
+            for v6 in (False, True)
+            for tcp in (False, True)
+        ]
+        self._second = -1  # the seconds of the latest time encoded, and their varint: they rarely change
+        self._second_varint = b""
+
+    def _seconds(self, second: int) -> bytes:
+        if second != self._second:
+            self._second = second
+            self._second_varint = varint(second)
+        return self._second_varint
 
     def message(
         self,
@@ -65,15 +85,78 @@ class Encoder:
         parts = [
             self._prefix[kind, v6, tcp],
             b"\x22\x10" + ip.to_bytes(16, "big") if v6 else b"\x22\x04" + ip.to_bytes(4, "big"),
-            b"\x40" + varint(query_ns // 1_000_000_000),
-            b"\x4d" + _FIXED32.pack(query_ns % 1_000_000_000),
+            b"\x40",
+            self._seconds(query_ns // NS),
+            b"\x4d",
+            _FIXED32.pack(query_ns % NS),
         ]
         if query is not None:
-            parts.append(b"\x52" + varint(len(query)) + query)
+            parts += (b"\x52", varint(len(query)), query)
         if response_ns is not None:
-            parts.append(b"\x60" + varint(response_ns // 1_000_000_000))
-            parts.append(b"\x6d" + _FIXED32.pack(response_ns % 1_000_000_000))
+            parts += (b"\x60", self._seconds(response_ns // NS), b"\x6d", _FIXED32.pack(response_ns % NS))
         if response is not None:
-            parts.append(b"\x72" + varint(len(response)) + response)
+            parts += (b"\x72", varint(len(response)), response)
         body = b"".join(parts)
-        return self._head + b"\x72" + varint(len(body)) + body + b"\x78\x01"
+        return b"".join((self._head, b"\x72", varint(len(body)), body, b"\x78\x01"))
+
+    def frames_into(
+        self,
+        out: list[bytes],
+        query: bytes,
+        response: bytes | None,
+        ip: int,
+        v6: bool,
+        tcp: bool,
+        query_ns: int,
+        response_ns: int,
+        queries: bool,
+        responses: bool,
+    ) -> None:
+        """Append the Frame Streams data frames of one exchange to `out` as pieces to join: AUTH_QUERY
+        (with `queries`) and AUTH_RESPONSE (with `responses`, when there was one). The same bytes as
+        `message()` with a length prefix each, with fewer copies (this runs for every query)."""
+        address = b"\x22\x10" + ip.to_bytes(16, "big") if v6 else b"\x22\x04" + ip.to_bytes(4, "big")
+        second, nano = divmod(query_ns, NS)
+        if second != self._second:
+            self._seconds(second)
+        query_time = b"\x40" + self._second_varint + b"\x4d" + _FIXED32.pack(nano)
+        fixed = 6 + len(address) + len(query_time)  # type, family, protocol; address; query time
+        head = self._head
+        query_prefix, response_prefix = self._prefixes[2 * v6 + tcp]
+        if queries:
+            size = varint(len(query))
+            body = fixed + 1 + len(size) + len(query)
+            body_size = varint(body)
+            out += (
+                _FRAME_LENGTH.pack(len(head) + 1 + len(body_size) + body + 2),
+                head,
+                b"\x72",
+                body_size,
+                query_prefix,
+                address,
+                query_time,
+                b"\x52",
+                size,
+                query,
+                b"\x78\x01",
+            )
+        if responses and response is not None:
+            second, nano = divmod(response_ns, NS)
+            response_time = b"\x60" + self._seconds(second) + b"\x6d" + _FIXED32.pack(nano)
+            size = varint(len(response))
+            body = fixed + len(response_time) + 1 + len(size) + len(response)
+            body_size = varint(body)
+            out += (
+                _FRAME_LENGTH.pack(len(head) + 1 + len(body_size) + body + 2),
+                head,
+                b"\x72",
+                body_size,
+                response_prefix,
+                address,
+                query_time,
+                response_time,
+                b"\x72",
+                size,
+                response,
+                b"\x78\x01",
+            )

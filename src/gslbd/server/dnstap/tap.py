@@ -2,7 +2,7 @@
 
 The listeners are given this wrapper instead of the Responder only when `log.dnstap` is set, so with
 dnstap off the query path has no extra branch at all. With it on, each query costs two clock reads, a
-length check and a deque append; encoding and writing happen on the sink's thread (sink.py).
+length check and a deque append (no wake-up); encoding and writing happen on the sink's thread (sink.py).
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ class DnstapHandler:
     """Answers with `inner` and hands (query, response, client, times) to `sink`; drops and counts when
     the sink's queue is full."""
 
-    __slots__ = ("_capacity", "_inner", "_queue", "_sink", "_stats")
+    __slots__ = ("_capacity", "_inner", "_queue", "_stats")
 
     def __init__(self, inner: Handler, sink: DnstapSink) -> None:
         self._inner = inner
-        self._sink = sink
         self._queue = sink.queue
         self._capacity = sink.capacity
         self._stats = sink.stats
@@ -36,8 +35,6 @@ class DnstapHandler:
         queue = self._queue
         if len(queue) < self._capacity:
             queue.append((data, reply, src_ip, src_v6, tcp, t_query, time_ns()))
-            if self._sink.idle:
-                self._sink.wake()
         else:
             self._stats.dnstap_dropped += 1
         return reply
