@@ -7,11 +7,12 @@ Run on demand, not by the test suite (needs dnsperf, dig, taskset and Debian's `
 
 Two gslbd processes serve the same config (dns_bench.py's, round_robin name `rr.bench.example.`) on free
 127.0.0.1 ports, both pinned to --server-cpus; the second also has `log.dnstap` (queries and responses) to a
-`dnstap -u SOCKET -w /dev/null` reader pinned with dnsperf to --client-cpu, so the reader's own work is not
-counted. Each server first gets an unthrottled dnsperf run; then both are measured at one fixed rate (--load
-of the slower unthrottled rate, or --rate), alternating which goes first, and the figure is the median CPU time
-per answered query (all threads) of each and their ratio, on / off, from the same invocation. After the runs
-the dnstap counters of the `on` server (/metrics) say how many exchanges were written and dropped.
+`dnstap -u SOCKET -w /dev/null` reader pinned with dnsperf to --client-cpu, so the reader's own work is
+not counted. Each server first gets an unthrottled dnsperf run; then both are measured at one fixed rate
+(--load of the slower unthrottled rate, or --rate), alternating which goes first, and the figure is the
+median CPU time per answered query (all threads) of each and their ratio, on / off, from the same
+invocation. After the runs the dnstap counters of the `on` server (/metrics) say how many exchanges were
+written and dropped.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dns_bench import (  # noqa: E402  (bench/ is not a package)
+from dns_bench import (  # bench/ is not a package: found through sys.path
     GSLBD_CONFIG,
     SCENARIOS,
     BenchError,
