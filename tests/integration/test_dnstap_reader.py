@@ -22,7 +22,9 @@ from health_app_support import wait_until
 ZONE = "gslb.example.com."
 APP = f"app.{ZONE}"
 
-pytestmark = pytest.mark.skipif(shutil.which("dnstap") is None, reason="dnstap is not installed (scripts/test installs it)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("dnstap") is None, reason="dnstap is not installed (scripts/test installs it)"
+)
 
 
 def config(socket: Path, *, workers: int = 1, responses: bool = True) -> str:

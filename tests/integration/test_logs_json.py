@@ -98,6 +98,18 @@ log: {{format: json, level: warning}}
         server.proc.send_signal(signal.SIGHUP)
         wait_until(lambda: bool(events(server, "reload")))
         assert {r["level"] for r in records(server)} == {"error"}
+        # A reload to text at info applies from then on: stopping is logged in text.
+        listen = f'["127.0.0.1:{server.port}"]'
+        new = text.replace("@LISTEN@", listen).replace("json, level: warning", "text")
+        new = new.replace(
+            "address: 127.0.0.1}]", 'address: 127.0.0.1}], records: [{name: info, type: TXT, value: "2"}]'
+        )
+        server.config_path.write_text(new)
+        server.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: bool(server.ask(f"info.{ZONE}", "TXT").answer))  # the reload is applied
+        assert server.stop() == 0
+        last = server.log().splitlines()[-1]
+        assert last.endswith(" gslbd INFO gslbd.cli.serve: stopped"), last
     finally:
         server.kill()
     server = start_gslbd(
