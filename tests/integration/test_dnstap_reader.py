@@ -72,7 +72,19 @@ def kinds_for(out: Path, qname: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_reader_prints_auth_query_and_response_for_udp_and_tcp(tmp_path: Path, workers: int) -> None:
     socket, out = tmp_path / "dnstap.sock", tmp_path / "reader.out"
-    with reader(socket, out), running_gslbd(tmp_path, config(socket, workers=workers), zone=ZONE) as server:
+    # With workers, every worker writes its own stream (and logs in JSON like its parent).
+    args = ("--log-format", "json") if workers > 1 else ()
+    config_text = config(socket, workers=workers)
+    with reader(socket, out), running_gslbd(tmp_path, config_text, zone=ZONE, extra_args=args) as server:
+        if workers > 1:
+
+            def connected() -> set[int]:
+                lines = [json.loads(line) for line in server.log().splitlines()]
+                return {
+                    r["worker"] for r in lines if r.get("event") == "dnstap" and r["state"] == "connected"
+                }
+
+            wait_until(lambda: connected() == set(range(workers)))
         assert ask(server, APP) == ["192.0.2.10"]
         assert ask(server, APP, tcp=True) == ["192.0.2.10"]
         expected = [
