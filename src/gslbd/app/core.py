@@ -358,13 +358,23 @@ class App:
             others = (
                 f" (and {len(sharing) - 1} more endpoints of the same target)" if len(sharing) > 1 else ""
             )
+            verdict = "up" if after.healthy else "down"
+            reason = after.last_change_reason
             log.info(
                 "%s %s is %s: %s%s",
                 endpoint.service,
                 endpoint.address,
-                "up" if after.healthy else "down",
-                after.last_change_reason,
+                verdict,
+                reason,
                 others,
+                extra={
+                    "event": "verdict",
+                    "service": endpoint.service,
+                    "endpoint": endpoint.address,
+                    "verdict": verdict,
+                    "reason": reason,
+                    "sharing": len(sharing),
+                },
             )
         self._schedule_rebuild()
 
@@ -397,7 +407,19 @@ class App:
     def _on_cluster_admin(self, key: EndpointKey, state: AdminState) -> None:
         """Another instance changed an admin state (cluster mode): answered on the next loop turn."""
         if self.book.set_admin(key, state):
-            log.info("admin state of %s %s set to %s by another instance", key[0], key[1], state.value)
+            log.info(
+                "admin state of %s %s set to %s by another instance",
+                key[0],
+                key[1],
+                state.value,
+                extra={
+                    "event": "admin",
+                    "service": key[0],
+                    "endpoint": key[1],
+                    "state": state.value,
+                    "by": "cluster",
+                },
+            )
             self._schedule_rebuild()
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
@@ -409,7 +431,19 @@ class App:
             await self.cluster.flush_admin()
         self.book.set_admin(key, state)
         ADMIN_CHANGES.labels(state=state.value).inc()
-        log.info("admin state of %s %s set to %s", key[0], key[1], state.value)
+        log.info(
+            "admin state of %s %s set to %s",
+            key[0],
+            key[1],
+            state.value,
+            extra={
+                "event": "admin",
+                "service": key[0],
+                "endpoint": key[1],
+                "state": state.value,
+                "by": "api",
+            },
+        )
         self._rebuild()
         return key
 
@@ -492,7 +526,12 @@ class App:
         if not errors:
             for warning in warnings:
                 log.warning("%s", warning)
-            log.info("reloaded %s (generation %d)", path, self._generation.number)
+            log.info(
+                "reloaded %s (generation %d)",
+                path,
+                self._generation.number,
+                extra={"event": "reload", "result": "applied", "path": path},
+            )
             CONFIG_RELOADS.labels(result="applied").inc()
             CONFIG_LAST_RELOAD_SUCCESS.set(1)
             return []
@@ -502,6 +541,7 @@ class App:
             path,
             count,
             "\n  ".join(errors),
+            extra={"event": "reload", "result": "refused", "path": path, "errors": errors},
         )
         CONFIG_RELOADS.labels(result="refused").inc()
         CONFIG_RELOAD_FAILURES.inc()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from gslbd.app.generation import Generation
+from gslbd.server.dnstap import DnstapSink, with_dnstap
 from gslbd.server.listeners import Listeners
 from gslbd.server.stats import ServerStats
 from gslbd.server.workers import WorkerPool
@@ -23,6 +25,7 @@ class DnsFront:
         self._worker_log_level = worker_log_level
         self.listeners: Listeners | None = None
         self.workers: WorkerPool | None = None
+        self.dnstap: DnstapSink | None = None  # the query log's writer, with dnstap on and no workers
 
     @property
     def running(self) -> bool:
@@ -46,11 +49,18 @@ class DnsFront:
             self.workers = pool
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
-        listeners = Listeners(
-            dns.listen, self.responder, tcp_idle_timeout=dns.tcp_idle_timeout, stats=self.stats
-        )
-        await listeners.start()
+        # With log.dnstap the listeners answer through a wrapper that queues each exchange for the
+        # dnstap writer; without it they call the responder itself (no per-query cost).
+        handler, sink = with_dnstap(self.responder, generation.config, self.stats)
+        listeners = Listeners(dns.listen, handler, tcp_idle_timeout=dns.tcp_idle_timeout, stats=self.stats)
+        try:
+            await listeners.start()
+        except BaseException:
+            if sink is not None:
+                await asyncio.to_thread(sink.stop)
+            raise
         self.listeners = listeners
+        self.dnstap = sink
 
     def publish(self, generation: Generation) -> None:
         """Answer from a committed generation here, and send the workers what changed: the whole
@@ -64,7 +74,10 @@ class DnsFront:
         """Close every socket, and stop the workers."""
         listeners, self.listeners = self.listeners, None
         workers, self.workers = self.workers, None
+        sink, self.dnstap = self.dnstap, None
         if listeners is not None:
             await listeners.close()
+        if sink is not None:  # after the listeners: every answered query is in its queue
+            await asyncio.to_thread(sink.stop)
         if workers is not None:
             await workers.stop()

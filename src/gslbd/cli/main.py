@@ -28,9 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
     _config_option(serve)
     serve.add_argument(
         "--log-level",
-        default="info",
+        default=None,
         choices=["debug", "info", "warning", "error"],
-        help="least severe log level shown (default info)",
+        help="least severe log level shown (default: log.level of the config, else info)",
+    )
+    serve.add_argument(
+        "--log-format",
+        default=None,
+        choices=["text", "json"],
+        help="text, or one JSON object per line (default: log.format of the config, else text)",
     )
 
     check = sub.add_parser("check", help="validate a configuration and print every problem")
@@ -86,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_explain(args.config, args.name, args.rtype, args.client, args.ecs)
     from gslbd.cli.serve import run_serve
 
-    return run_serve(args.config, args.log_level, args.allow_no_zones)
+    return run_serve(args.config, args.log_level, args.log_format, args.allow_no_zones)
 
 
 if __name__ == "__main__":

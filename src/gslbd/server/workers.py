@@ -37,8 +37,10 @@ from gslbd.model.config import Config
 from gslbd.model.service import EndpointKey, Service
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
+from gslbd.server.dnstap import with_dnstap
 from gslbd.server.listeners import Listeners
-from gslbd.server.stats import CounterReport
+from gslbd.server.logsetup import active_format, setup_logging
+from gslbd.server.stats import CounterReport, ServerStats
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import AdminState
 from gslbd.wire import Responder
@@ -152,7 +154,7 @@ class _Worker:
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.process: BaseProcess = ctx.Process(
             target=worker_main,
-            args=(child_conn, index, log_level),
+            args=(child_conn, index, log_level, active_format().value),
             name=f"gslbd-worker-{index}",
             daemon=True,
         )
@@ -324,12 +326,11 @@ class WorkerPool:
 # ---- the worker process ----
 
 
-def worker_main(conn: Connection, index: int, log_level: int) -> None:
-    """Entry point of a worker process: serve until the parent's pipe closes."""
+def worker_main(conn: Connection, index: int, log_level: int, log_format: str = "text") -> None:
+    """Entry point of a worker process: serve until the parent's pipe closes. It logs in the parent's
+    format (`log_format`, "text" or "json")."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
-    logging.basicConfig(
-        level=log_level, format=f"%(asctime)s gslbd[worker-{index}] %(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging(log_level, log_format, worker=index)
     loop_factory = None
     try:
         import uvloop
@@ -356,8 +357,14 @@ async def _serve(conn: Connection, index: int) -> None:
         builder = AnswerBuilder()
         view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
+        stats = ServerStats()
+        handler, sink = with_dnstap(responder, config, stats)  # each worker writes its own dnstap stream
         listeners = Listeners(
-            config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout, reuse_port=True
+            config.dns.listen,
+            handler,
+            tcp_idle_timeout=config.dns.tcp_idle_timeout,
+            reuse_port=True,
+            stats=stats,
         )
         await listeners.start()
     except (OSError, GslbdError) as exc:
@@ -416,5 +423,7 @@ async def _serve(conn: Connection, index: int) -> None:
     await done
     reporter.cancel()
     await listeners.close()
+    if sink is not None:
+        await loop.run_in_executor(None, sink.stop)
     conn.close()
     log.debug("worker %d stopped", index)
