@@ -91,7 +91,10 @@ def broken_configs(tmp_path: Path, good: str) -> dict[str, tuple[str, str]]:
     zones_gone = good.replace(f"origin: {ZONE}", "origin: other.example.").replace(
         f"name: ns1.{ZONE}", "name: ns1.other.example."
     )
+    broken_state = tmp_path / "other-state.json"
+    broken_state.write_text("{broken")
     return {
+        "a state file that is not one": (good + f"state: {{file: {broken_state}}}\n", "is not JSON"),
         "geoip database that is not one": (
             good + f"topology: {{geoip: {{database: {not_a_database}}}}}\n",
             "cannot open GeoIP database",
@@ -106,6 +109,7 @@ def broken_configs(tmp_path: Path, good: str) -> dict[str, tuple[str, str]]:
 @pytest.mark.parametrize(
     "kind",
     [
+        "a state file that is not one",
         "geoip database that is not one",
         "redis url typo",
         "empty file",

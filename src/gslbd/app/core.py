@@ -54,7 +54,7 @@ from gslbd.app.startup import privilege_problems, store_for
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
-from gslbd.errors import ConfigError, GslbdError, Problem
+from gslbd.errors import ConfigError, GslbdError, Problem, StateError
 from gslbd.exchange import Exchange
 from gslbd.health.fsm import step
 from gslbd.health.scheduler import HealthScheduler
@@ -74,7 +74,7 @@ from gslbd.server.workers import WorkerPool
 from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import ProbeResult
-from gslbd.state.store import StateStore
+from gslbd.state.store import FileStateStore, StateStore
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
 
@@ -111,6 +111,19 @@ def unusable(config: Config, *, allow_no_zones: bool = False) -> list[Problem]:
     if callable(close):
         close()
     return problems
+
+
+def state_file_problems(old: Config, new: Config) -> list[str]:
+    """A reload that names another state file: that file must be readable now (it is used from the
+    next restart on; the running instance keeps the store it started with)."""
+    path = new.state.file
+    if path is None or path == old.state.file:
+        return []
+    try:
+        FileStateStore(path).load_admin()
+    except StateError as exc:
+        return [f"{new.source}: state.file: {exc}"]
+    return []
 
 
 class App:
@@ -491,6 +504,10 @@ class App:
             log.warning("api changes take effect at the next restart")
         if self.running and config.cluster != old.cluster:
             log.warning("cluster changes take effect at the next restart")
+        if self.running and config.state != old.state:
+            log.warning(
+                "state changes take effect at the next restart; admin states stay in %s", old.state.file
+            )
         resolved = self._generation.resolved
         for key, group in resolved.targets.items():  # endpoints that joined a probed target share its verdict
             status = self.book.known(key) or next(
@@ -558,6 +575,7 @@ class App:
         if config is None:
             return errors or [f"{path}: could not be loaded"], warnings
         errors = privilege_problems(config) + [str(p) for p in zone_problems(self.config, config)]
+        errors += await asyncio.to_thread(state_file_problems, self.config, config)
         if errors:
             return errors, warnings
         rng = random.Random(self.rng.getrandbits(64))
