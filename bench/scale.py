@@ -9,7 +9,9 @@ For each size a config is generated (mixed policies: round_robin, failover, weig
     reload ms      a config that changes one service, applied by POST /api/v1/reload: until that
                    service's answer changes; `reload cpu s`: the server's CPU time for it
     change ms      one admin change (PUT .../admin down: the same book -> generation path as a verdict)
-                   until the answer changes, seen from a DNS client
+                   until the answer changes, seen from a DNS client (HTTP round trip included)
+    verdict ms     in process: one recorded verdict to the next generation with the changed answer
+                   (median of 50): the control plane's share of verdict -> answer
 
 `--shared` adds the config of N services over 1,000 HTTP backends (real loopback servers, one check
 profile): it prints how many probe targets the server runs (one per distinct target) and how long a
@@ -22,6 +24,7 @@ backend failure takes to change an answer (probe interval + fall, then the verdi
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -199,8 +202,10 @@ def measure(n: int, workdir: Path, timeout: float) -> dict[str, float]:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
         log.close()
+    verdict_ms = measure_verdicts(path)
     return {
         "services": n,
+        "verdict_ms": verdict_ms,
         "check_s": check_s,
         "first_answer_s": first_s,
         "rss_mb": memory.get("VmRSS", 0),
@@ -209,6 +214,35 @@ def measure(n: int, workdir: Path, timeout: float) -> dict[str, float]:
         "reload_cpu_s": reload_cpu,
         "change_ms": change_s * 1000,
     }
+
+
+def measure_verdicts(path: Path, count: int = 50) -> float:
+    """In process: the median time from a recorded verdict to a committed-ready generation whose table
+    answers the change (book.record -> GenerationBuilder.next), in ms: the control plane's share of
+    "verdict -> changed answer" without the event loop's turn and the DNS round trip."""
+    import random
+    import statistics
+
+    from gslbd.app.generation import GenerationBuilder, NewSnapshot, resolve
+    from gslbd.config import load_config
+    from gslbd.state.book import HealthBook
+    from gslbd.state.status import EndpointStatus
+
+    config = load_config(path)
+    book = HealthBook()
+    builder = GenerationBuilder()
+    generation = builder.first(resolve(config, random.Random(1)), book.snapshot())
+    book.take_touched()
+    rng = random.Random(7)
+    times = []
+    for _ in range(count):
+        service = rng.choice(config.services)
+        key = service.endpoints[0].key
+        began = time.perf_counter()
+        book.record(key, EndpointStatus(healthy=not book.status(key).healthy))
+        generation = builder.next(generation, NewSnapshot(book.snapshot(), book.take_touched()))
+        times.append(time.perf_counter() - began)
+    return statistics.median(times) * 1000
 
 
 def measure_shared(n: int, backends: int, workdir: Path, timeout: float) -> dict[str, float]:
@@ -241,8 +275,8 @@ def measure_shared(n: int, backends: int, workdir: Path, timeout: float) -> dict
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
-    for server in servers:
-        server.shutdown()
+    with concurrent.futures.ThreadPoolExecutor(64) as pool:  # each shutdown waits for a poll interval
+        list(pool.map(lambda server: server.shutdown(), servers))
     found = re.search(r"ready: (\d+) endpoints probed by (\d+) probes", log_path.read_text())
     if found is None:
         raise SystemExit(f"no ready line in {log_path}")
@@ -268,13 +302,16 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
         shared = measure_shared(args.shared, args.backends, Path(tmp), args.timeout) if args.shared else None
     print()
-    print("| services | check s | first answer s | RSS MB (peak) | reload ms (CPU s) | admin change ms |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| services | check s | first answer s | RSS MB (peak) | reload ms (CPU s) | admin change ms "
+        "| verdict ms |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['services']:,} | {r['check_s']:.1f} | {r['first_answer_s']:.1f} | "
             f"{r['rss_mb']:.0f} ({r['peak_mb']:.0f}) | {r['reload_ms']:.0f} ({r['reload_cpu_s']:.2f}) | "
-            f"{r['change_ms']:.1f} |"
+            f"{r['change_ms']:.1f} | {r['verdict_ms']:.2f} |"
         )
     if shared is not None:
         print(
