@@ -210,9 +210,13 @@ def start_gslbd(
     hosts: tuple[str, ...] = ("127.0.0.1",),
     name: str = "gslbd",
     extra_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> Running:
-    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA."""
-    port = free_port(hosts)
+    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA.
+    `env`: the process's environment (default this one's); `port`: where it answers (default a free one;
+    give it when `--listen` in `extra_args` decides the address)."""
+    port = free_port(hosts) if port is None else port
     config_path = workdir / f"{name}.yaml"
     config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
     log_path = workdir / f"{name}.log"
@@ -222,6 +226,7 @@ def start_gslbd(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches workers too
+            env=env,
         )
     server = Running(proc, port, hosts, config_path, log_path, zone)
     wait_until_answering(server)

@@ -43,6 +43,7 @@ from gslbd.api.server import ApiServer
 from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
+from gslbd.app.privileges import drop_after_bind
 from gslbd.app.reconcile import endpoint_key, probed_endpoints, unchanged_keys
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.clock import Clock, SystemClock
@@ -194,6 +195,7 @@ class App:
                 await self.cluster.stop()
             await self._stop_api()
             raise
+        drop_after_bind(self._config)  # run_as: every socket is bound, no probe has run yet
         scheduler = HealthScheduler(
             self.clock, random.Random(self.rng.getrandbits(64)), self._on_result, gate=self.cluster
         )

@@ -17,12 +17,13 @@ def _plural(n: int, word: str) -> str:
 
 
 def run_check(path: str) -> int:
-    """Print every problem of the config at `path`, errors first; 1 when there is an error, else 0."""
+    """Print every problem of the config at `path`, errors first, each line starting with `error:` or
+    `warning:`; 1 when there is an error, else 0."""
     config, problems = check_config(path)
     errors = errors_of(problems)
     warnings: list[Problem] = [p for p in problems if p.severity != "error"]
     for problem in errors + warnings:
-        print(problem)
+        print(f"{'error' if problem.severity == 'error' else 'warning'}: {problem}")
     if errors or config is None:
         summary = _plural(len(errors), "error")
         if warnings:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gslbd.config.fields import Report
 from gslbd.config.loader import parse_yaml
+from gslbd.config.overrides import apply_overrides
 from gslbd.config.validate import build_config
 from gslbd.errors import ConfigError, Problem
 from gslbd.model.config import Config
@@ -39,7 +40,9 @@ def check_config_text(
     if any(p.severity == "error" for p in problems) and tree is None:
         return None, _order(rep.problems)
     config = build_config(rep, tree)
-    return (None if rep.failed else config), _order(rep.problems)
+    if rep.failed or config is None:
+        return None, _order(rep.problems)
+    return apply_overrides(config), _order(rep.problems)
 
 
 def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Problem]]:

@@ -18,6 +18,7 @@ from gslbd.config.network import (
     read_state,
     read_topology,
 )
+from gslbd.config.run_as import read_run_as
 from gslbd.config.services import ServiceContext, locality_lookup, read_services
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.model.config import Config, PeersConfig, SiteConfig
@@ -38,6 +39,7 @@ TOP_KEYS = (
     "cluster",
     "peers",
     "state",
+    "run_as",
 )
 
 
@@ -176,6 +178,7 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
     refs.warn_unused(checks_r)
     cluster = read_cluster(r.sub("cluster"))
     state = read_state(r.sub("state"))
+    run_as = read_run_as(r.sub("run_as"))
     if rep.failed:
         return None
     return Config(
@@ -191,5 +194,6 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
         cluster=cluster,
         peers=peers,
         state=state,
+        run_as=run_as,
         source=rep.source,
     )

@@ -35,6 +35,7 @@ from gslbd.model.config import Config
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
 from gslbd.server.listeners import Listeners
+from gslbd.server.privileges import drop_privileges
 from gslbd.server.stats import CounterReport
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
@@ -296,6 +297,7 @@ async def _serve(conn: Connection, index: int) -> None:
             config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout, reuse_port=True
         )
         await listeners.start()
+        drop_privileges(config.run_as)  # bound: nothing more needs root (a no-op when not root)
     except (OSError, GslbdError) as exc:
         conn.send(("error", str(exc)))
         return
