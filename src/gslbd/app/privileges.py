@@ -18,10 +18,20 @@ def drop_after_bind(config: Config) -> Account | None:
     """Drop to `config.run_as` (when started as root). PrivilegeError when the switch fails or when the
     new user cannot run a configured check or write the state file; a config file it cannot read again
     (SIGHUP) is only warned about."""
+    # Where the code comes from, found before the switch: nothing may need importing to find it after.
+    code = (os.path.dirname(os.__file__), str(Path(__file__).parents[1]))
     account = drop_privileges(config.run_as)
     if account is None:
         return None
     log.info("bound every socket; now running as %s", account)
+    problems = [
+        f"run_as user {account.user} cannot read {where!r}: install Python and gslbd where it can read them "
+        "(e.g. a virtualenv in /opt/gslbd), not under /root"
+        for where in code
+        if not os.access(where, os.R_OK | os.X_OK)
+    ]
+    if problems:  # nothing else can be checked: the next lazy import would fail
+        raise PrivilegeError("; ".join(problems))
     problems = [f"after switching to run_as {account}: {p}" for p in privilege_problems(config)]
     state = config.state.file
     if state is not None:

@@ -54,6 +54,7 @@ class Notifier:
         target = "\0" + self.address[1:] if self.address.startswith("@") else self.address
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+                sock.setblocking(False)  # a manager that does not read must never stall the event loop
                 sock.sendto("\n".join(fields).encode(), target)
         except OSError as exc:
             if not self._warned:
