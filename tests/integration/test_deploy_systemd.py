@@ -29,7 +29,7 @@ def config(check_command: str, extra: str = "") -> str:
     """A zone with one service whose endpoint is probed by an exec check running `check_command`."""
     return f"""
 version: 1
-dns: {{listen: @LISTEN@}}
+dns: {{listen: @LISTEN@, lame_duck: 0s}}
 zones:
   - origin: {ZONE}
     nameservers: [{{name: ns1.{ZONE}, address: 192.0.2.53}}]
@@ -227,7 +227,8 @@ def test_run_as_drops_root_after_binding_and_probes_run_as_that_user(tmp_path: P
         ids = Path(shared) / "ids"
         command = f"echo $(id -u) $(id -g) > {ids}"
         text = config(command, "run_as: {user: nobody, group: nogroup}\n").replace(
-            "dns: {listen: @LISTEN@}", f"dns: {{listen: @LISTEN@, workers: {workers}}}"
+            "dns: {listen: @LISTEN@, lame_duck: 0s}",
+            f"dns: {{listen: @LISTEN@, lame_duck: 0s, workers: {workers}}}",
         )
         server: Running = start_gslbd(tmp_path, text, zone=ZONE, python=python)
         try:
