@@ -131,6 +131,23 @@ def test_the_required_alerts_exist() -> None:
         assert required in names
 
 
+def test_the_dashboard_is_importable_grafana_json() -> None:
+    board = json.loads(DASHBOARD.read_text())
+    assert (board["uid"], board["title"]) == ("gslbd", "gslbd")
+    ids = [p["id"] for p in board["panels"]]
+    assert len(ids) == len(set(ids))
+    variables = {v["name"] for v in board["templating"]["list"]}
+    assert variables == {"datasource", "job", "instance"}
+    for panel in board["panels"]:
+        pos = panel["gridPos"]
+        assert pos["x"] >= 0 and pos["x"] + pos["w"] <= 24, panel["title"]
+        if panel["type"] != "row":
+            assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+            assert panel["targets"], panel["title"]
+            for target in panel["targets"]:
+                assert 'instance=~"$instance"' in target["expr"], (panel["title"], target["expr"])
+
+
 # ---- against a running gslbd ---------------------------------------------------------------------------
 
 

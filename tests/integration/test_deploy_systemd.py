@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -77,6 +78,16 @@ def test_the_unit_file_passes_systemd_analyze_verify(tmp_path: Path) -> None:
         [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
     )
     assert (out.returncode, out.stderr, out.stdout) == (0, "", "")
+    security = subprocess.run(
+        [analyze, "security", "--offline=true", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    level = re.search(r"Overall exposure level for gslbd.service: ([0-9.]+)", security.stdout)
+    assert level is not None, security.stdout + security.stderr
+    assert float(level.group(1)) <= 2.0  # "OK" is below 4.0; the unit scores 1.5
 
 
 # ---- the notify protocol ------------------------------------------------------------------------------
