@@ -43,6 +43,14 @@ def drop_after_bind(config: Config) -> Account | None:
             )
     if problems:
         raise PrivilegeError("; ".join(problems))
+    low = sorted({a.port for a in config.dns.listen if 0 < a.port < 1024})
+    if config.dns.workers > 1 and low:
+        log.warning(
+            "a DNS worker that dies from now on cannot be restarted on port %s as %s; the systemd unit "
+            "(CAP_NET_BIND_SERVICE) can restart it",
+            ", ".join(map(str, low)),
+            account.user,
+        )
     if not config.source.startswith("<") and not os.access(config.source, os.R_OK):
         log.warning("run_as user %s cannot read %s: a reload (SIGHUP) will fail", account.user, config.source)
     return account
