@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import logging
 
-from gslbd.answer import View
-from gslbd.model.config import Config
+from gslbd.app.generation import Generation
 from gslbd.server.listeners import Listeners
 from gslbd.server.stats import ServerStats
 from gslbd.server.workers import WorkerPool
-from gslbd.state.snapshot import Snapshot
-from gslbd.wire import AnswerTable, Responder
+from gslbd.wire import Responder
 
 log = logging.getLogger(__name__)
 
 
 class DnsFront:
     """With `dns.workers: 1` the listeners run on this process's event loop and answer with `responder`;
-    with more, worker processes bind the addresses and get every (config, snapshot) over their pipes."""
+    with more, worker processes bind the addresses and get every change over their pipes."""
 
     def __init__(self, responder: Responder, worker_log_level: int) -> None:
         self.responder = responder
@@ -39,12 +37,12 @@ class DnsFront:
             return list(self.workers.bound)
         return []
 
-    async def bind(self, config: Config, snapshot: Snapshot) -> None:
+    async def bind(self, generation: Generation) -> None:
         """Bind every listen address, here or in the workers. On failure nothing stays open."""
-        dns = config.dns
+        dns = generation.config.dns
         if dns.workers > 1:
             pool = WorkerPool(dns.workers, self._worker_log_level)
-            await pool.start(config, snapshot)
+            await pool.start(generation.config, generation.snapshot)
             self.workers = pool
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
@@ -54,11 +52,13 @@ class DnsFront:
         await listeners.start()
         self.listeners = listeners
 
-    def publish(self, config: Config, snapshot: Snapshot, view: View, table: AnswerTable) -> None:
-        """Answer from a new view and table here, and send (config, snapshot) to the workers."""
-        self.responder.swap(table, view)
+    def publish(self, generation: Generation) -> None:
+        """Answer from a committed generation here, and send the workers what changed: the whole
+        config when it is new, else the verdicts, overrides and learned endpoints of the services the
+        generation changed."""
+        self.responder.swap(generation.table, generation.view)
         if self.workers is not None:
-            self.workers.publish(config, snapshot)
+            self.workers.publish(generation.config, generation.snapshot, generation.changed)
 
     async def close(self) -> None:
         """Close every socket, and stop the workers."""

@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="validate a configuration and print every problem")
     _config_option(check, required=True)
+    for command in (serve, check):
+        command.add_argument(
+            "--allow-no-zones",
+            action="store_true",
+            help="accept a configuration without zones (every query is then answered REFUSED)",
+        )
 
     explain = sub.add_parser("explain", help="say what a client gets for a name, and why")
     explain.add_argument("name", help="the name asked, e.g. app.gslb.example.com")
@@ -94,14 +100,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         from gslbd.cli.commands import run_check
 
-        return run_check(args.config)
+        return run_check(args.config, args.allow_no_zones)
     if args.command == "explain":
         from gslbd.cli.commands import run_explain
 
         return run_explain(args.config, args.name, args.rtype, args.client, args.ecs)
     from gslbd.cli.serve import run_serve
 
-    return run_serve(args.config, args.log_level, tuple(args.listen))
+    return run_serve(args.config, args.log_level, args.allow_no_zones, tuple(args.listen))
 
 
 if __name__ == "__main__":

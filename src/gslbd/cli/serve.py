@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 
 from gslbd import __version__
-from gslbd.app import ApiBindError, App, privilege_problems
+from gslbd.app import ApiBindError, App, privilege_problems, unusable
 from gslbd.cli.configs import config_path, load_or_report
 from gslbd.cli.sdnotify import Notifier
 from gslbd.config.overrides import set_listen
@@ -78,7 +78,9 @@ def low_port_hint(exc: BaseException, config: Config) -> str | None:
     )
 
 
-def run_serve(path: str | None, level: str, listen: tuple[ListenAddress, ...] = ()) -> int:
+def run_serve(
+    path: str | None, level: str, allow_no_zones: bool = False, listen: tuple[ListenAddress, ...] = ()
+) -> int:
     """Load the config (or the bundled example), serve until a stop signal; the exit code.
     `listen` (from --listen) replaces dns.listen, at start and at every reload."""
     numeric = setup_logging(level)
@@ -89,7 +91,7 @@ def run_serve(path: str | None, level: str, listen: tuple[ListenAddress, ...] = 
         return 1
     for warning in problems:
         log.warning("%s", warning)
-    refused = privilege_problems(config)
+    refused = privilege_problems(config) + [str(p) for p in unusable(config, allow_no_zones=allow_no_zones)]
     for line in refused:
         print(line, file=sys.stderr)
     if refused:
