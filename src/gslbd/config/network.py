@@ -282,7 +282,8 @@ def _sentinel_parts(text: str, hosts: str, query: str) -> None:
     for host in hosts.split(","):
         port = host.rpartition("]")[2] if host.startswith("[") else host
         _, colon, number = port.rpartition(":")
-        if not host or (colon and not (number.isdigit() and 0 < int(number) < 65536)):
+        unclosed = host.startswith("[") and "]" not in host
+        if not host or unclosed or (colon and not (number.isdigit() and 0 < int(number) < 65536)):
             raise Invalid(f"{text!r}: invalid sentinel address {host!r}; expected host[:port]")
     for name, _ in parse_qsl(query):
         if name != "sentinel_password":

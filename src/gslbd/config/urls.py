@@ -11,8 +11,10 @@ from urllib.parse import SplitResult, urlsplit
 
 
 def split_url(url: str) -> SplitResult:
-    """`url` as (scheme, netloc, path, query, fragment), like urlsplit but with no check of the netloc.
-    The result's `hostname`, `port`, `username` and `password` work as urlsplit's do."""
+    """`url` as (scheme, netloc, path, query, fragment). A netloc that lists several hosts (commas) is
+    taken as written, its hosts to be checked one by one by the caller; any other URL is urlsplit's, with
+    its checks (ValueError for "redis://[::1:6379"). `hostname`, `port`, `username` and `password` of the
+    result work as urlsplit's do."""
     scheme, sep, rest = url.partition("://")
     if not sep or not scheme or not all(c.isalnum() or c in "+-." for c in scheme):
         return urlsplit(url)
@@ -20,4 +22,6 @@ def split_url(url: str) -> SplitResult:
     rest, _, query = rest.partition("?")
     cut = rest.find("/")
     netloc, path = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+    if "," not in netloc:
+        return urlsplit(url)
     return SplitResult(scheme.lower(), netloc, path, query, fragment)

@@ -35,3 +35,20 @@ def test_sentinel_netloc_with_a_bracketed_host_after_others_is_kept_whole() -> N
 def test_other_urls_split_exactly_as_urlsplit_splits_them(url: str) -> None:
     assert split_url(url) == urlsplit(url)
     assert (split_url(url).hostname, split_url(url).port) == (urlsplit(url).hostname, urlsplit(url).port)
+
+
+def test_a_single_host_keeps_urlsplits_checks() -> None:
+    with pytest.raises(ValueError, match="Invalid IPv6 URL"):
+        split_url("redis://[::1:6379/0")
+
+
+def test_a_sentinel_host_with_an_unclosed_bracket_is_a_config_error() -> None:
+    from gslbd.config import check_config_text
+
+    url = "redis+sentinel://10.0.0.1,[::1:26379/mymaster"
+    _, problems = check_config_text(
+        f"version: 1\nzones: []\ncluster: {{redis: {{url: '{url}'}}}}\n", "t.yaml"
+    )
+    assert [str(p) for p in problems if p.severity == "error"] == [
+        f"t.yaml:3: cluster.redis.url: {url!r}: invalid sentinel address '[::1:26379'; expected host[:port]"
+    ]
