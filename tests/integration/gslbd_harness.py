@@ -178,8 +178,8 @@ class Running:
             self.proc.wait(5)
 
 
-def gslbd_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gslbd", *args]
+def gslbd_command(*args: str, python: str | None = None) -> list[str]:
+    return [python or sys.executable, "-m", "gslbd", *args]
 
 
 def wait_until_answering(server: Running, timeout: float = STARTUP_TIMEOUT) -> None:
@@ -210,18 +210,25 @@ def start_gslbd(
     hosts: tuple[str, ...] = ("127.0.0.1",),
     name: str = "gslbd",
     extra_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    python: str | None = None,
 ) -> Running:
-    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA."""
-    port = free_port(hosts)
+    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA.
+    `env`: the process's environment (default this one's); `port`: where it answers (default a free one;
+    give it when `--listen` in `extra_args` decides the address); `python`: the interpreter (default
+    this one)."""
+    port = free_port(hosts) if port is None else port
     config_path = workdir / f"{name}.yaml"
     config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
     log_path = workdir / f"{name}.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            gslbd_command("serve", "--config", str(config_path), *extra_args),
+            gslbd_command("serve", "--config", str(config_path), *extra_args, python=python),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches workers too
+            env=env,
         )
     server = Running(proc, port, hosts, config_path, log_path, zone)
     wait_until_answering(server)

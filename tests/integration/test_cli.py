@@ -60,10 +60,11 @@ def test_check_prints_every_problem_with_file_line_and_path_and_exits_1(tmp_path
     assert out.returncode == 1
     lines = out.stdout.splitlines()
     assert lines[:3] == [
-        f"{path}:3: dns.listen[0]: '127.0.0.1:99999': port must be between 0 and 65535",
-        f"{path}:10: services[0].policy: unknown policy 'fastest'; valid: "
+        f"error: {path}:3: dns.listen[0]: '127.0.0.1:99999': port must be between 0 and 65535",
+        f"error: {path}:10: services[0].policy: unknown policy 'fastest'; valid: "
         "round_robin | weighted | failover | geo | random | hash",
-        f"{path}:13: services[0].endpoints[0].address: '192.0.2.300' is neither an IP address nor a hostname "
+        f"error: {path}:13: services[0].endpoints[0].address: '192.0.2.300' is neither an IP address nor a "
+        "hostname "
         "ending in a dot",
     ]
     assert lines[-1].startswith(f"{path}: 3 errors")
@@ -74,7 +75,7 @@ def test_check_of_a_missing_file_is_an_error() -> None:
     assert out.returncode == 1
     assert (
         out.stdout.splitlines()[0]
-        == "/nonexistent/gslbd.yaml: cannot read the configuration: No such file or directory"
+        == "error: /nonexistent/gslbd.yaml: cannot read the configuration: No such file or directory"
     )
 
 

@@ -8,7 +8,9 @@ import os
 import queue
 import re
 import signal
+import stat
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -70,15 +72,32 @@ def test_demo_answers_and_shows_a_backend_failure_and_an_admin_change(tmp_path: 
         out.wait_for(rf"gslbd demo: DNS on 127\.0\.0\.1:{port}, admin API on http://127\.0\.0\.1:\d+")
         api = out.wait_for(r"admin API on (http://127\.0\.0\.1:\d+)").group(1)
         eu = out.wait_for(r"\[1\] eu +192\.0\.2\.10 +(http://127\.0\.0\.1:\d+)/healthz").group(1)
-        token = out.wait_for(
-            r"gslbd admin set app\.gslb\.example\.com 192\.0\.2\.10 down --api \S+ --token (\S+)$"
-        ).group(1)
+        printed = out.wait_for(
+            r"  (.+) admin set app\.gslb\.example\.com 192\.0\.2\.10 down --api \S+ --token (\S+)$"
+        )
+        gslbd, token = printed.group(1), printed.group(2)
+        # The printed commands name this very gslbd, so they work as printed without the venv on PATH.
+        assert gslbd == f"{sys.executable} -m gslbd"
+        status = out.wait_for(r"  (.+ status --api \S+)$").group(1)
         out.wait_for(rf"dig @127\.0\.0\.1 -p {port} app\.gslb\.example\.com \+short")
         out.wait_for(r"  app\.gslb\.example\.com A  192\.0\.2\.10$")
         out.wait_for(r"  all\.gslb\.example\.com A  192\.0\.2\.10 198\.51\.100\.10 203\.0\.113\.10$")
         assert answer(port) == ["192.0.2.10"]
         config = tmp_path / "gslbd" / "demo" / "demo.yaml"
         assert f"config: {config}" in "".join(out.lines)
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600  # it holds the API token
+        shown = subprocess.run(
+            status,
+            shell=True,
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "app.gslb.example.com" in shown.stdout
 
         # eu's backend fails: after fall (2) x interval (1 s) the answer moves to us.
         failed = time.monotonic()

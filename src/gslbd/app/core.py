@@ -49,6 +49,7 @@ from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
 from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, Resolved, resolve
+from gslbd.app.privileges import drop_after_bind
 from gslbd.app.reconcile import endpoint_key, unchanged_keys
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.clock import Clock, SystemClock
@@ -253,6 +254,7 @@ class App:
                 await self.cluster.stop()
             await self._stop_api()
             raise
+        drop_after_bind(self.config)  # run_as: every socket is bound, no probe has run yet
         scheduler = HealthScheduler(
             self.clock, random.Random(self.rng.getrandbits(64)), self._on_result, gate=self.cluster
         )

@@ -17,9 +17,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def run_check(path: str, allow_no_zones: bool = False) -> int:
-    """Print every problem of the config at `path`, errors first; 1 when there is an error, else 0.
-    Beyond validation: a config without zones is an error (unless `allow_no_zones`), and so is a GeoIP
-    database or Redis URL that cannot be used."""
+    """Print every problem of the config at `path`, errors first, each line starting with `error:` or
+    `warning:`; 1 when there is an error, else 0. Beyond validation: a config without zones is an error
+    (unless `allow_no_zones`), and so is a GeoIP database or Redis URL that cannot be used."""
     config, problems = check_config(path)
     if config is not None:
         problems = [*unusable(config, allow_no_zones=allow_no_zones), *problems]
@@ -28,7 +28,7 @@ def run_check(path: str, allow_no_zones: bool = False) -> int:
     errors = errors_of(problems)
     warnings: list[Problem] = [p for p in problems if p.severity != "error"]
     for problem in errors + warnings:
-        print(problem)
+        print(f"{'error' if problem.severity == 'error' else 'warning'}: {problem}")
     if errors or config is None:
         summary = _plural(len(errors), "error")
         if warnings:

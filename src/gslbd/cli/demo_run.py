@@ -13,6 +13,7 @@ import time
 import tty
 from collections.abc import Iterator, Sequence
 from importlib import resources
+from pathlib import Path
 
 import dns.asyncquery
 import dns.exception
@@ -21,6 +22,7 @@ import dns.rdatatype
 
 from gslbd.app import App
 from gslbd.cli.demo_backends import Backend
+from gslbd.cli.invocation import self_command
 from gslbd.cli.serve import serve_until_stopped
 from gslbd.config import check_config
 from gslbd.model.config import Config
@@ -78,9 +80,9 @@ def _write_config(dns_port: int, api_port: int, ports: list[int]) -> Config | No
     directory = default_state_dir() / "demo"
     path = directory / "demo.yaml"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         text = render(template, dns_port, api_port, ports, secrets.token_urlsafe(12))
-        path.write_text(text, encoding="utf-8")
+        _write_private(path, text)
     except OSError as exc:
         print(f"gslbd demo: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
         return None
@@ -90,6 +92,14 @@ def _write_config(dns_port: int, api_port: int, ports: list[int]) -> Config | No
             print(problem, file=sys.stderr)
         return None
     return config
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` readable by its owner only (it holds the API token), also over an older copy."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), 0o600)
+        out.write(text)
 
 
 def _intro(app: App, dns_port: int, backends: Sequence[Backend]) -> str:
@@ -105,17 +115,18 @@ def _intro(app: App, dns_port: int, backends: Sequence[Backend]) -> str:
     for (site, key, _, address), backend in zip(SITES, backends, strict=True):
         lines.append(f"  [{key}] {site}  {address:<14} {backend.url}/healthz")
     first = backends[0]
+    gslbd = self_command()
     lines += [
         "",
         "try:",
         f"  dig {at} app.gslb.example.com +short     # failover: eu, else us, else ap",
         f"  dig {at} all.gslb.example.com +short     # round robin over the healthy ones",
-        f"  gslbd status --api {api}",
+        f"  {gslbd} status --api {api}",
         "",
         "make an endpoint fail:",
         "  press 1, 2 or 3 here to toggle that site's backend (when this is a terminal), or",
         f"  curl -X POST {first.url}/toggle          # eu's backend fails; again to recover",
-        f"  gslbd admin set app.gslb.example.com 192.0.2.10 down --api {api} --token {token}",
+        f"  {gslbd} admin set app.gslb.example.com 192.0.2.10 down --api {api} --token {token}",
         "  (obey instead of down lets the checks decide again)",
         "Ctrl-C stops.",
         "",

@@ -11,6 +11,8 @@ from gslbd.cli import demo
 from gslbd.cli.admin import register as register_admin_commands
 from gslbd.cli.delegation import register as register_delegation
 from gslbd.cli.doctor import register as register_doctor
+from gslbd.config.overrides import parse_listen
+from gslbd.model.config import ListenAddress
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,8 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Global server load balancer: an authoritative DNS server that answers with healthy, "
         "nearby endpoints.",
     )
+    parser.add_argument("--version", action="version", version=f"gslbd {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
 
     serve = sub.add_parser(
         "serve", help="answer DNS (without --config: the bundled example on 127.0.0.1:5353)"
@@ -37,6 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         choices=["text", "json"],
         help="text, or one JSON object per line (default: log.format of the config, else text)",
+    )
+    serve.add_argument(
+        "--listen",
+        action="append",
+        default=[],
+        type=_listen_address,
+        metavar="HOST:PORT",
+        help="answer DNS here instead of dns.listen (repeatable; IPv6 as [::1]:53)",
     )
 
     check = sub.add_parser("check", help="validate a configuration and print every problem")
@@ -74,9 +84,20 @@ def _config_option(parser: argparse.ArgumentParser, *, required: bool = False) -
     )
 
 
+def _listen_address(text: str) -> ListenAddress:
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `gslbd`: what it can do
+        parser.print_help()
+        return 0
     if hasattr(args, "run"):  # commands that bring their own runner (status, admin)
         return int(args.run(args))
     if args.command == "version":
@@ -92,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_explain(args.config, args.name, args.rtype, args.client, args.ecs)
     from gslbd.cli.serve import run_serve
 
-    return run_serve(args.config, args.log_level, args.log_format, args.allow_no_zones)
+    return run_serve(args.config, args.log_level, args.log_format, args.allow_no_zones, tuple(args.listen))
 
 
 if __name__ == "__main__":

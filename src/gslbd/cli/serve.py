@@ -7,6 +7,7 @@ still answers), then listeners, API and probes stop; a second signal stops at on
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
 import signal
@@ -16,9 +17,12 @@ from collections.abc import Callable
 from gslbd import __version__
 from gslbd.app import ApiBindError, App, privilege_problems, unusable
 from gslbd.cli.configs import config_path, load_or_report
+from gslbd.cli.sdnotify import Notifier
+from gslbd.config.overrides import set_listen
 from gslbd.errors import GslbdError, StateError
-from gslbd.model.config import Config, LogConfig
+from gslbd.model.config import Config, ListenAddress, LogConfig
 from gslbd.server import logsetup
+from gslbd.server.privileges import PrivilegeError, resolve
 from gslbd.state.store import FileStateStore, StateStore, default_state_dir
 
 log = logging.getLogger("gslbd.cli.serve")
@@ -60,12 +64,34 @@ def try_these(config: Config) -> str:
     return "serving the bundled example; try:\n    " + "\n    ".join(lines)
 
 
+def low_port_hint(exc: BaseException, config: Config) -> str | None:
+    """What to do when binding a port below 1024 was refused (EACCES), or None for other failures."""
+    denied = (isinstance(exc, OSError) and exc.errno == errno.EACCES) or "[Errno 13]" in str(exc)
+    ports = [a.port for a in config.dns.listen] + ([config.api.listen.port] if config.api else [])
+    low = sorted({p for p in ports if 0 < p < 1024})
+    if not denied or not low:
+        return None
+    return (
+        f"gslbd: port {', '.join(map(str, low))} is below 1024: binding it needs root or the "
+        "CAP_NET_BIND_SERVICE capability. Run gslbd from the systemd unit (deploy/systemd/gslbd.service "
+        "grants AmbientCapabilities=CAP_NET_BIND_SERVICE to an unprivileged user), or start it as root "
+        "with `run_as: {user: gslbd}` in the config (it binds, then drops to that user), or listen on a "
+        "port >= 1024 (gslbd serve --listen 127.0.0.1:5353). See docs/deploy.md."
+    )
+
+
 def run_serve(
-    path: str | None, level: str | None, fmt: str | None = None, allow_no_zones: bool = False
+    path: str | None,
+    level: str | None,
+    fmt: str | None = None,
+    allow_no_zones: bool = False,
+    listen: tuple[ListenAddress, ...] = (),
 ) -> int:
     """Load the config (or the bundled example), serve until a stop signal; the exit code. `level` and
-    `fmt` (--log-level, --log-format) win over the config's `log.level` and `log.format` when given."""
+    `fmt` (--log-level, --log-format) win over the config's `log.level` and `log.format` when given;
+    `listen` (from --listen) replaces dns.listen, at start and at every reload."""
     setup_logging(level or "info", fmt or "text")
+    set_listen(listen)
     with config_path(path) as real:
         config, problems = load_or_report(real)
     if config is None:
@@ -78,6 +104,12 @@ def run_serve(
         print(line, file=sys.stderr)
     if refused:
         return 1
+    if config.run_as is not None:
+        try:
+            resolve(config.run_as)  # refuse an unknown user before binding anything
+        except PrivilegeError as exc:
+            print(f"gslbd: {exc}", file=sys.stderr)
+            return 1
     store: StateStore | None = None
     if path is None and config.state.file is None:
         # The bundled example keeps its admin states next to the user's other state.
@@ -92,12 +124,16 @@ async def serve_until_stopped(
     path: str | None = None,
     banner: bool = True,
     log_options: tuple[str | None, str | None] | None = None,
+    notifier: Notifier | None = None,
 ) -> int:
     """Start `app` and serve until SIGTERM or SIGINT; SIGHUP reloads its config file. The first stop
     signal starts the lame duck (dns.lame_duck seconds: not ready, DNS still answers), a second one
     stops at once. Returns the exit code (0, or 1 when the app could not start). With `log_options`
-    (--log-level, --log-format or None each), a reload applies the new `log` section's level and format."""
+    (--log-level, --log-format or None each), a reload applies the new `log` section's level and format.
+    Under systemd (NOTIFY_SOCKET) the states go to the service manager: READY=1 once answering,
+    RELOADING=1 / READY=1 around each reload, STOPPING=1, and WATCHDOG=1 when WatchdogSec= is set."""
     loop = asyncio.get_running_loop()
+    notify = notifier if notifier is not None else Notifier.from_environment()
     config = app.config
     # Signals are handled from the start: a SIGHUP or SIGTERM that arrives while the sockets are being
     # bound (or the workers started) waits in the queue instead of killing the process half-started.
@@ -109,10 +145,13 @@ async def serve_until_stopped(
             await app.start()
         except (OSError, GslbdError) as exc:
             listen = ", ".join(map(str, config.dns.listen))
-            if isinstance(exc, StateError | ApiBindError):
+            if isinstance(exc, StateError | ApiBindError | PrivilegeError):
                 print(f"gslbd: {exc}", file=sys.stderr)
             else:
                 print(f"gslbd: cannot listen on {listen}: {exc}", file=sys.stderr)
+            hint = low_port_hint(exc, config)
+            if hint is not None:
+                print(hint, file=sys.stderr)
             return 1
         # What the start built (config, tables) lives long: keep it out of the collector's full passes,
         # which would otherwise pause a rebuild for 50-150 ms with 1,000 endpoints.
@@ -120,14 +159,20 @@ async def serve_until_stopped(
         log.info("gslbd %s answering for %s", __version__, ", ".join(z.origin for z in config.zones))
         if path is None and banner:
             log.info("%s", try_these(config))
+        notify.ready(f"answering on {', '.join(app.bound)}")
+        notify.start_watchdog(loop)
         while await commands.get() == "reload":
             before = app.config.log
-            await app.reload_file()
+            notify.reloading()
+            errors = await app.reload_file()
             if log_options is not None:
                 _follow_log_section(before, app.config, *log_options)
+            notify.ready("reload refused, serving the previous config" if errors else "reloaded")
         log.info("stopping")
+        notify.stopping()
         await _lame_duck(app, commands)
     finally:
+        notify.stop_watchdog()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         await app.stop()

@@ -14,12 +14,14 @@ when to try again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
+
+from gslbd.config.urls import split_url
 
 SENTINEL_PORT = 26379
 SENTINEL_OPTIONS = ("sentinel_password",)
@@ -46,7 +48,7 @@ class RedisTarget:
 
 def redact(url: str) -> str:
     """`url` with any password replaced by ***."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     userinfo, at, hosts = parts.netloc.rpartition("@")
     if not at or ":" not in userinfo:
         return url
@@ -56,7 +58,7 @@ def redact(url: str) -> str:
 
 def parse_target(url: str, password: str | None = None) -> RedisTarget:
     """Parse a URL the config accepted. ValueError for what cannot be used."""
-    parts = urlsplit(url.strip())
+    parts = split_url(url.strip())
     scheme = parts.scheme
     if scheme in ("redis", "rediss", "unix"):
         return RedisTarget(

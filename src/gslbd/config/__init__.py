@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gslbd.config.fields import Report
 from gslbd.config.loader import parse_yaml
+from gslbd.config.overrides import apply_overrides
 from gslbd.config.validate import build_config
 from gslbd.errors import ConfigError, Problem
 from gslbd.model.config import Config
@@ -44,7 +45,9 @@ def check_config_text(
         log.exception("validating %s failed", source)
         rep.problems.append(Problem(source, None, "", f"the configuration could not be validated: {exc!r}"))
         return None, _order(rep.problems)
-    return (None if rep.failed else config), _order(rep.problems)
+    if rep.failed or config is None:
+        return None, _order(rep.problems)
+    return apply_overrides(config), _order(rep.problems)
 
 
 def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Problem]]:

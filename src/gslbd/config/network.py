@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 from gslbd.config.fields import (
     Invalid,
@@ -25,6 +25,7 @@ from gslbd.config.fields import (
 from gslbd.config.loader import Node, Scalar, Seq
 from gslbd.config.names import hostport
 from gslbd.config.tsig import read_tsig
+from gslbd.config.urls import split_url
 from gslbd.model.config import (
     ApiConfig,
     ClusterConfig,
@@ -249,7 +250,7 @@ _SCHEMES = ("redis", "rediss", "unix", "redis+sentinel")
 
 def _redis_url(node: Node) -> str:
     text = nonempty_string(node).strip()
-    parts = urlsplit(text)
+    parts = split_url(text)
     if parts.scheme not in _SCHEMES:
         raise Invalid(f"unsupported URL scheme {parts.scheme!r} in {text!r}; valid: {' | '.join(_SCHEMES)}")
     if parts.scheme == "unix":
@@ -281,7 +282,8 @@ def _sentinel_parts(text: str, hosts: str, query: str) -> None:
     for host in hosts.split(","):
         port = host.rpartition("]")[2] if host.startswith("[") else host
         _, colon, number = port.rpartition(":")
-        if not host or (colon and not (number.isdigit() and 0 < int(number) < 65536)):
+        unclosed = host.startswith("[") and "]" not in host
+        if not host or unclosed or (colon and not (number.isdigit() and 0 < int(number) < 65536)):
             raise Invalid(f"{text!r}: invalid sentinel address {host!r}; expected host[:port]")
     for name, _ in parse_qsl(query):
         if name != "sentinel_password":

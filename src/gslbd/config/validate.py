@@ -19,6 +19,7 @@ from gslbd.config.network import (
     read_state,
     read_topology,
 )
+from gslbd.config.run_as import read_run_as
 from gslbd.config.services import ServiceContext, locality_lookup, read_services
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.model.config import Config, PeersConfig, SiteConfig
@@ -40,6 +41,7 @@ TOP_KEYS = (
     "peers",
     "state",
     "log",
+    "run_as",
 )
 
 
@@ -179,6 +181,7 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
     cluster = read_cluster(r.sub("cluster"))
     state = read_state(r.sub("state"))
     log = read_log(r.sub("log"))
+    run_as = read_run_as(r.sub("run_as"))
     if rep.failed:
         return None
     return Config(
@@ -195,5 +198,6 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
         peers=peers,
         state=state,
         log=log,
+        run_as=run_as,
         source=rep.source,
     )

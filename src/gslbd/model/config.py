@@ -59,6 +59,15 @@ class StateConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RunAs:
+    """`run_as`: the user (and group) a gslbd started as root becomes once every socket is bound.
+    Names or numeric ids, as written; `group` None = the user's primary group."""
+
+    user: str
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RedisConfig:
     url: str
     password: str | None = None
@@ -131,6 +140,7 @@ class Config:
     peers: PeersConfig | None = None
     state: StateConfig = StateConfig()
     log: LogConfig = LogConfig()
+    run_as: RunAs | None = None
     source: str = field(default="<memory>", compare=False)
 
     def site_info(self, name: str) -> SiteInfo | None:

@@ -40,6 +40,7 @@ from gslbd.server.build import AnswerBuilder
 from gslbd.server.dnstap import with_dnstap
 from gslbd.server.listeners import Listeners
 from gslbd.server.logsetup import active_format, setup_logging
+from gslbd.server.privileges import drop_privileges
 from gslbd.server.stats import CounterReport, ServerStats
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import AdminState
@@ -367,6 +368,7 @@ async def _serve(conn: Connection, index: int) -> None:
             stats=stats,
         )
         await listeners.start()
+        drop_privileges(config.run_as)  # bound: nothing more needs root (a no-op when not root)
     except (OSError, GslbdError) as exc:
         conn.send(("error", str(exc)))
         return
