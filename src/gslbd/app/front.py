@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from gslbd.answer import View
 from gslbd.model.config import Config
@@ -44,7 +45,7 @@ class DnsFront:
         dns = config.dns
         if dns.workers > 1:
             pool = WorkerPool(dns.workers, self._worker_log_level)
-            await pool.start(config, snapshot)
+            await pool.start(self._for_workers(config), snapshot)
             self.workers = pool
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
@@ -58,7 +59,16 @@ class DnsFront:
         """Answer from a new view and table here, and send (config, snapshot) to the workers."""
         self.responder.swap(table, view)
         if self.workers is not None:
-            self.workers.publish(config, snapshot)
+            self.workers.publish(self._for_workers(config), snapshot)
+
+    def _for_workers(self, config: Config) -> Config:
+        """The config with this process's random cookie secret filled in (when `dns.cookies` names no
+        secret file), so that every worker makes and accepts the same server cookies."""
+        cookies = config.dns.cookies
+        if cookies is None or cookies.secret is not None:
+            return config
+        secret = self.responder.cookie_secret
+        return replace(config, dns=replace(config.dns, cookies=replace(cookies, secret=secret)))
 
     async def close(self) -> None:
         """Close every socket, and stop the workers."""
