@@ -335,7 +335,9 @@ async def _serve(conn: Connection, index: int) -> None:
         while True:
             await asyncio.sleep(COUNTERS_INTERVAL)
             try:
-                report = CounterReport.of(listeners.stats, responder.policy_answers(), responder.guard_counts())
+                report = CounterReport.of(
+                    listeners.stats, responder.policy_answers(), responder.guard_counts()
+                )
                 conn.send(report)
             except OSError:  # the parent is gone; on_update sees EOF and ends the worker
                 return

@@ -172,5 +172,12 @@ def add_option(reply: bytes, code: int, value: bytes) -> bytes | None:
     if size > 0xFFFF:
         return None
     return b"".join(
-        (reply[: start - 2], size.to_bytes(2, "big"), reply[start:], code.to_bytes(2, "big"), len(value).to_bytes(2, "big"), value)
+        (
+            reply[: start - 2],
+            size.to_bytes(2, "big"),
+            reply[start:],
+            code.to_bytes(2, "big"),
+            len(value).to_bytes(2, "big"),
+            value,
+        )
     )

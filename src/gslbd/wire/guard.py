@@ -36,8 +36,8 @@ class Guard:
     __slots__ = (
         "cookie_invalid",
         "cookie_new",
-        "cookie_valid",
         "cookie_passed",
+        "cookie_valid",
         "cookies",
         "max_udp_payload",
         "rrl",

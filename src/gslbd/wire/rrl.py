@@ -183,7 +183,7 @@ class RateLimiter:
             self._buckets[key] = [rate - 1.0, now, 0.0]
             return Action.SEND
         balance = bucket[0] + (now - bucket[1]) * rate
-        if balance > rate:
+        if balance > rate:  # noqa: PLR1730 (min() is a call: slower on the query path)
             balance = rate
         bucket[1] = now
         if balance >= 1.0:

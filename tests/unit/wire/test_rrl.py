@@ -39,11 +39,11 @@ def test_a_bucket_allows_one_second_of_rate_then_limits_and_refills_with_time(pl
     assert actions[:5] == [Action.SEND] * 5
     assert actions[5:] == [Action.DROP, Action.SLIP]
     # The two limited responses left a debt of two tokens: 0.5 s pays it back with half a token to
-    # spare (not enough; this limited response costs one more), another 0.5 s earns two tokens.
+    # spare (not enough; this limited response costs one more), another 0.5 s earns two and a half.
     clock.advance(0.5)
     assert run(limiter, data, 1) == [Action.DROP]
     clock.advance(0.5)
-    assert run(limiter, data, 2) == [Action.SEND, Action.SLIP]
+    assert run(limiter, data, 3) == [Action.SEND, Action.SEND, Action.SLIP]
 
 
 def test_slip_one_truncates_every_limited_response_and_slip_zero_drops_them_all(plain: Responder) -> None:
