@@ -150,3 +150,16 @@ CLUSTER_RESULT_AGE = Gauge(
     ["service", "address"],
     registry=REGISTRY,
 )
+CONNECTION_BUDGET = Gauge(
+    "gslbd_connection_budget_connections",
+    "TCP connections one process may hold (DNS over TCP and the admin API together), derived from the "
+    "open-file limit.",
+    registry=REGISTRY,
+)
+CONNECTION_BUDGET_EVICTIONS = Counter(
+    "gslbd_connection_budget_evictions_total",
+    "Connections closed to make room for a new one when the connection budget was full, by the listener "
+    "that needed the room (dns or api).",
+    ["listener"],
+    registry=REGISTRY,
+)

@@ -50,7 +50,11 @@ class DnsFront:
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
         listeners = Listeners(
-            dns.listen, self.responder, tcp_idle_timeout=dns.tcp_idle_timeout, stats=self.stats
+            dns.listen,
+            self.responder,
+            tcp_idle_timeout=dns.tcp_idle_timeout,
+            stats=self.stats,
+            tcp_backlog=dns.tcp_backlog,
         )
         await listeners.start()
         self.listeners = listeners

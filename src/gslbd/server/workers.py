@@ -293,7 +293,11 @@ async def _serve(conn: Connection, index: int) -> None:
         view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
         listeners = Listeners(
-            config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout, reuse_port=True
+            config.dns.listen,
+            responder,
+            tcp_idle_timeout=config.dns.tcp_idle_timeout,
+            reuse_port=True,
+            tcp_backlog=config.dns.tcp_backlog,
         )
         await listeners.start()
     except (OSError, GslbdError) as exc:
