@@ -36,7 +36,7 @@ class Closable(Protocol):
 def raise_nofile() -> int:
     """Raise the soft open-file limit to the hard one (when allowed); the soft limit now in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft != resource.RLIM_INFINITY and soft < hard:
+    if hard == resource.RLIM_INFINITY or (soft != resource.RLIM_INFINITY and soft < hard):
         target = hard if hard != resource.RLIM_INFINITY else max(soft, 1_048_576)
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))

@@ -9,11 +9,11 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gslbd.limits import ConnectionBudget
 from gslbd.model.config import ListenAddress
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import bind_tcp, bind_udp
 from gslbd.server.stats import ServerStats
-from gslbd.limits import ConnectionBudget
 from gslbd.server.tcp import DEFAULT_BACKLOG, TcpListener
 from gslbd.server.udp import UdpListener
 
