@@ -22,12 +22,14 @@ from collections.abc import Callable
 
 from gslbd.model.config import CookieConfig, DnsConfig, RrlConfig
 from gslbd.wire.cookies import COOKIE, CookieJar, Verdict, add_option, address_bytes, find_cookie, opt_rdata
-from gslbd.wire.rrl import Action, RateLimiter
+from gslbd.wire.rrl import DROP, SEND, RateLimiter
 
 EDE = 15
 EDE_OTHER = b"\x00\x00"  # INFO-CODE 0 "Other", no EXTRA-TEXT: kept small, the point is not amplifying
 _TC = 0x02  # in header byte 2
 FORMERR = 1
+_NONE = int(Verdict.NONE)
+_VALID = int(Verdict.VALID)
 
 
 class Guard:
@@ -83,7 +85,7 @@ class Guard:
         if reply is None or len(reply) < 12:
             return reply
         cookie = b""
-        verdict = Verdict.NONE
+        verdict = _NONE
         if self.cookies is not None and (query[10] or query[11]) and reply[3] & 15 != FORMERR:
             verdict, data = find_cookie(query)
             if verdict == Verdict.CLIENT_ONLY:
@@ -101,13 +103,13 @@ class Guard:
                     reply = with_cookie
         if tcp or self.rrl is None:
             return reply
-        if verdict == Verdict.VALID:
+        if verdict == _VALID:
             self.cookie_passed += 1
             return reply
         action = self.rrl.decide(reply, ip, v6)
-        if action == Action.SEND:
+        if action == SEND:
             return reply
-        if action == Action.DROP:
+        if action == DROP:
             return None
         return self._truncated(reply, cookie, EDE_OTHER)
 

@@ -21,7 +21,6 @@ The decision reads only the response bytes, so it serves the Python fast and slo
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import time
 from collections.abc import Callable
@@ -31,23 +30,14 @@ from gslbd.model.config import RrlConfig
 MAX_BUCKETS = 100_000
 
 
-class Action(enum.IntEnum):
-    SEND = 0
-    DROP = 1
-    SLIP = 2  # send a truncated (TC=1) response instead
-
-
-class Kind(enum.IntEnum):
-    RESPONSE = 0
-    NXDOMAIN = 1
-    ERROR = 2
-
-
-def _question_end(reply: bytes) -> int:
-    """The offset just after the first question's name (0 when the reply has no question)."""
-    if reply[4] == 0 and reply[5] == 0:
-        return 0
-    return reply.index(0, 12) + 1
+# What `decide` returns (plain ints: enum members cost an attribute lookup per query).
+SEND = 0
+DROP = 1
+SLIP = 2  # send a truncated (TC=1) response instead
+# Response kinds, part of a bucket's key.
+RESPONSE = 0
+NXDOMAIN = 1
+ERROR = 2
 
 
 def _name_at(data: bytes, pos: int) -> bytes:
@@ -108,17 +98,27 @@ class _Exempt:
 
 class RateLimiter:
     """The buckets of one process; `decide(reply, ip, v6)` for every UDP response about to be sent.
-    `clock` gives monotonic seconds (a FakeClock's `monotonic` in tests)."""
+    `clock` gives monotonic seconds (a FakeClock's `monotonic` in tests).
+
+    A bucket is kept as one number, its "theoretical arrival time" (the generic cell rate algorithm,
+    equivalent to the token bucket above): `tat` = now + 1 s - balance / rate. A response is sent when
+    tat <= now + 1 s - 1 / rate (a token is left) and moves tat on by 1 / rate; a limited one moves it
+    on too, up to now + 1 s + window (the debt floor); a bucket with tat <= now is full and the same
+    as no bucket. One float per bucket and no list: the per-query cost stays small.
+    """
 
     __slots__ = (
         "_buckets",
         "_clock",
         "_exempt",
         "_exempt_known",
+        "_intervals",
         "_rates",
+        "_tolerances",
         "_shift4",
         "_shift6",
         "_slip",
+        "_slips",
         "_window",
         "config",
         "dropped",
@@ -130,14 +130,18 @@ class RateLimiter:
         self.config = config
         self._clock = clock
         self._rates = (config.responses_per_second, config.nxdomains_per_second, config.errors_per_second)
+        # Per kind: seconds one response moves tat on, and how far ahead of now tat may be for a response
+        # to be sent (a second's worth less one response; a nanosecond of slack for float sums).
+        self._intervals = tuple(1.0 / rate if rate else 0.0 for rate in self._rates)
+        self._tolerances = tuple(1.0 - interval + 1e-9 for interval in self._intervals)
         self._window = config.window
         self._slip = config.slip
         self._shift4 = 32 - config.ipv4_prefix_length
         self._shift6 = 128 - config.ipv6_prefix_length
         self._exempt = _Exempt(config.exempt) if config.exempt else None
         self._exempt_known: dict[tuple[int, bool], bool] = {}
-        # key -> [balance, last update, limited count]
-        self._buckets: dict[tuple[int, bool, int, bytes], list[float]] = {}
+        self._buckets: dict[tuple[int, bool, int, bytes], float] = {}  # key -> theoretical arrival time
+        self._slips: dict[tuple[int, bool, int, bytes], int] = {}  # key -> limited responses, for slip
         self.limited = 0  # responses over the rate (dropped + slipped)
         self.dropped = 0
         self.slipped = 0
@@ -145,70 +149,94 @@ class RateLimiter:
     def __len__(self) -> int:
         return len(self._buckets)
 
-    def decide(self, reply: bytes, ip: int, v6: bool) -> Action:
-        """Whether to send this response, drop it, or send it truncated."""
-        rcode = reply[3] & 15
-        if rcode == 0:
-            kind = Kind.RESPONSE
-        elif rcode == 3:
-            kind = Kind.NXDOMAIN
-        else:
-            kind = Kind.ERROR
+    def decide(self, reply: bytes, ip: int, v6: bool) -> int:
+        """SEND this response, DROP it, or SLIP (send it truncated)."""
+        if reply[3] & 15:
+            return self._decide_other(reply, ip, v6)
+        rate = self._rates[RESPONSE]
+        if not rate:
+            return SEND
+        prefix = ip >> self._shift6 if v6 else ip >> self._shift4
+        if self._exempt is not None and self._is_exempt(prefix, ip, v6):
+            return SEND
+        # The question name and type, lower-cased together (a type whose bytes are letters may share a
+        # bucket with another: harmless).
+        name = reply[12 : reply.find(0, 12) + 3].lower() if reply[5] or reply[4] else b""
+        key = (prefix, v6, RESPONSE, name)
+        now = self._clock()
+        tat = self._buckets.get(key)
+        if tat is None or tat < now:
+            if tat is None and len(self._buckets) >= MAX_BUCKETS:
+                self._sweep(now)
+            self._buckets[key] = now + self._intervals[RESPONSE]
+            return SEND
+        if tat - now <= self._tolerances[RESPONSE]:
+            self._buckets[key] = tat + self._intervals[RESPONSE]
+            return SEND
+        return self._limited(key, tat, now, RESPONSE)
+
+    def _decide_other(self, reply: bytes, ip: int, v6: bool) -> int:
+        """NXDOMAIN (bucket per zone) and errors (one bucket per client network)."""
+        kind = NXDOMAIN if reply[3] & 15 == 3 else ERROR
         rate = self._rates[kind]
         if not rate:
-            return Action.SEND
+            return SEND
         prefix = ip >> self._shift6 if v6 else ip >> self._shift4
-        if self._exempt is not None:
-            exempt = self._exempt_known.get((prefix, v6))
-            if exempt is None:
-                exempt = (ip, v6) in self._exempt
-                if len(self._exempt_known) >= MAX_BUCKETS:
-                    self._exempt_known.clear()
-                self._exempt_known[prefix, v6] = exempt
-            if exempt:
-                return Action.SEND
-        if kind == Kind.ERROR:
-            name = b""
-        else:
-            qend = _question_end(reply)
-            zone = zone_of_negative(reply, qend) if kind == Kind.NXDOMAIN and qend else None
-            # The question name and type; for NXDOMAIN the zone.
-            name = zone if zone is not None else reply[12:qend].lower() + reply[qend : qend + 2]
+        if self._exempt is not None and self._is_exempt(prefix, ip, v6):
+            return SEND
+        name = b""
+        if kind == NXDOMAIN and (reply[4] or reply[5]):
+            qend = reply.find(0, 12) + 1
+            zone = zone_of_negative(reply, qend)
+            name = zone if zone is not None else reply[12 : qend + 2].lower()
         key = (prefix, v6, kind, name)
         now = self._clock()
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            if len(self._buckets) >= MAX_BUCKETS:
+        tat = self._buckets.get(key)
+        if tat is None or tat < now:
+            if tat is None and len(self._buckets) >= MAX_BUCKETS:
                 self._sweep(now)
-            self._buckets[key] = [rate - 1.0, now, 0.0]
-            return Action.SEND
-        balance = bucket[0] + (now - bucket[1]) * rate
-        if balance > rate:  # noqa: PLR1730 (min() is a call: slower on the query path)
-            balance = rate
-        bucket[1] = now
-        if balance >= 1.0:
-            bucket[0] = balance - 1.0
-            return Action.SEND
-        balance -= 1.0
-        floor = -self._window * rate
-        bucket[0] = balance if balance > floor else floor
-        bucket[2] += 1.0
+            tat = now
+        if tat - now <= self._tolerances[kind]:
+            self._buckets[key] = tat + self._intervals[kind]
+            return SEND
+        return self._limited(key, tat, now, kind)
+
+    def _is_exempt(self, prefix: int, ip: int, v6: bool) -> bool:
+        assert self._exempt is not None
+        exempt = self._exempt_known.get((prefix, v6))
+        if exempt is None:
+            exempt = (ip, v6) in self._exempt
+            if len(self._exempt_known) >= MAX_BUCKETS:
+                self._exempt_known.clear()
+            self._exempt_known[prefix, v6] = exempt
+        return exempt
+
+    def _limited(self, key: tuple[int, bool, int, bytes], tat: float, now: float, kind: int) -> int:
+        ceiling = now + 1.0 + self._window
+        tat += self._intervals[kind]
+        self._buckets[key] = tat if tat < ceiling else ceiling
         self.limited += 1
         slip = self._slip
-        if slip and bucket[2] % slip == 0:
-            self.slipped += 1
-            return Action.SLIP
+        if slip:
+            count = self._slips.get(key, 0) + 1
+            if len(self._slips) >= MAX_BUCKETS:
+                self._slips.clear()
+            self._slips[key] = count
+            if count % slip == 0:
+                self.slipped += 1
+                return SLIP
         self.dropped += 1
-        return Action.DROP
+        return DROP
 
     def _sweep(self, now: float) -> None:
-        """Forget buckets that have refilled (idle longer than a window and a second); start afresh when
-        that frees less than a quarter of the table (a flood from many sources)."""
-        horizon = now - self._window - 1.0
+        """Forget full buckets (tat <= now: the same as none); start afresh when that frees less than
+        a quarter of the table (a flood from many sources)."""
         buckets = self._buckets
-        stale = [key for key, bucket in buckets.items() if bucket[1] < horizon]
+        stale = [key for key, tat in buckets.items() if tat <= now]
         if len(stale) < len(buckets) // 4:
             buckets.clear()
+            self._slips.clear()
             return
         for key in stale:
             del buckets[key]
+            self._slips.pop(key, None)

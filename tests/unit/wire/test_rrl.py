@@ -10,7 +10,8 @@ from wire_support import ask_wire, client, make_responder, query
 from gslbd.clock import FakeClock
 from gslbd.model.config import RrlConfig
 from gslbd.wire import Responder
-from gslbd.wire.rrl import MAX_BUCKETS, Action, RateLimiter
+from gslbd.wire import rrl as Action
+from gslbd.wire.rrl import MAX_BUCKETS, RateLimiter
 
 CONFIG = RrlConfig(responses_per_second=5, errors_per_second=2, nxdomains_per_second=3, window=4.0, slip=2)
 
@@ -26,7 +27,7 @@ def reply(responder: Responder, name: str, rtype: str = "A") -> bytes:
     return out
 
 
-def run(limiter: RateLimiter, data: bytes, count: int, src: str = "192.0.2.1") -> list[Action]:
+def run(limiter: RateLimiter, data: bytes, count: int, src: str = "192.0.2.1") -> list[int]:
     ip, v6 = client(src)
     return [limiter.decide(data, ip, v6) for _ in range(count)]
 
