@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             for server in servers:
                 server.stop()
     print(
-        f"unthrottled: "
+        "unthrottled: "
         + ", ".join(f"{r.server} {r.qps:,.0f} q/s ({r.us_per_query:.1f} us/q)" for r in calibration)
     )
     print(f"fixed rate {rate:,} q/s, {args.rounds} x {args.seconds:g} s, scenario {scenario.key}:")
