@@ -8,8 +8,10 @@ file, starts the process, waits until the zone's SOA is answered and kills the p
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -202,6 +204,10 @@ def wait_until_answering(server: Running, timeout: float = STARTUP_TIMEOUT) -> N
     raise RuntimeError(f"gslbd did not answer SOA {server.zone} within {timeout}s:\n{server.log()}")
 
 
+def _limit_open_files(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
 def start_gslbd(
     workdir: Path,
     config_text: str,
@@ -210,8 +216,10 @@ def start_gslbd(
     hosts: tuple[str, ...] = ("127.0.0.1",),
     name: str = "gslbd",
     extra_args: tuple[str, ...] = (),
+    open_files: int | None = None,
 ) -> Running:
-    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA."""
+    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA.
+    `open_files`: start it with this open-file limit (soft and hard), as a small machine would."""
     port = free_port(hosts)
     config_path = workdir / f"{name}.yaml"
     config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
@@ -222,6 +230,7 @@ def start_gslbd(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches workers too
+            preexec_fn=None if open_files is None else functools.partial(_limit_open_files, open_files),
         )
     server = Running(proc, port, hosts, config_path, log_path, zone)
     wait_until_answering(server)
