@@ -8,10 +8,8 @@ file, starts the process, waits until the zone's SOA is answered and kills the p
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import random
-import resource
 import shutil
 import signal
 import socket
@@ -204,10 +202,6 @@ def wait_until_answering(server: Running, timeout: float = STARTUP_TIMEOUT) -> N
     raise RuntimeError(f"gslbd did not answer SOA {server.zone} within {timeout}s:\n{server.log()}")
 
 
-def _limit_open_files(limit: int) -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-
 def start_gslbd(
     workdir: Path,
     config_text: str,
@@ -225,12 +219,14 @@ def start_gslbd(
     config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
     log_path = workdir / f"{name}.log"
     with log_path.open("wb") as log:
+        argv = gslbd_command("serve", "--config", str(config_path), *extra_args)
+        if open_files is not None:  # util-linux prlimit: no preexec_fn in a process with threads
+            argv = ["prlimit", f"--nofile={open_files}:{open_files}", "--", *argv]
         proc = subprocess.Popen(
-            gslbd_command("serve", "--config", str(config_path), *extra_args),
+            argv,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches workers too
-            preexec_fn=None if open_files is None else functools.partial(_limit_open_files, open_files),
         )
     server = Running(proc, port, hosts, config_path, log_path, zone)
     wait_until_answering(server)
