@@ -14,11 +14,14 @@ Only the standard library and gslbd.metrics: the server and the API (sibling lay
 
 from __future__ import annotations
 
+import functools
 import logging
 import resource
 import time
 from collections import OrderedDict
 from typing import Protocol
+
+from prometheus_client import Counter
 
 from gslbd.metrics import CONNECTION_BUDGET, CONNECTION_BUDGET_EVICTIONS
 
@@ -27,6 +30,11 @@ log = logging.getLogger(__name__)
 MIN_RESERVE = 128
 MAX_CONNECTIONS = 100_000
 LOG_INTERVAL = 60.0
+
+
+@functools.cache
+def _evictions(listener: str) -> Counter:
+    return CONNECTION_BUDGET_EVICTIONS.labels(listener)
 
 
 class Closable(Protocol):
@@ -76,7 +84,7 @@ class ConnectionBudget:
             closed += 1
         if closed:
             self.evictions += closed
-            CONNECTION_BUDGET_EVICTIONS.labels(listener).inc(closed)
+            _evictions(listener).inc(closed)
             now = time.monotonic()
             if now - self._logged_at >= LOG_INTERVAL:
                 self._logged_at = now

@@ -24,7 +24,7 @@ from gslbd.config.fields import (
 )
 from gslbd.config.loader import Node, Scalar, Seq
 from gslbd.config.names import hostport
-from gslbd.config.protect import read_cookies, read_rrl
+from gslbd.config.protect import read_cookies, read_rrl, warn_readable_secret_file
 from gslbd.config.tsig import read_tsig
 from gslbd.model.config import (
     ApiConfig,
@@ -155,6 +155,8 @@ def read_api(r: MapReader | None) -> ApiConfig | None:
         else:
             if not token:
                 r.error("token_file", f"token file {token_file!r} is empty")
+            else:
+                warn_readable_secret_file(r, "token_file", path, "token file")
     if listen is None:
         return None
     if token is None and not r.has("token_file") and not ipaddress.ip_address(listen.host).is_loopback:

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import binascii
 import ipaddress
+import stat
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
-from gslbd.config.fields import Invalid, MapReader, duration, integer, nonempty_string, string
-from gslbd.config.loader import Node
-from gslbd.model.config import CookieConfig, RrlConfig
+from gslbd.config.fields import Invalid, MapReader, duration, integer, is_null, nonempty_string, string
+from gslbd.config.loader import Entry, Map, Node, parse_yaml
+from gslbd.errors import Problem
+from gslbd.model.config import Config, CookieConfig, RrlConfig
 
 COOKIE_SECRET_BYTES = 16
 _RATE = integer(0, 1_000_000)
@@ -94,4 +98,68 @@ def read_cookies(r: MapReader | None) -> CookieConfig | None:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         r.error("secret_file", f"cannot use cookie secret file {str(path)!r}: {why}")
         return CookieConfig(str(path))
+    warn_readable_secret_file(r, "secret_file", path, "cookie secret file")
     return CookieConfig(str(path), secret)
+
+
+def readable_by_others(path: Path) -> int | None:
+    """The file's permission bits when every user may read it (mode & 0o004), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    return stat.S_IMODE(mode) if mode & stat.S_IROTH else None
+
+
+def warn_readable_secret_file(r: MapReader, key: str, path: Path, what: str) -> None:
+    """A warning at `key` when the secret file at `path` is readable by every user."""
+    mode = readable_by_others(path)
+    if mode is not None:
+        r.warn(key, f"{what} {str(path)!r} is readable by every user (mode {mode:04o}); chmod 600 it")
+
+
+def _entry(tree: Node | None, dotted: str) -> Entry | None:
+    node: Node | None = tree
+    entry = None
+    for key in dotted.split("."):
+        if not isinstance(node, Map):
+            return None
+        entry = node.get(key)
+        if entry is None:
+            return None
+        node = entry.value
+    return entry
+
+
+def inline_secrets(tree: Node | None, config: Config) -> list[tuple[str, int]]:
+    """(dotted path, line) of every secret written in the configuration itself."""
+    found = []
+    for dotted in ("api.token", "peers.tsig.secret", "cluster.redis.password"):
+        entry = _entry(tree, dotted)
+        if entry is not None and not is_null(entry.value):
+            found.append((dotted, entry.key_line))
+    entry = _entry(tree, "cluster.redis.url")
+    if entry is not None and config.cluster is not None:
+        parts = urlsplit(config.cluster.redis.url)
+        if parts.password or "sentinel_password" in dict(parse_qsl(parts.query)):
+            found.append(("cluster.redis.url", entry.key_line))
+    return found
+
+
+def secret_warnings(source: str, path: Path, text: str, config: Config) -> list[Problem]:
+    """Warnings for a configuration file that holds secrets and that every user may read."""
+    mode = readable_by_others(path)
+    if mode is None:
+        return []
+    tree, _ = parse_yaml(text, source)
+    return [
+        Problem(
+            source,
+            line,
+            where,
+            f"this file holds a secret and is readable by every user (mode {mode:04o}); chmod 600 it "
+            "or move the secret to a file of its own",
+            "warning",
+        )
+        for where, line in inline_secrets(tree, config)
+    ]

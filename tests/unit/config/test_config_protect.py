@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gslbd.config import check_config_text
+from gslbd.config import check_config, check_config_text
 from gslbd.model.config import CookieConfig, RrlConfig
 
+SECRET_HEX = "e5e973e5a6b2a43f48e7dc849e37bfcf"
 ZONE = """\
 zones:
   - origin: gslb.example.com.
@@ -81,3 +82,47 @@ def test_a_bad_cookie_secret_file_is_an_error(tmp_path: Path, content: str | Non
     assert config is None
     assert len(errors) == 1 and errors[0].startswith("c.yaml:5: dns.cookies.secret_file: cannot use")
     assert why in errors[0]
+
+
+def test_a_world_readable_token_file_or_cookie_secret_file_is_warned_about(tmp_path: Path) -> None:
+    token, secret = tmp_path / "token", tmp_path / "cookie.key"
+    token.write_text("s3cret\n")
+    secret.write_text(SECRET_HEX)
+    text = "dns:\n  cookies: {secret_file: cookie.key}\napi: {listen: '127.0.0.1:8080', token_file: token}\n"
+    for path in (token, secret):
+        path.chmod(0o644)
+    config = write_config(tmp_path, text, 0o600)
+    warnings = [str(p) for p in check_config(config)[1]]
+    assert warnings == [
+        f"{config}:5: dns.cookies.secret_file: cookie secret file '{secret}' is readable by every user "
+        "(mode 0644); chmod 600 it",
+        f"{config}:6: api.token_file: token file '{token}' is readable by every user (mode 0644); chmod 600 it",
+    ]
+    for path in (token, secret):
+        path.chmod(0o640)
+    assert check_config(config)[1] == []
+
+
+def test_a_world_readable_config_holding_secrets_is_warned_about(tmp_path: Path) -> None:
+    text = (
+        "api: {listen: '127.0.0.1:8080', token: s3cret}\n"
+        "cluster:\n  redis: {url: 'redis://:pw@127.0.0.1:6379/0'}\n"
+    )
+    config = write_config(tmp_path, text, 0o644)
+    problems = check_config(config)[1]
+    assert [(p.line, p.path, p.severity) for p in problems] == [
+        (4, "api.token", "warning"),
+        (6, "cluster.redis.url", "warning"),
+    ]
+    assert "readable by every user (mode 0644); chmod 600 it" in problems[0].message
+    config.chmod(0o600)
+    assert check_config(config)[1] == []
+    no_secret = write_config(tmp_path, "api: {listen: '127.0.0.1:8080'}\n", 0o644, "plain.yaml")
+    assert check_config(no_secret)[1] == []
+
+
+def write_config(tmp_path: Path, text: str, mode: int, name: str = "gslbd.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(ZONE + text)
+    path.chmod(mode)
+    return path
