@@ -96,7 +96,8 @@ def test_a_world_readable_token_file_or_cookie_secret_file_is_warned_about(tmp_p
     assert warnings == [
         f"{config}:5: dns.cookies.secret_file: cookie secret file '{secret}' is readable by every user "
         "(mode 0644); chmod 600 it",
-        f"{config}:6: api.token_file: token file '{token}' is readable by every user (mode 0644); chmod 600 it",
+        f"{config}:6: api.token_file: token file '{token}' is readable by every user "
+        "(mode 0644); chmod 600 it",
     ]
     for path in (token, secret):
         path.chmod(0o640)
