@@ -163,3 +163,9 @@ CONNECTION_BUDGET_EVICTIONS = Counter(
     ["listener"],
     registry=REGISTRY,
 )
+API_BAD_REQUESTS = Counter(
+    "gslbd_api_bad_requests_total",
+    "HTTP requests the admin API could not parse (oversized or malformed request line or headers, bad "
+    "framing); answered 400 by aiohttp and logged at most once a minute.",
+    registry=REGISTRY,
+)
