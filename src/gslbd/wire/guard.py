@@ -82,6 +82,14 @@ class Guard:
 
     def apply(self, query: bytes, reply: bytes | None, ip: int, v6: bool, tcp: bool) -> bytes | None:
         """The response to send (possibly changed), or None to send nothing."""
+        if self.cookies is None:  # RRL alone: the short way (most servers, every query)
+            if tcp or reply is None or len(reply) < 12:
+                return reply
+            assert self.rrl is not None
+            action = self.rrl.decide(reply, ip, v6)
+            if not action:
+                return reply
+            return None if action == DROP else self._truncated(reply, b"", EDE_OTHER)
         if reply is None or len(reply) < 12:
             return reply
         cookie = b""

@@ -104,7 +104,7 @@ class RateLimiter:
     equivalent to the token bucket above): `tat` = now + 1 s - balance / rate. A response is sent when
     tat <= now + 1 s - 1 / rate (a token is left) and moves tat on by 1 / rate; a limited one moves it
     on too, up to now + 1 s + window (the debt floor); a bucket with tat <= now is full and the same
-    as no bucket. One float per bucket and no list: the per-query cost stays small.
+    as no bucket. One float per bucket, updated in place: the per-query cost stays small.
     """
 
     __slots__ = (
@@ -140,7 +140,8 @@ class RateLimiter:
         self._shift6 = 128 - config.ipv6_prefix_length
         self._exempt = _Exempt(config.exempt) if config.exempt else None
         self._exempt_known: dict[tuple[int, bool], bool] = {}
-        self._buckets: dict[tuple[int, bool, int, bytes], float] = {}  # key -> theoretical arrival time
+        # key -> [theoretical arrival time] (a one-item list: updated in place, the key hashed once)
+        self._buckets: dict[tuple[int, bool, int, bytes], list[float]] = {}
         self._slips: dict[tuple[int, bool, int, bytes], int] = {}  # key -> limited responses, for slip
         self.limited = 0  # responses over the rate (dropped + slipped)
         self.dropped = 0
@@ -164,16 +165,20 @@ class RateLimiter:
         name = reply[12 : reply.find(0, 12) + 3].lower() if reply[5] or reply[4] else b""
         key = (prefix, v6, RESPONSE, name)
         now = self._clock()
-        tat = self._buckets.get(key)
-        if tat is None or tat < now:
-            if tat is None and len(self._buckets) >= MAX_BUCKETS:
+        cell = self._buckets.get(key)
+        if cell is None:
+            if len(self._buckets) >= MAX_BUCKETS:
                 self._sweep(now)
-            self._buckets[key] = now + self._intervals[RESPONSE]
+            self._buckets[key] = [now + self._intervals[RESPONSE]]
+            return SEND
+        tat = cell[0]
+        if tat < now:
+            cell[0] = now + self._intervals[RESPONSE]
             return SEND
         if tat - now <= self._tolerances[RESPONSE]:
-            self._buckets[key] = tat + self._intervals[RESPONSE]
+            cell[0] = tat + self._intervals[RESPONSE]
             return SEND
-        return self._limited(key, tat, now, RESPONSE)
+        return self._limited(key, cell, now, RESPONSE)
 
     def _decide_other(self, reply: bytes, ip: int, v6: bool) -> int:
         """NXDOMAIN (bucket per zone) and errors (one bucket per client network)."""
@@ -191,15 +196,16 @@ class RateLimiter:
             name = zone if zone is not None else reply[12 : qend + 2].lower()
         key = (prefix, v6, kind, name)
         now = self._clock()
-        tat = self._buckets.get(key)
-        if tat is None or tat < now:
-            if tat is None and len(self._buckets) >= MAX_BUCKETS:
+        cell = self._buckets.get(key)
+        if cell is None:
+            if len(self._buckets) >= MAX_BUCKETS:
                 self._sweep(now)
-            tat = now
+            cell = self._buckets[key] = [now]
+        tat = cell[0] if cell[0] > now else now
         if tat - now <= self._tolerances[kind]:
-            self._buckets[key] = tat + self._intervals[kind]
+            cell[0] = tat + self._intervals[kind]
             return SEND
-        return self._limited(key, tat, now, kind)
+        return self._limited(key, cell, now, kind)
 
     def _is_exempt(self, prefix: int, ip: int, v6: bool) -> bool:
         assert self._exempt is not None
@@ -211,10 +217,10 @@ class RateLimiter:
             self._exempt_known[prefix, v6] = exempt
         return exempt
 
-    def _limited(self, key: tuple[int, bool, int, bytes], tat: float, now: float, kind: int) -> int:
+    def _limited(self, key: tuple[int, bool, int, bytes], cell: list[float], now: float, kind: int) -> int:
         ceiling = now + 1.0 + self._window
-        tat += self._intervals[kind]
-        self._buckets[key] = tat if tat < ceiling else ceiling
+        tat = cell[0] + self._intervals[kind]
+        cell[0] = tat if tat < ceiling else ceiling
         self.limited += 1
         slip = self._slip
         if slip:
@@ -232,7 +238,7 @@ class RateLimiter:
         """Forget full buckets (tat <= now: the same as none); start afresh when that frees less than
         a quarter of the table (a flood from many sources)."""
         buckets = self._buckets
-        stale = [key for key, tat in buckets.items() if tat <= now]
+        stale = [key for key, cell in buckets.items() if cell[0] <= now]
         if len(stale) < len(buckets) // 4:
             buckets.clear()
             self._slips.clear()
