@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import resource
+import shutil
 import socket
 import statistics
 import struct
+import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +27,9 @@ import dns.rcode
 import pytest
 from gslbd_harness import Running, free_port, start_gslbd
 from health_app_support import wait_until
+
+from gslbd.model.config import ListenAddress
+from gslbd.server.listeners import Listeners
 
 pytestmark = pytest.mark.slow
 
@@ -146,3 +151,28 @@ def test_new_clients_keep_p99_under_50ms_under_2000_reconnecting_slow_clients(
     assert metric(text, 'gslbd_dns_server_events_total{event="tcp_evicted"}') > 0
     assert metric(text, "gslbd_connection_budget_connections") == 896
     assert running.log().count("connection budget of 896 (open-file limit 1024) is full") == 1
+
+
+def listen_backlog(port: int) -> int:
+    """The backlog of the TCP socket listening on `port` (Send-Q of a listening socket in `ss`)."""
+    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[2])
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="ss (iproute2) is not installed")
+@pytest.mark.parametrize("backlog", [None, 77])
+def test_tcp_listens_with_the_configured_backlog(backlog: int | None) -> None:
+    class Echo:
+        def handle(self, data: bytes, src_ip: int, src_v6: bool, tcp: bool = False) -> bytes | None:
+            return data
+
+    async def body() -> int:
+        kwargs = {} if backlog is None else {"tcp_backlog": backlog}
+        listeners = Listeners([ListenAddress("127.0.0.1", 0)], Echo(), tcp_idle_timeout=1.0, **kwargs)
+        await listeners.start()
+        try:
+            return await asyncio.to_thread(listen_backlog, listeners.bound[0].port)
+        finally:
+            await listeners.close()
+
+    assert asyncio.run(body()) == (backlog or 1024)  # asyncio's create_server alone would make it 100
