@@ -88,6 +88,12 @@ class CookieJar:
             verdict = Verdict.CLIENT_ONLY
         return verdict, self._issue(client, address, now)
 
+    def known_valid(self, cookie: bytes, address: bytes) -> bool:
+        """Whether the option data holds a server cookie this jar issued or verified and that is still
+        valid, by table lookup only (no hashing: cheap enough to ask before rate limiting)."""
+        stamp = self._cache.get(cookie + address) if len(cookie) > CLIENT_LEN else None
+        return stamp is not None and -FUTURE <= _age(stamp, int(self._wall())) <= LIFETIME
+
     def _issue(self, client: bytes, address: bytes, now: int) -> bytes:
         out = client + self.server_cookie(client, address, now)
         self._remember(out + address, now & 0xFFFFFFFF)

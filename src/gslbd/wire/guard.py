@@ -28,8 +28,7 @@ EDE = 15
 EDE_OTHER = b"\x00\x00"  # INFO-CODE 0 "Other", no EXTRA-TEXT: kept small, the point is not amplifying
 _TC = 0x02  # in header byte 2
 FORMERR = 1
-_NONE = int(Verdict.NONE)
-_VALID = int(Verdict.VALID)
+_CLIENT_ONLY = int(Verdict.CLIENT_ONLY)
 
 
 class Guard:
@@ -92,29 +91,60 @@ class Guard:
             return None if action == DROP else self._truncated(reply, b"", EDE_OTHER)
         if reply is None or len(reply) < 12:
             return reply
-        cookie = b""
-        verdict = _NONE
-        if self.cookies is not None and (query[10] or query[11]) and reply[3] & 15 != FORMERR:
+        limiter = None if tcp else self.rrl
+        if (query[10] or query[11]) and reply[3] & 15 != FORMERR:
             verdict, data = find_cookie(query)
-            if verdict == Verdict.CLIENT_ONLY:
-                verdict, cookie = self.cookies.answer(data, address_bytes(ip, v6))
-                if verdict == Verdict.VALID:
-                    self.cookie_valid += 1
-                elif verdict == Verdict.INVALID:
-                    self.cookie_invalid += 1
-                else:
-                    self.cookie_new += 1
-                with_cookie = add_option(reply, COOKIE, cookie)
-                if with_cookie is not None:
-                    if not tcp and len(with_cookie) > self._udp_limit(query):
-                        return self._truncated(reply, cookie)
-                    reply = with_cookie
-        if tcp or self.rrl is None:
+            if verdict == _CLIENT_ONLY:
+                return self._with_cookie(query, reply, data, ip, v6, tcp, limiter)
+        if limiter is None:
             return reply
-        if verdict == _VALID:
+        return self._limit(limiter, reply, ip, v6, b"")
+
+    def _with_cookie(
+        self,
+        query: bytes,
+        reply: bytes,
+        data: bytes,
+        ip: int,
+        v6: bool,
+        tcp: bool,
+        limiter: RateLimiter | None,
+    ) -> bytes | None:
+        """A query with a well-formed COOKIE option. Under RRL, a cookie we know to be valid passes;
+        any other is rate limited first and hashed only when its response is not dropped, so that a
+        flood of forged cookies costs no hashing."""
+        assert self.cookies is not None
+        address = address_bytes(ip, v6)
+        action = SEND
+        decided = limiter is not None and not self.cookies.known_valid(data, address)
+        if decided:
+            assert limiter is not None
+            action = limiter.decide(reply, ip, v6)
+            if action == DROP:
+                return None
+        verdict, cookie = self.cookies.answer(data, address)
+        if verdict == Verdict.VALID:
+            self.cookie_valid += 1
+        elif verdict == Verdict.INVALID:
+            self.cookie_invalid += 1
+        else:
+            self.cookie_new += 1
+        with_cookie = add_option(reply, COOKIE, cookie)
+        if with_cookie is not None:
+            if not tcp and len(with_cookie) > self._udp_limit(query):
+                return self._truncated(reply, cookie)
+            reply = with_cookie
+        if limiter is None:
+            return reply
+        if verdict == Verdict.VALID:
             self.cookie_passed += 1
             return reply
-        action = self.rrl.decide(reply, ip, v6)
+        if action == SEND:
+            return reply
+        return self._truncated(reply, cookie, EDE_OTHER)
+
+    def _limit(self, limiter: RateLimiter, reply: bytes, ip: int, v6: bool, cookie: bytes) -> bytes | None:
+        action = limiter.decide(reply, ip, v6)
         if action == SEND:
             return reply
         if action == DROP:

@@ -147,3 +147,24 @@ def test_another_source_is_answered_while_one_is_limited() -> None:
         ask_wire(responder, wire, src="127.0.0.1")
     ip, v6 = client("127.0.0.2")
     assert responder.handle(wire, ip, v6) is not None
+
+
+def test_forged_cookies_over_the_rate_are_dropped_before_any_hashing() -> None:
+    responder, _ = guarded(cookies=CookieConfig())
+    for i in range(10):
+        client_cookie = i.to_bytes(8, "big")
+        ask_wire(responder, cookie_query("app.gslb.example.com.", client_cookie + bytes(16)))
+    counts = responder.guard_counts()
+    assert counts["rrl_dropped"] == 4 and counts["rrl_slipped"] == 4
+    # Only the responses that were sent (2 answered, 4 truncated) made a server cookie.
+    assert counts["cookies_invalid"] == 6
+
+
+def test_a_valid_cookie_the_jar_forgot_is_verified_when_its_response_is_not_dropped() -> None:
+    responder, _ = guarded(cookies=CookieConfig())
+    issued = cookie_of(ask(responder, cookie_query("app.gslb.example.com.", CLIENT_COOKIE)))
+    assert issued is not None
+    other, _ = guarded(cookies=CookieConfig())  # the same secret, an empty table: another worker
+    msg = ask(other, cookie_query("app.gslb.example.com.", issued))
+    assert cookie_of(msg) == issued and msg.answer
+    assert other.guard_counts()["cookies_valid"] == 1
