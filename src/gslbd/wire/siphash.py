@@ -11,9 +11,11 @@ _MASK = 0xFFFFFFFFFFFFFFFF
 
 
 def siphash24(key: bytes, data: bytes) -> bytes:
-    """The 8-byte SipHash-2-4 of `data` under a 16-byte `key` (little-endian, as the reference code)."""
+    """The 8-byte SipHash-2-4 of `data` under a 16-byte `key` (little-endian, as the reference code).
+    The SipRounds are written out: loops and calls cost more than the arithmetic here."""
     if len(key) != 16:
         raise ValueError("SipHash needs a 16-byte key")
+    M = _MASK
     k0 = int.from_bytes(key[:8], "little")
     k1 = int.from_bytes(key[8:], "little")
     v0 = k0 ^ 0x736F6D6570736575
@@ -26,28 +28,66 @@ def siphash24(key: bytes, data: bytes) -> bytes:
     words.append(int.from_bytes(data[tail:], "little") | ((n & 0xFF) << 56))
     for m in words:
         v3 ^= m
-        for _ in range(2):
-            v0 = (v0 + v1) & _MASK
-            v1 = ((v1 << 13) | (v1 >> 51)) & _MASK ^ v0
-            v0 = ((v0 << 32) | (v0 >> 32)) & _MASK
-            v2 = (v2 + v3) & _MASK
-            v3 = ((v3 << 16) | (v3 >> 48)) & _MASK ^ v2
-            v0 = (v0 + v3) & _MASK
-            v3 = ((v3 << 21) | (v3 >> 43)) & _MASK ^ v0
-            v2 = (v2 + v1) & _MASK
-            v1 = ((v1 << 17) | (v1 >> 47)) & _MASK ^ v2
-            v2 = ((v2 << 32) | (v2 >> 32)) & _MASK
+        v0 = (v0 + v1) & M
+        v1 = ((v1 << 13) | (v1 >> 51)) & M ^ v0
+        v0 = ((v0 << 32) | (v0 >> 32)) & M
+        v2 = (v2 + v3) & M
+        v3 = ((v3 << 16) | (v3 >> 48)) & M ^ v2
+        v0 = (v0 + v3) & M
+        v3 = ((v3 << 21) | (v3 >> 43)) & M ^ v0
+        v2 = (v2 + v1) & M
+        v1 = ((v1 << 17) | (v1 >> 47)) & M ^ v2
+        v2 = ((v2 << 32) | (v2 >> 32)) & M
+        v0 = (v0 + v1) & M
+        v1 = ((v1 << 13) | (v1 >> 51)) & M ^ v0
+        v0 = ((v0 << 32) | (v0 >> 32)) & M
+        v2 = (v2 + v3) & M
+        v3 = ((v3 << 16) | (v3 >> 48)) & M ^ v2
+        v0 = (v0 + v3) & M
+        v3 = ((v3 << 21) | (v3 >> 43)) & M ^ v0
+        v2 = (v2 + v1) & M
+        v1 = ((v1 << 17) | (v1 >> 47)) & M ^ v2
+        v2 = ((v2 << 32) | (v2 >> 32)) & M
         v0 ^= m
     v2 ^= 0xFF
-    for _ in range(4):
-        v0 = (v0 + v1) & _MASK
-        v1 = ((v1 << 13) | (v1 >> 51)) & _MASK ^ v0
-        v0 = ((v0 << 32) | (v0 >> 32)) & _MASK
-        v2 = (v2 + v3) & _MASK
-        v3 = ((v3 << 16) | (v3 >> 48)) & _MASK ^ v2
-        v0 = (v0 + v3) & _MASK
-        v3 = ((v3 << 21) | (v3 >> 43)) & _MASK ^ v0
-        v2 = (v2 + v1) & _MASK
-        v1 = ((v1 << 17) | (v1 >> 47)) & _MASK ^ v2
-        v2 = ((v2 << 32) | (v2 >> 32)) & _MASK
+    v0 = (v0 + v1) & M
+    v1 = ((v1 << 13) | (v1 >> 51)) & M ^ v0
+    v0 = ((v0 << 32) | (v0 >> 32)) & M
+    v2 = (v2 + v3) & M
+    v3 = ((v3 << 16) | (v3 >> 48)) & M ^ v2
+    v0 = (v0 + v3) & M
+    v3 = ((v3 << 21) | (v3 >> 43)) & M ^ v0
+    v2 = (v2 + v1) & M
+    v1 = ((v1 << 17) | (v1 >> 47)) & M ^ v2
+    v2 = ((v2 << 32) | (v2 >> 32)) & M
+    v0 = (v0 + v1) & M
+    v1 = ((v1 << 13) | (v1 >> 51)) & M ^ v0
+    v0 = ((v0 << 32) | (v0 >> 32)) & M
+    v2 = (v2 + v3) & M
+    v3 = ((v3 << 16) | (v3 >> 48)) & M ^ v2
+    v0 = (v0 + v3) & M
+    v3 = ((v3 << 21) | (v3 >> 43)) & M ^ v0
+    v2 = (v2 + v1) & M
+    v1 = ((v1 << 17) | (v1 >> 47)) & M ^ v2
+    v2 = ((v2 << 32) | (v2 >> 32)) & M
+    v0 = (v0 + v1) & M
+    v1 = ((v1 << 13) | (v1 >> 51)) & M ^ v0
+    v0 = ((v0 << 32) | (v0 >> 32)) & M
+    v2 = (v2 + v3) & M
+    v3 = ((v3 << 16) | (v3 >> 48)) & M ^ v2
+    v0 = (v0 + v3) & M
+    v3 = ((v3 << 21) | (v3 >> 43)) & M ^ v0
+    v2 = (v2 + v1) & M
+    v1 = ((v1 << 17) | (v1 >> 47)) & M ^ v2
+    v2 = ((v2 << 32) | (v2 >> 32)) & M
+    v0 = (v0 + v1) & M
+    v1 = ((v1 << 13) | (v1 >> 51)) & M ^ v0
+    v0 = ((v0 << 32) | (v0 >> 32)) & M
+    v2 = (v2 + v3) & M
+    v3 = ((v3 << 16) | (v3 >> 48)) & M ^ v2
+    v0 = (v0 + v3) & M
+    v3 = ((v3 << 21) | (v3 >> 43)) & M ^ v0
+    v2 = (v2 + v1) & M
+    v1 = ((v1 << 17) | (v1 >> 47)) & M ^ v2
+    v2 = ((v2 << 32) | (v2 >> 32)) & M
     return (v0 ^ v1 ^ v2 ^ v3).to_bytes(8, "little")
