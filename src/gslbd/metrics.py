@@ -160,3 +160,22 @@ CLUSTER_RESULT_AGE = Gauge(
     ["service", "address"],
     registry=REGISTRY,
 )
+CONNECTION_BUDGET = Gauge(
+    "gslbd_connection_budget_connections",
+    "TCP connections one process may hold (DNS over TCP and the admin API together), derived from the "
+    "open-file limit.",
+    registry=REGISTRY,
+)
+CONNECTION_BUDGET_EVICTIONS = Counter(
+    "gslbd_connection_budget_evictions_total",
+    "Connections closed to make room for a new one when the connection budget was full, by the listener "
+    "that needed the room (dns or api).",
+    ["listener"],
+    registry=REGISTRY,
+)
+API_BAD_REQUESTS = Counter(
+    "gslbd_api_bad_requests_total",
+    "HTTP requests the admin API could not parse (oversized or malformed request line or headers, bad "
+    "framing); answered 400 by aiohttp and logged at most once a minute.",
+    registry=REGISTRY,
+)

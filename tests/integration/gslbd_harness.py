@@ -213,18 +213,23 @@ def start_gslbd(
     env: dict[str, str] | None = None,
     port: int | None = None,
     python: str | None = None,
+    open_files: int | None = None,
 ) -> Running:
     """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA.
     `env`: the process's environment (default this one's); `port`: where it answers (default a free one;
     give it when `--listen` in `extra_args` decides the address); `python`: the interpreter (default
-    this one)."""
+    this one); `open_files`: start it with this open-file limit (soft and hard), as a small machine
+    would."""
     port = free_port(hosts) if port is None else port
     config_path = workdir / f"{name}.yaml"
     config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
     log_path = workdir / f"{name}.log"
     with log_path.open("wb") as log:
+        argv = gslbd_command("serve", "--config", str(config_path), *extra_args, python=python)
+        if open_files is not None:  # util-linux prlimit: no preexec_fn in a process with threads
+            argv = ["prlimit", f"--nofile={open_files}:{open_files}", "--", *argv]
         proc = subprocess.Popen(
-            gslbd_command("serve", "--config", str(config_path), *extra_args, python=python),
+            argv,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches workers too

@@ -11,14 +11,14 @@
 
 State-changing calls need `Authorization: Bearer <token>` (401 without or with a wrong token). With no
 token configured they are refused with 403: an open admin API is never the default. Errors under
-/api/ are JSON `{"error": "..."}`.
+/api/ are JSON `{"error": "..."}`; a malformed body is a 400 (never a 500 or a logged traceback), and
+request size, header size, idle keep-alive and the number of connections are bounded (api/hardening.py).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,8 +27,10 @@ from aiohttp import web
 
 from gslbd.api.collector import MetricsExporter
 from gslbd.api.control import Control, ServiceStatus
+from gslbd.api.hardening import HTTP_LIMITS, BodyError, count_connections, json_body, quiet_http_logger
 from gslbd.api.openapi import openapi_document
 from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
+from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.model.config import ListenAddress
 from gslbd.types import AdminState, choices
 
@@ -81,7 +83,20 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
 class ApiServer:
     """The admin API of one instance. `port` is the bound port (useful with listen port 0)."""
 
-    def __init__(self, control: Control, listen: ListenAddress, token: str | None) -> None:
+    def __init__(
+        self,
+        control: Control,
+        listen: ListenAddress,
+        token: str | None,
+        budget: ConnectionBudget | None = None,
+        keepalive_timeout: float | None = None,
+    ) -> None:
+        """`budget`: the connection budget (default: the process's, shared with DNS over TCP);
+        `keepalive_timeout`: seconds an idle keep-alive connection stays open (default 15)."""
+        self._budget = budget
+        self._http_limits = dict(HTTP_LIMITS)
+        if keepalive_timeout is not None:
+            self._http_limits["keepalive_timeout"] = keepalive_timeout
         self._control = control
         self._listen = listen
         self._token = token
@@ -96,8 +111,17 @@ class ApiServer:
         """Bind `listen` and serve. OSError when the address cannot be bound (nothing is left open)."""
         if self._runner is not None:
             return
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            self.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            logger=quiet_http_logger(),
+            **self._http_limits,
+        )
         await runner.setup()
+        if runner.server is not None:
+            count_connections(runner.server, self._budget if self._budget is not None else process_budget())
         try:
             site = web.TCPSite(runner, self._listen.host, self._listen.port, reuse_address=True)
             await site.start()
@@ -236,8 +260,8 @@ async def _admin_state_of(request: web.Request) -> AdminState | web.Response:
     """The state asked for in a body like {"state": "down"}, or the 400 response."""
     valid = choices(AdminState)
     try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = await json_body(request)
+    except BodyError:
         return _error(400, f'the body must be JSON like {{"state": "down"}}; valid states: {valid}')
     value = body.get("state") if isinstance(body, dict) else None
     if not isinstance(value, str):

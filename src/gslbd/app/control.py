@@ -66,7 +66,8 @@ class AppControl:
         if workers is not None:
             report = workers.counters()
         else:
-            report = CounterReport.of(self._app.stats, self._app.responder.policy_answers())
+            responder = self._app.responder
+            report = CounterReport.of(self._app.stats, responder.policy_answers(), responder.guard_counts())
         queries = {
             (transport, _RCODE_NAMES.get(rcode, str(rcode))): count
             for (transport, rcode), count in report.responses_by_rcode().items()

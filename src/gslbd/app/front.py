@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 from gslbd.app.generation import Generation
+from gslbd.model.config import Config
 from gslbd.server.dnstap import DnstapSink, with_dnstap
 from gslbd.server.listeners import Listeners
 from gslbd.server.stats import ServerStats
@@ -25,6 +27,7 @@ class DnsFront:
         self._worker_log_level = worker_log_level
         self.listeners: Listeners | None = None
         self.workers: WorkerPool | None = None
+        self._worker_config: tuple[Config, Config] | None = None  # (config, with the cookie secret)
         self.dnstap: DnstapSink | None = None  # the query log's writer, with dnstap on and no workers
 
     @property
@@ -45,14 +48,20 @@ class DnsFront:
         dns = generation.config.dns
         if dns.workers > 1:
             pool = WorkerPool(dns.workers, self._worker_log_level)
-            await pool.start(generation.config, generation.snapshot)
+            await pool.start(self._for_workers(generation.config), generation.snapshot)
             self.workers = pool
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
         # With log.dnstap the listeners answer through a wrapper that queues each exchange for the
         # dnstap writer; without it they call the responder itself (no per-query cost).
         handler, sink = with_dnstap(self.responder, generation.config, self.stats)
-        listeners = Listeners(dns.listen, handler, tcp_idle_timeout=dns.tcp_idle_timeout, stats=self.stats)
+        listeners = Listeners(
+            dns.listen,
+            handler,
+            tcp_idle_timeout=dns.tcp_idle_timeout,
+            stats=self.stats,
+            tcp_backlog=dns.tcp_backlog,
+        )
         try:
             await listeners.start()
         except BaseException:
@@ -68,7 +77,24 @@ class DnsFront:
         generation changed."""
         self.responder.swap(generation.table, generation.view)
         if self.workers is not None:
-            self.workers.publish(generation.config, generation.snapshot, generation.changed)
+            self.workers.publish(
+                self._for_workers(generation.config), generation.snapshot, generation.changed
+            )
+
+    def _for_workers(self, config: Config) -> Config:
+        """The config with this process's random cookie secret filled in (when `dns.cookies` names no
+        secret file), so that every worker makes and accepts the same server cookies. The same object
+        for the same config: the workers are sent a config only when it is new."""
+        cookies = config.dns.cookies
+        if cookies is None or cookies.secret is not None:
+            return config
+        made = self._worker_config
+        if made is not None and made[0] is config:
+            return made[1]
+        secret = self.responder.cookie_secret
+        filled = replace(config, dns=replace(config.dns, cookies=replace(cookies, secret=secret)))
+        self._worker_config = (config, filled)
+        return filled
 
     async def close(self) -> None:
         """Close every socket, and stop the workers."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from gslbd.config.fields import Report
 from gslbd.config.loader import parse_yaml
 from gslbd.config.overrides import apply_overrides
+from gslbd.config.protect import secret_warnings
 from gslbd.config.validate import build_config
 from gslbd.errors import ConfigError, Problem
 from gslbd.model.config import Config
@@ -61,7 +62,10 @@ def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Prob
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return None, [Problem(source, None, "", f"cannot read the configuration: {why}")]
-    return check_config_text(text, source, Path(path).resolve().parent)
+    config, problems = check_config_text(text, source, Path(path).resolve().parent)
+    if config is not None:
+        problems += secret_warnings(source, Path(path), text, config)
+    return config, problems
 
 
 def _raise_or_return(config: Config | None, problems: list[Problem]) -> Config:

@@ -24,6 +24,7 @@ from gslbd.config.fields import (
 )
 from gslbd.config.loader import Node, Scalar, Seq
 from gslbd.config.names import hostport
+from gslbd.config.protect import read_cookies, read_rrl, warn_readable_secret_file
 from gslbd.config.tsig import read_tsig
 from gslbd.config.urls import split_url
 from gslbd.model.config import (
@@ -103,7 +104,18 @@ def _unique_addresses(r: MapReader, found: list[tuple[ListenAddress, str, int]])
 def read_dns(r: MapReader | None) -> DnsConfig:
     if r is None:
         return DnsConfig()
-    r.check_keys(("listen", "workers", "max_udp_payload", "tcp_idle_timeout", "lame_duck"))
+    r.check_keys(
+        (
+            "listen",
+            "workers",
+            "max_udp_payload",
+            "tcp_idle_timeout",
+            "lame_duck",
+            "tcp_backlog",
+            "rrl",
+            "cookies",
+        )
+    )
     listen = DnsConfig().listen
     found = r.list_of("listen", hostport(53, min_port=0))
     if found is not None:
@@ -118,6 +130,9 @@ def read_dns(r: MapReader | None) -> DnsConfig:
         max_udp_payload=r.get("max_udp_payload", integer(512, 65535), 1232),
         tcp_idle_timeout=r.get("tcp_idle_timeout", duration(), 10.0),
         lame_duck=r.get("lame_duck", duration(positive=False), 2.0),
+        tcp_backlog=r.get("tcp_backlog", integer(1, 65535), 1024),
+        rrl=read_rrl(r.sub("rrl")),
+        cookies=read_cookies(r.sub("cookies")),
     )
 
 
@@ -141,6 +156,8 @@ def read_api(r: MapReader | None) -> ApiConfig | None:
         else:
             if not token:
                 r.error("token_file", f"token file {token_file!r} is empty")
+            else:
+                warn_readable_secret_file(r, "token_file", path, "token file")
     if listen is None:
         return None
     if token is None and not r.has("token_file") and not ipaddress.ip_address(listen.host).is_loopback:

@@ -32,6 +32,33 @@ class SiteConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RrlConfig:
+    """Response rate limiting (`dns.rrl`, docs/rrl.md), as BIND and Knot do it. Rates are responses per
+    second per bucket (0 = that kind is not limited); `window` is seconds; `slip` = every Nth limited
+    response is sent truncated (TC=1) instead of dropped (0 = drop all, 1 = truncate all); `exempt`
+    networks are never limited."""
+
+    responses_per_second: int = 20
+    errors_per_second: int = 20
+    nxdomains_per_second: int = 20
+    window: float = 15.0
+    slip: int = 2
+    ipv4_prefix_length: int = 24
+    ipv6_prefix_length: int = 56
+    exempt: tuple[str, ...] = ()  # CIDR texts, normalised ("10.0.0.0/8")
+
+
+@dataclass(frozen=True, slots=True)
+class CookieConfig:
+    """DNS cookies (`dns.cookies`, RFC 7873/9018, docs/cookies.md). `secret` is the 16-byte SipHash key,
+    read from `secret_file` by the loader; None = a random secret drawn once per start (and handed to the
+    worker processes)."""
+
+    secret_file: str | None = None
+    secret: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class DnsConfig:
     """DNS listeners. Durations are seconds."""
 
@@ -40,6 +67,9 @@ class DnsConfig:
     max_udp_payload: int = 1232
     tcp_idle_timeout: float = 10.0
     lame_duck: float = 2.0  # after SIGTERM: /readyz fails while DNS still answers, for this long
+    tcp_backlog: int = 1024  # listen(2) backlog of every TCP socket
+    rrl: RrlConfig | None = None  # off when absent
+    cookies: CookieConfig | None = None  # off when absent
 
 
 @dataclass(frozen=True, slots=True)

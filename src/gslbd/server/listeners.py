@@ -9,11 +9,12 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gslbd.limits import ConnectionBudget
 from gslbd.model.config import ListenAddress
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import bind_tcp, bind_udp
 from gslbd.server.stats import ServerStats
-from gslbd.server.tcp import DEFAULT_MAX_CONNECTIONS, TcpListener
+from gslbd.server.tcp import DEFAULT_BACKLOG, TcpListener
 from gslbd.server.udp import UdpListener
 
 log = logging.getLogger(__name__)
@@ -44,16 +45,20 @@ class Listeners:
         handler: Handler,
         *,
         tcp_idle_timeout: float,
-        max_tcp_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_tcp_connections: int | None = None,
         stats: ServerStats | None = None,
         reuse_port: bool = False,
+        tcp_backlog: int = DEFAULT_BACKLOG,
     ) -> None:
-        """`reuse_port`: share the addresses with other processes (SO_REUSEPORT), for workers."""
+        """`reuse_port`: share the addresses with other processes (SO_REUSEPORT), for workers.
+        `max_tcp_connections`: a budget of this many for these listeners alone (tests); by default the
+        process's connection budget, derived from the open-file limit (gslbd.limits)."""
         self._addresses = tuple(addresses)
         self._reuse_port = reuse_port
         self._handler = handler
         self._idle = tcp_idle_timeout
-        self._max_tcp = max_tcp_connections
+        self._budget = ConnectionBudget(max_tcp_connections) if max_tcp_connections is not None else None
+        self._backlog = tcp_backlog
         self.stats = stats if stats is not None else ServerStats()
         self._udp: list[UdpListener] = []
         self._tcp: list[TcpListener] = []
@@ -85,7 +90,8 @@ class Listeners:
                 self._handler,
                 self.stats,
                 idle_timeout=self._idle,
-                max_connections=self._max_tcp,
+                budget=self._budget,
+                backlog=self._backlog,
             )
             await t_listener.start()
             self._tcp.append(t_listener)

@@ -75,8 +75,14 @@ class CounterReport:
     policy: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, stats: ServerStats, policy: dict[str, int]) -> CounterReport:
-        return cls(stats.as_dict(), {"udp": list(stats.udp_rcodes), "tcp": list(stats.tcp_rcodes)}, policy)
+    def of(
+        cls, stats: ServerStats, policy: dict[str, int], guard: dict[str, int] | None = None
+    ) -> CounterReport:
+        """`guard`: the responder's RRL and cookie counters (`Responder.guard_counts()`), added to events."""
+        events = stats.as_dict()
+        if guard:
+            events.update(guard)
+        return cls(events, {"udp": list(stats.udp_rcodes), "tcp": list(stats.tcp_rcodes)}, policy)
 
     def __add__(self, other: CounterReport) -> CounterReport:
         rcodes = {t: list(c) for t, c in self.rcodes.items()}

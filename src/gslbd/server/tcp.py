@@ -2,9 +2,12 @@
 
 A connection may carry several queries, also pipelined (sent before the previous answer arrived); they
 are answered in the order they came. A connection that has sent nothing for `idle_timeout` seconds is
-closed. At most `max_connections` are open at once: a new connection beyond the cap closes the one
-that has been idle longest. A message the handler drops (None) closes its connection, since a TCP
-client would otherwise wait for an answer that never comes.
+closed; only a complete message counts as activity, so a client that trickles bytes is closed too.
+Every connection is admitted into a `ConnectionBudget` (gslbd.limits) shared by all the TCP listeners
+of the process and the admin API: when it is full, the connection active least recently is aborted
+(oldest first, O(1)) so that the new client is served. A message the handler drops (None) closes its
+connection, since a TCP client would otherwise wait for an answer that never comes. The listen
+backlog is `backlog` (`dns.tcp_backlog`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import socket
 from typing import cast
 
+from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
@@ -21,7 +25,7 @@ from gslbd.server.stats import ServerStats
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_TIMEOUT = 10.0
-DEFAULT_MAX_CONNECTIONS = 1000
+DEFAULT_BACKLOG = 1024
 MAX_MESSAGE = 65535
 
 
@@ -35,15 +39,18 @@ class TcpListener:
         stats: ServerStats,
         *,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        budget: ConnectionBudget | None = None,
+        backlog: int = DEFAULT_BACKLOG,
     ) -> None:
+        """`budget`: shared with the other listeners (default: the process's, gslbd.limits)."""
         self._sock = sock
         self.handler = handler
         self.stats = stats
         self.idle_timeout = idle_timeout
-        self.max_connections = max_connections
+        self.budget = budget if budget is not None else process_budget()
+        self.backlog = backlog
         self.v6 = sock.family == socket.AF_INET6
-        self.connections: dict[_DnsStream, None] = {}  # insertion-ordered set
+        self.connections: dict[_DnsStream, None] = {}  # this listener's, to close them at the end
         self._server: asyncio.AbstractServer | None = None
         self.sockname: tuple[str, int] = cast(tuple[str, int], tuple(sock.getsockname()[:2]))
         self.error_logged = False
@@ -51,7 +58,9 @@ class TcpListener:
     async def start(self) -> None:
         """Start accepting connections."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _DnsStream(self, loop), sock=self._sock)
+        self._server = await loop.create_server(
+            lambda: _DnsStream(self, loop), sock=self._sock, backlog=self.backlog
+        )
 
     async def close(self) -> None:
         """Stop accepting, close every open connection."""
@@ -66,16 +75,14 @@ class TcpListener:
             self._sock.close()
 
     def admit(self, conn: _DnsStream) -> None:
-        """Track a new connection, closing the longest-idle one when at the cap."""
-        if len(self.connections) >= self.max_connections:
-            oldest = min(self.connections, key=lambda c: c.last_activity)
-            self.stats.tcp_evicted += 1
-            oldest.close()
+        """Track a new connection; the budget closes the least recently active ones when full."""
+        self.stats.tcp_evicted += self.budget.admit(conn, "dns")
         self.connections[conn] = None
         self.stats.tcp_connections += 1
 
     def forget(self, conn: _DnsStream) -> None:
         self.connections.pop(conn, None)
+        self.budget.forget(conn)
 
 
 class _DnsStream(asyncio.Protocol):
@@ -120,8 +127,10 @@ class _DnsStream(asyncio.Protocol):
         return False  # every complete query is answered already; close after the answers are flushed
 
     def close(self) -> None:
+        """Abort the connection (evicted, or the listener closes): a client that does not read its
+        answers must not keep the descriptor while the kernel waits to flush them."""
         if self._transport is not None:
-            self._transport.close()
+            self._transport.abort()
 
     def _check_idle(self) -> None:
         self._timer = None
@@ -136,7 +145,6 @@ class _DnsStream(asyncio.Protocol):
         self._timer = self._loop.call_later(timeout - idle, self._check_idle)
 
     def data_received(self, data: bytes) -> None:
-        self.last_activity = self._loop.time()
         buf = self._buf
         buf += data
         listener = self._listener
@@ -170,6 +178,8 @@ class _DnsStream(asyncio.Protocol):
                 stats.tcp_rcodes[reply[3] & 15] += 1
         if pos:
             del buf[:pos]
+            self.last_activity = self._loop.time()
+            listener.budget.touch(self)
         transport = self._transport
         if transport is None:
             return

@@ -366,6 +366,7 @@ async def _serve(conn: Connection, index: int) -> None:
             tcp_idle_timeout=config.dns.tcp_idle_timeout,
             reuse_port=True,
             stats=stats,
+            tcp_backlog=config.dns.tcp_backlog,
         )
         await listeners.start()
         drop_privileges(config.run_as)  # bound: nothing more needs root (a no-op when not root)
@@ -416,7 +417,10 @@ async def _serve(conn: Connection, index: int) -> None:
         while True:
             await asyncio.sleep(COUNTERS_INTERVAL)
             try:
-                conn.send(CounterReport.of(listeners.stats, responder.policy_answers()))
+                report = CounterReport.of(
+                    listeners.stats, responder.policy_answers(), responder.guard_counts()
+                )
+                conn.send(report)
             except OSError:  # the parent is gone; on_update sees EOF and ends the worker
                 return
 

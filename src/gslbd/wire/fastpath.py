@@ -12,11 +12,13 @@ behaviour. No dnspython, no logging and no object beyond the response bytes on t
 from __future__ import annotations
 
 import itertools
+import os
 import random
 
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire.compile import AnswerTable, count_answers
+from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
 
@@ -181,7 +183,16 @@ def fast_answer(
 class Responder:
     """Answers query packets from the current answer table and view; `swap` replaces both at once."""
 
-    __slots__ = ("_policy_totals", "_slow_seq", "_state", "on_notify", "rng", "slow_count")
+    __slots__ = (
+        "_policy_totals",
+        "_slow_seq",
+        "_state",
+        "cookie_secret",
+        "guard",
+        "on_notify",
+        "rng",
+        "slow_count",
+    )
 
     def __init__(self, table: AnswerTable, view: View, rng: random.Random) -> None:
         self._state = (table, view)
@@ -190,6 +201,10 @@ class Responder:
         self._slow_seq = itertools.count()
         self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
         self.on_notify: NotifyHook | None = None  # answers DNS NOTIFY when set (wire/notify.py)
+        # Cookies and RRL (wire/guard.py), from the view's `dns` settings; the secret is used when
+        # `dns.cookies` names no secret file (the parent hands it to worker processes in their config).
+        self.cookie_secret = os.urandom(16)
+        self.guard: Guard | None = guard_for(view.config.dns, None, self.cookie_secret)
 
     def swap(self, table: AnswerTable, view: View) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new.
@@ -197,6 +212,7 @@ class Responder:
         (a table updated in place of a few names shares every other entry, and its counters)."""
         old = self._state[0]
         self._state = (table, view)
+        self.guard = guard_for(view.config.dns, self.guard, self.cookie_secret)
         if table.derived_from == old.serial:  # updated from the table served until now
             retired = count_answers(table.retired)
         else:
@@ -229,9 +245,21 @@ class Responder:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:
             out = None
-        if out is not None:
+        if out is None:
+            self.slow_count += 1
+            out = self._slow(table, view, data, src_ip, src_v6, tcp)
+        guard = self.guard
+        if guard is None:
             return out
-        self.slow_count += 1
+        return guard.apply(data, out, src_ip, src_v6, tcp)
+
+    def guard_counts(self) -> dict[str, int]:
+        """RRL and cookie counters (empty when both are off)."""
+        return self.guard.counts() if self.guard is not None else {}
+
+    def _slow(
+        self, table: AnswerTable, view: View, data: bytes, src_ip: int, src_v6: bool, tcp: bool
+    ) -> bytes | None:
         return slow_response(
             data,
             view,
