@@ -13,6 +13,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol
 
+from gslbd.api.changes import ChangeLog
 from gslbd.model.service import Endpoint, Service
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState, PolicyName
@@ -86,6 +87,40 @@ class PeerView:
     failing: bool = False
     detail: str = ""
     heartbeat: float | None = None
+    heartbeat_age: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerView:
+    """What a client gets for a service name now, and why (the console's "explain in the browser").
+
+    The same resolution as `gslbd explain` (explain.explain and answer.View.resolve with a seeded rng
+    and query counter 0). `client` is the address or subnet asked about; `rcode` a mnemonic;
+    `answer`/`authority`/`additional` records in presentation form ("name ttl IN type rdata");
+    `explanation` the text `gslbd explain` prints.
+    """
+
+    name: str
+    rtype: str
+    client: str
+    rcode: str
+    answer: tuple[str, ...] = ()
+    authority: tuple[str, ...] = ()
+    additional: tuple[str, ...] = ()
+    location_dependent: bool = False
+    explanation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """Cluster mode's Redis link (docs/cluster.md). `redis` is the URL without its password;
+    `members` counts the instances subscribed to the shared health channel (None while Redis is down)."""
+
+    redis: str
+    connected: bool
+    instance_id: str
+    sync_mode: str
+    members: int | None = None
 
 
 _NO_COUNTS: Mapping[tuple[str, str], int] = MappingProxyType({})
@@ -142,6 +177,21 @@ class Control(Protocol):
 
     def peers(self) -> Sequence[PeerView]:
         """Every peer site of the multi-site exchange, in config order (empty without `peers`)."""
+        ...
+
+    @property
+    def changes(self) -> ChangeLog:
+        """Recent verdicts, admin changes and reloads (the console's change log and its live events)."""
+        ...
+
+    def answer(self, service: str, rtype: str, client_ip: str, ecs: str | None) -> AnswerView:
+        """What `client_ip` (or, with `ecs` "net/len", a resolver sending that EDNS Client Subnet)
+        gets for `service` (absolute, lower case) and `rtype` ("A", "AAAA", ...) now.
+        KeyError for an unknown service."""
+        ...
+
+    async def cluster(self) -> ClusterView | None:
+        """The Redis link of cluster mode, or None when `cluster` is not configured."""
         ...
 
 

@@ -6,11 +6,18 @@ Config) are different operations with the same name.
 
 from __future__ import annotations
 
+import ipaddress
+import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from redis.exceptions import RedisError
+
 from gslbd.answer.exchange_names import peer_site_names
+from gslbd.api.changes import ChangeLog
 from gslbd.api.control import (
+    AnswerView,
+    ClusterView,
     DnsCounters,
     EndpointView,
     PeerView,
@@ -18,7 +25,9 @@ from gslbd.api.control import (
     endpoint_view,
     service_status,
 )
+from gslbd.explain import RCODE_NAMES, explain, rr_text
 from gslbd.model.service import Service
+from gslbd.policy.base import Client
 from gslbd.server.stats import CounterReport
 from gslbd.state.snapshot import effective_up
 from gslbd.types import AdminState
@@ -99,9 +108,66 @@ class AppControl:
                     failing=state.failing,
                     detail=state.detail,
                     heartbeat=state.heartbeat,
+                    heartbeat_age=(
+                        None
+                        if state.heartbeat is None
+                        else max(0.0, self._app.clock.wall() - state.heartbeat)
+                    ),
                 )
             )
         return out
+
+    @property
+    def changes(self) -> ChangeLog:
+        return self._app.changes.log
+
+    def answer(self, service: str, rtype: str, client_ip: str, ecs: str | None) -> AnswerView:
+        """`gslbd explain`'s answer and text, from the view being served now."""
+        app = self._app
+        if not any(svc.name == service for svc in app.config.services):
+            raise KeyError(service)
+        view = app.view
+        text = explain(app.config, view, app.env, service, rtype, client_ip, ecs)
+        client = Client.parse(client_ip)
+        if ecs is not None and app.config.topology.use_client_subnet:
+            net = ipaddress.ip_network(ecs, strict=False)
+            client = Client(int(net.network_address), net.version == 6)
+        answer = view.resolve(service, rtype, client.ip, client.v6, random.Random(0), 0)
+        rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
+        return AnswerView(
+            name=service,
+            rtype=rtype,
+            client=ecs if ecs is not None else client_ip,
+            rcode=rcode,
+            answer=tuple(rr_text(rr) for rr in answer.answer),
+            authority=tuple(rr_text(rr) for rr in answer.authority),
+            additional=tuple(rr_text(rr) for rr in answer.additional),
+            location_dependent=answer.location_dependent,
+            explanation=text,
+        )
+
+    async def cluster(self) -> ClusterView | None:
+        """The Redis link; members = subscribers of the shared health channel (PUBSUB NUMSUB), which
+        every instance of the cluster holds while it is connected."""
+        node = self._app.cluster
+        if node is None:
+            return None
+        members: int | None = None
+        client, _ = node.link.current()
+        if client is not None:
+            try:
+                async with node.link.deadline():
+                    counts = await client.pubsub_numsub(node.keys.updates)
+                members = int(counts[0][1]) if counts else 0
+            except (OSError, TimeoutError, RedisError):
+                members = None
+        return ClusterView(
+            redis=node.link.target.display,
+            connected=node.connected,
+            instance_id=node.instance_id,
+            sync_mode=node.config.sync_mode.value,
+            members=members,
+        )
 
     def _status(self, svc: Service) -> ServiceStatus:
         snapshot = self._app.snapshot

@@ -40,6 +40,7 @@ from dataclasses import replace
 
 from gslbd.answer import View
 from gslbd.api.server import ApiServer
+from gslbd.app.changes import ChangeRecorder
 from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
@@ -111,6 +112,7 @@ class App:
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
         self._gauges = ServiceGauges()
+        self.changes = ChangeRecorder(self.clock)  # the console's change log (app/changes.py)
         self.control = AppControl(self)
         # Query IDs and ports towards peers: unpredictable, and not drawn from self.rng.
         self.exchange = Exchange(
@@ -280,6 +282,7 @@ class App:
         if not self.book.record(endpoint.key, after):
             return
         TRANSITIONS.labels(to="up" if after.healthy else "down").inc()
+        self.changes.verdict(endpoint.key, after.healthy, after.last_change_reason)
         if before.healthy is not None or not after.healthy:
             log.info(
                 "%s %s is %s: %s",
@@ -295,6 +298,7 @@ class App:
     def _on_peers(self) -> None:
         """The endpoints learned from peer sites changed: answered on the next loop turn."""
         self.book.set_peer_endpoints(self.exchange.endpoints())
+        self.changes.peers()
         self._schedule_rebuild()
 
     def _notify_hook(self, zone: str, ip: int, v6: bool) -> bool:
@@ -323,6 +327,7 @@ class App:
         """Another instance changed an admin state (cluster mode): answered on the next loop turn."""
         if self.book.set_admin(key, state):
             log.info("admin state of %s %s set to %s by another instance", key[0], key[1], state.value)
+            self.changes.admin(key, state, "another instance")
             self._schedule_rebuild()
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
@@ -335,6 +340,7 @@ class App:
         self.book.set_admin(key, state)
         ADMIN_CHANGES.labels(state=state.value).inc()
         log.info("admin state of %s %s set to %s", key[0], key[1], state.value)
+        self.changes.admin(key, state, "api")
         self._rebuild()
         return key
 
@@ -370,6 +376,7 @@ class App:
         if self._scheduler is not None:
             self._scheduler.update(list(self._probed.values()))
         CONFIG_RELOADS.labels(result="applied").inc()
+        self.changes.reload_applied(config.source)
 
     async def reload_file(self) -> list[str]:
         """Re-read the config file this instance was started from and apply it. Returns the error
@@ -395,4 +402,5 @@ class App:
         count = f"{len(errors)} error" + ("" if len(errors) == 1 else "s")
         log.error("reload of %s refused (%s, logged above); still serving the previous config", path, count)
         CONFIG_RELOADS.labels(result="refused").inc()
+        self.changes.reload_refused(path, errors)
         return errors
