@@ -210,8 +210,11 @@ def start_gslbd(
     hosts: tuple[str, ...] = ("127.0.0.1",),
     name: str = "gslbd",
     extra_args: tuple[str, ...] = (),
+    wait: bool = True,
 ) -> Running:
-    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA."""
+    """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA (unless
+    `wait` is False: then call `wait_until_answering` before using it, e.g. for a slow start that can
+    overlap with other work)."""
     port = free_port(hosts)
     config_path = workdir / f"{name}.yaml"
     config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
@@ -224,7 +227,8 @@ def start_gslbd(
             start_new_session=True,  # its own process group: kill() reaches workers too
         )
     server = Running(proc, port, hosts, config_path, log_path, zone)
-    wait_until_answering(server)
+    if wait:
+        wait_until_answering(server)
     return server
 
 

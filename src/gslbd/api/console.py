@@ -2,8 +2,8 @@
 the answer a client gets, as JSON; and the console's static files (gslbd/api/static/).
 
 Pure functions over what Control returns, so the console is usable at 10,000 services: the page asks
-for one page of compact rows (`rows_json`) and gets the counts with it, never every endpoint of every
-service.
+for one page of compact rows (`rows_json`, from `Control.rows()`) and gets the counts with it, never
+every endpoint of every service.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from importlib import resources
 from typing import Any
 
 from gslbd.api.changes import Change
-from gslbd.api.control import AnswerView, ClusterView, PeerView, ServiceStatus
+from gslbd.api.control import AnswerView, ClusterView, PeerView, ServiceRow
 from gslbd.api.render import iso_time, peer_json
-from gslbd.types import AdminState
 
 MAX_PAGE = 500  # rows per request at most
 DEFAULT_PAGE = 100
@@ -43,54 +42,43 @@ class ServiceState(StrEnum):
 FILTERS = (*(s.value for s in ServiceState), "admin")
 
 
-def service_state(s: ServiceStatus) -> ServiceState:
-    total, up = len(s.endpoints), s.endpoints_up
-    if total and up == total:
+def service_state(r: ServiceRow) -> ServiceState:
+    if r.endpoints and r.up == r.endpoints:
         return ServiceState.UP
-    return ServiceState.DOWN if up == 0 else ServiceState.DEGRADED
+    return ServiceState.DOWN if r.up == 0 else ServiceState.DEGRADED
 
 
-def has_admin_override(s: ServiceStatus) -> bool:
-    return any(e.admin is not AdminState.OBEY for e in s.endpoints)
-
-
-def matches(s: ServiceStatus, query: str) -> bool:
+def matches(r: ServiceRow, query: str) -> bool:
     """Case-insensitive: every word of `query` is part of the name, an endpoint's address or site."""
-    words = query.lower().split()
-    if not words:
-        return True
-    haystack = " ".join([s.name, *(e.address for e in s.endpoints), *(e.site for e in s.endpoints)])
-    return all(w in haystack for w in words)
+    return all(w in r.words for w in query.lower().split())
 
 
-def row_json(s: ServiceStatus) -> dict[str, Any]:
+def row_json(r: ServiceRow) -> dict[str, Any]:
     """One service as a list row: its state and counts, not its endpoints' details."""
     return {
-        "name": s.name,
-        "policy": s.policy.value,
-        "state": service_state(s).value,
-        "endpoints": len(s.endpoints),
-        "endpoints_up": s.endpoints_up,
-        "unhealthy": sum(1 for e in s.endpoints if e.health.value == "down"),
-        "admin_down": sum(1 for e in s.endpoints if e.admin is AdminState.DOWN),
-        "admin_up": sum(1 for e in s.endpoints if e.admin is AdminState.UP),
+        "name": r.name,
+        "policy": r.policy.value,
+        "state": service_state(r).value,
+        "endpoints": r.endpoints,
+        "endpoints_up": r.up,
+        "unhealthy": r.unhealthy,
+        "admin_down": r.admin_down,
+        "admin_up": r.admin_up,
     }
 
 
-def counts_json(services: Sequence[ServiceStatus]) -> dict[str, Any]:
+def counts_json(rows: Sequence[ServiceRow]) -> dict[str, Any]:
     """Services by state and endpoints by effective state and admin override."""
     by_state = dict.fromkeys((s.value for s in ServiceState), 0)
-    endpoints = {"total": 0, "up": 0, "down": 0, "admin_down": 0, "admin_up": 0}
-    for s in services:
-        by_state[service_state(s).value] += 1
-        for e in s.endpoints:
-            endpoints["total"] += 1
-            endpoints["up" if e.effective_up else "down"] += 1
-            if e.admin is AdminState.DOWN:
-                endpoints["admin_down"] += 1
-            elif e.admin is AdminState.UP:
-                endpoints["admin_up"] += 1
-    return {"services": {"total": len(services), **by_state}, "endpoints": endpoints}
+    total = up = admin_down = admin_up = 0
+    for r in rows:
+        by_state[service_state(r).value] += 1
+        total += r.endpoints
+        up += r.up
+        admin_down += r.admin_down
+        admin_up += r.admin_up
+    endpoints = {"total": total, "up": up, "down": total - up, "admin_down": admin_down, "admin_up": admin_up}
+    return {"services": {"total": len(rows), **by_state}, "endpoints": endpoints}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +105,19 @@ class RowQuery:
             raise ValueError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE}")
         return cls(params.get("q", "")[:200], state, offset, limit)
 
-    def selects(self, s: ServiceStatus) -> bool:
+    def selects(self, r: ServiceRow) -> bool:
         if self.state == "admin":
-            if not has_admin_override(s):
+            if not (r.admin_down or r.admin_up):
                 return False
-        elif self.state and service_state(s).value != self.state:
+        elif self.state and service_state(r).value != self.state:
             return False
-        return matches(s, self.q)
+        return matches(r, self.q)
 
 
-def rows_json(services: Sequence[ServiceStatus], query: RowQuery, seq: int) -> dict[str, Any]:
+def rows_json(rows: Sequence[ServiceRow], query: RowQuery, seq: int) -> dict[str, Any]:
     """One page of the rows `query` selects, how many it selects in all, and the counts of everything.
-    `seq` is the change log's newest sequence number when the services were read."""
-    selected = [s for s in services if query.selects(s)]
+    `seq` is the change log's newest sequence number when the rows were read."""
+    selected = [r for r in rows if query.selects(r)]
     page = selected[query.offset : query.offset + query.limit]
     return {
         "seq": seq,
@@ -137,7 +125,7 @@ def rows_json(services: Sequence[ServiceStatus], query: RowQuery, seq: int) -> d
         "offset": query.offset,
         "limit": query.limit,
         "rows": [row_json(s) for s in page],
-        "counts": counts_json(services),
+        "counts": counts_json(rows),
     }
 
 
@@ -154,7 +142,7 @@ def cluster_json(c: ClusterView | None) -> dict[str, Any] | None:
 
 
 def summary_json(
-    services: Sequence[ServiceStatus],
+    rows: Sequence[ServiceRow],
     peers: Sequence[PeerView],
     cluster: ClusterView | None,
     ready: bool,
@@ -166,7 +154,7 @@ def summary_json(
     return {
         "ready": ready,
         "seq": seq,
-        **counts_json(services),
+        **counts_json(rows),
         "peers": {"total": len(peers), "fresh": fresh, "stale": len(peers) - fresh, "sites": peer_docs},
         "cluster": cluster_json(cluster),
     }

@@ -66,6 +66,40 @@ class ServiceStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class ServiceRow:
+    """A service in one line, for the console's list of thousands: counts instead of endpoint views.
+
+    `endpoints` counts every endpoint shown (configured and learned from peers), `up` those that answer
+    now (effective_up), `unhealthy` those whose probed verdict is down, `admin_down`/`admin_up` those
+    forced by an admin state. `words` is what the filter searches: name, addresses and sites, lower case.
+    """
+
+    name: str
+    policy: PolicyName
+    endpoints: int
+    up: int
+    unhealthy: int = 0
+    admin_down: int = 0
+    admin_up: int = 0
+    words: str = ""
+
+
+def service_row(s: ServiceStatus) -> ServiceRow:
+    """The row of a full status (what `Control.rows` must equal, computed the slow way)."""
+    eps = s.endpoints
+    return ServiceRow(
+        name=s.name,
+        policy=s.policy,
+        endpoints=len(eps),
+        up=s.endpoints_up,
+        unhealthy=sum(1 for e in eps if e.health is Health.DOWN),
+        admin_down=sum(1 for e in eps if e.admin is AdminState.DOWN),
+        admin_up=sum(1 for e in eps if e.admin is AdminState.UP),
+        words=" ".join([s.name, *(e.address for e in eps), *(e.site for e in eps)]).lower(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class PeerView:
     """A peer site as the exchange sees it (multi-site, docs/multisite.md).
 
@@ -177,6 +211,17 @@ class Control(Protocol):
 
     def peers(self) -> Sequence[PeerView]:
         """Every peer site of the multi-site exchange, in config order (empty without `peers`)."""
+        ...
+
+    def rows(self) -> Sequence[ServiceRow]:
+        """Every configured service as a ServiceRow, in config order (cheaper than `services()`)."""
+        ...
+
+    @property
+    def generation(self) -> int:
+        """A number that grows whenever the answers were rebuilt or the config replaced, i.e. whenever
+        an endpoint's verdict, admin state or `effective_up` may have changed. Lets the API reuse the
+        rows it read for the console's list and counts until it changes."""
         ...
 
     @property

@@ -27,7 +27,7 @@ import hmac
 import ipaddress
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -44,7 +44,7 @@ from gslbd.api.console import (
     rows_json,
     summary_json,
 )
-from gslbd.api.control import Control, ServiceStatus
+from gslbd.api.control import Control, ServiceRow, ServiceStatus
 from gslbd.api.events import DEFAULT_MAX_CLIENTS, EventStreams
 from gslbd.api.openapi import openapi_document
 from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
@@ -117,6 +117,7 @@ class ApiServer:
         self._token = token
         self._exporter = MetricsExporter(control.dns_counters)
         self.events = EventStreams(control.changes, max_event_clients)
+        self._overview: tuple[int, Sequence[ServiceRow]] | None = None
         self._runner: web.AppRunner | None = None
         self.port: int = listen.port
         self.app = self._build()
@@ -218,10 +219,18 @@ class ApiServer:
             raise web.HTTPNotFound()
         return web.Response(body=asset(name), content_type=kind, charset="utf-8")
 
+    def _rows_now(self) -> Sequence[ServiceRow]:
+        """Every service's row, read again only when Control's generation moved (at 10,000 services
+        reading them costs more than filtering and paging them)."""
+        generation = self._control.generation
+        if self._overview is None or self._overview[0] != generation:
+            self._overview = (generation, self._control.rows())
+        return self._overview[1]
+
     async def _summary(self, request: web.Request) -> web.Response:
         seq = self._control.changes.last_seq
         cluster = await self._control.cluster()
-        doc = summary_json(self._control.services(), self._control.peers(), cluster, self._control.ready, seq)
+        doc = summary_json(self._rows_now(), self._control.peers(), cluster, self._control.ready, seq)
         return web.json_response(doc)
 
     async def _rows(self, request: web.Request) -> web.Response:
@@ -230,7 +239,7 @@ class ApiServer:
         except ValueError as exc:
             return _error(400, str(exc))
         seq = self._control.changes.last_seq
-        return web.json_response(rows_json(self._control.services(), query, seq))
+        return web.json_response(rows_json(self._rows_now(), query, seq))
 
     async def _answer(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]

@@ -16,8 +16,10 @@ from gslbd.api.control import (
     ClusterView,
     DnsCounters,
     PeerView,
+    ServiceRow,
     ServiceStatus,
     endpoint_view,
+    service_row,
     service_status,
 )
 from gslbd.api.server import ApiServer
@@ -93,6 +95,7 @@ class FakeControl:
         self.reload_errors: list[str] = []
         self.reloads = 0
         self.log = ChangeLog(capacity=50)
+        self._generation = 0
         self.peer_views: list[PeerView] = []
         self.cluster_view: ClusterView | None = None
         self.answers: list[tuple[str, str, str, str | None]] = []
@@ -118,6 +121,9 @@ class FakeControl:
     def services(self) -> Sequence[ServiceStatus]:
         return [self._status_of(s) for s in self.config_services]
 
+    def rows(self) -> Sequence[ServiceRow]:
+        return [service_row(s) for s in self.services()]
+
     def service(self, name: str) -> ServiceStatus | None:
         for s in self.config_services:
             if s.name == name:
@@ -140,6 +146,13 @@ class FakeControl:
 
     def peers(self) -> Sequence[PeerView]:
         return self.peer_views
+
+    @property
+    def generation(self) -> int:
+        """Never the same twice: the API rebuilds its service list at every request (tests change
+        health and admin states between requests without telling)."""
+        self._generation += 1
+        return self._generation
 
     @property
     def changes(self) -> ChangeLog:

@@ -1,0 +1,236 @@
+"""The operator console in a real Chromium (Debian's, driven by Playwright's Python package), against a
+real gslbd process whose endpoints are probed over HTTP against local backends that the test toggles.
+
+Screenshots go to $GSLBD_SCREENSHOTS when set, else to the test's tmp_path/screenshots (printed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gslbd_harness import Running, free_port, start_gslbd, wait_until_answering
+from health_app_support import APP, ZONE, ThreadedBackend, health_config, wait_until
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(
+    not os.access(CHROMIUM, os.X_OK), reason="chromium is not installed (scripts/test installs it)"
+)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+TOKEN = "console-token"
+EU, US = "192.0.2.10", "198.51.100.10"
+ROW = f'#rows tr[data-service="{APP}"]'
+SERVICES_AT_SCALE = 10_000
+FIRST_PAINT_BUDGET_MS = 1000.0
+DASH = "\u2013"  # an en dash, as in the page's page info
+RED = "rgb(253, 231, 230)"  # --down-bg in console.css
+
+
+def api_section(port: int) -> str:
+    return f'api: {{listen: "127.0.0.1:{port}", token: {TOKEN}}}'
+
+
+def many_services_config(api_port: int, count: int) -> str:
+    """`count` services of two unchecked endpoints each, with an API."""
+    lines = [
+        "version: 1",
+        "site: {name: eu}",
+        "dns: {listen: @LISTEN@, lame_duck: 0s}",
+        api_section(api_port),
+        "zones:",
+        f"  - origin: {ZONE}",
+        f"    nameservers: [{{name: ns1.{ZONE}, address: 127.0.0.1}}]",
+        "sites: {us: {}}",
+        "services:",
+    ]
+    for i in range(count):
+        net = f"10.{i // 250}.{i % 250}"
+        lines.append(
+            f"  - {{name: svc{i:05d}.{ZONE}, check: none, endpoints: "
+            f"[{{address: {net}.1, site: eu}}, {{address: {net}.2, site: us}}]}}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = os.environ.get("GSLBD_SCREENSHOTS")
+    path = Path(target) if target else tmp_path_factory.mktemp("console") / "screenshots"
+    path.mkdir(parents=True, exist_ok=True)
+    print(f"\nconsole screenshots in {path}")
+    return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, int]]:
+    """gslbd with 10,000 services, started first and without waiting: its start (reading and compiling
+    the configuration) overlaps with the other tests of this module."""
+    api_port = free_port()
+    workdir = tmp_path_factory.mktemp("console-big")
+    server = start_gslbd(
+        workdir, many_services_config(api_port, SERVICES_AT_SCALE), zone=ZONE, name="big", wait=False
+    )
+    try:
+        yield server, api_port
+    finally:
+        server.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with playwright_sync.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def answer_of(server: Running) -> list[str]:
+    reply = server.ask(APP)
+    return sorted(rd.to_text() for rrset in reply.answer for rd in rrset)
+
+
+def test_console_filters_turns_a_failing_service_red_live_and_forces_an_endpoint_down(
+    tmp_path: Path, browser: object, screenshots: Path
+) -> None:
+    eu, us = ThreadedBackend(), ThreadedBackend()
+    api_port = free_port()
+    config = health_config("@LISTEN@", eu.port, us.port, extra=api_section(api_port))
+    server = start_gslbd(tmp_path, config, zone=ZONE)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        # Load: both services listed, the event stream connected.
+        page.goto(f"http://127.0.0.1:{api_port}/")
+        page.wait_for_selector(f'{ROW}[data-state="up"]')
+        page.wait_for_selector('#rows tr[data-service="drained.gslb.example.com."][data-state="degraded"]')
+        page.wait_for_function("document.getElementById('live').textContent === 'live'")
+        assert page.inner_text("#n-services") == "2"
+        page.screenshot(path=str(screenshots / "01-loaded.png"), full_page=True)
+
+        # Filter: the list follows the search box (filtered by the server).
+        page.fill("#search", "drained")
+        page.wait_for_function(
+            "[...document.querySelectorAll('#rows tr')].map(r => r.dataset.service).join() "
+            "=== 'drained.gslb.example.com.'"
+        )
+        assert page.inner_text("#page-info") == f"1{DASH}1 of 1"
+        page.screenshot(path=str(screenshots / "02-filtered.png"), full_page=True)
+        page.fill("#search", "")
+        page.wait_for_function("document.querySelectorAll('#rows tr').length === 2")
+
+        # A backend fails: the row turns amber, then red when the other fails too, with no reload.
+        page.evaluate("window.sameDocument = true")
+        page.click(ROW)
+        page.wait_for_selector(f'#d-endpoints tr[data-address="{EU}"]')
+        eu.healthy = False
+        page.wait_for_selector(f'{ROW}[data-state="degraded"]')
+        page.wait_for_selector(f'#d-endpoints tr.ep-down[data-address="{EU}"]')
+        us.healthy = False
+        page.wait_for_selector(f'{ROW}[data-state="down"]')
+        page.mouse.move(1, 1)  # off the row: no hover colour
+        assert page.eval_on_selector(ROW, "r => getComputedStyle(r).backgroundColor") == RED
+        assert page.evaluate("window.sameDocument") is True  # updated in place, never reloaded
+        assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+        page.wait_for_selector(f"#changes li:has-text('{EU} → down')")
+        assert page.inner_text("#n-down") == "1"
+        page.screenshot(path=str(screenshots / "03-backend-failed-row-red.png"), full_page=True)
+
+        eu.healthy = us.healthy = True
+        page.wait_for_selector(f'{ROW}[data-state="up"]')
+
+        # The admin buttons need the token: first without it, then with it typed into the page.
+        down_button = f'#d-endpoints tr[data-address="{EU}"] button[data-admin="down"]'
+        page.click(down_button)
+        page.wait_for_selector("#admin-msg.error:has-text('Enter the API token')")
+        page.fill("#token", "wrong-token")
+        page.click("#token-form button[type=submit]")
+        page.click(down_button)
+        page.wait_for_selector("#admin-msg.error:has-text('wrong bearer token')")
+        assert answer_of(server) == [EU]
+        page.click("#forget")
+        page.fill("#token", TOKEN)
+        page.click("#token-form button[type=submit]")
+        assert page.evaluate("sessionStorage.getItem('gslbd-token')") == TOKEN
+        page.click(down_button)
+        page.wait_for_selector(f"#admin-msg.ok:has-text('{EU}: admin down')")
+        page.wait_for_selector(f'{ROW}[data-state="degraded"] .tag.admin-down')
+        page.wait_for_selector(f'#d-endpoints tr.ep-admin-down[data-address="{EU}"]')
+        assert answer_of(server) == [US]  # failover to us: eu is out of DNS
+        page.wait_for_selector(f"#changes li.admin:has-text('{EU} → down: by api')")
+        page.screenshot(path=str(screenshots / "04-forced-down.png"), full_page=True)
+
+        # Explain in the browser: what a client gets now, and why.
+        page.fill("#client", "10.1.2.3")
+        page.click("#explain-form button")
+        page.wait_for_selector(f"#a-records li:has-text('{APP} 30 IN A {US}')")
+        assert "forced down by an admin" in page.inner_text("#a-explain")
+        assert page.inner_text("#a-rcode").startswith("NOERROR for 10.1.2.3 (A)")
+        page.screenshot(path=str(screenshots / "05-explain.png"), full_page=True)
+
+        page.click(f'#d-endpoints tr[data-address="{EU}"] button[data-admin="obey"]')
+        page.wait_for_selector(f'{ROW}[data-state="up"]')
+        wait_until(lambda: answer_of(server) == [EU])
+        assert errors == []
+    finally:
+        page.close()
+        server.kill()
+        eu.close()
+        us.close()
+
+
+@pytest.mark.timeout(240)
+def test_console_first_paint_at_10000_services_is_under_a_second(
+    big: tuple[Running, int], browser: object, screenshots: Path
+) -> None:
+    server, api_port = big
+    wait_until_answering(server, timeout=200)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    try:
+        page.goto(f"http://127.0.0.1:{api_port}/")
+        page.wait_for_function("document.body.dataset.firstRows !== undefined")
+        first_rows = float(page.evaluate("document.body.dataset.firstRows"))
+        to_first_rows = float(
+            page.evaluate("performance.getEntriesByName('gslbd-rows-painted')[0].startTime")
+        )
+        fcp = page.evaluate(
+            "(performance.getEntriesByName('first-contentful-paint')[0] || {startTime: null}).startTime"
+        )
+        rows_request = page.evaluate(
+            "(() => { const r = performance.getEntriesByType('resource')"
+            ".find(e => e.name.includes('/api/v1/service-rows'));"
+            " return r ? r.responseEnd - r.requestStart : null; })()"
+        )
+        print(
+            f"\nconsole at {SERVICES_AT_SCALE} services: first rows painted {to_first_rows:.0f} ms after "
+            f"navigation ({first_rows:.0f} ms after the script started; the rows request took "
+            f"{rows_request:.0f} ms); first contentful paint {fcp if fcp is None else round(fcp)} ms"
+        )
+        assert to_first_rows < FIRST_PAINT_BUDGET_MS
+        assert page.eval_on_selector_all("#rows tr", "rows => rows.length") == 100
+        assert page.inner_text("#n-services") == "10,000"
+        assert page.inner_text("#page-info") == f"1{DASH}100 of 10,000"
+        page.click("#next")
+        page.wait_for_selector("#rows tr[data-service='svc00100.gslb.example.com.']")
+        assert page.inner_text("#page-info") == f"101{DASH}200 of 10,000"
+        page.screenshot(path=str(screenshots / "06-10000-services.png"), full_page=True)
+        page.fill("#search", "svc09999")
+        page.wait_for_function("document.querySelectorAll('#rows tr').length === 1")
+        assert page.get_attribute("#rows tr", "data-service") == f"svc09999.{ZONE}"
+    finally:
+        page.close()
