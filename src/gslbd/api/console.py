@@ -114,9 +114,12 @@ class RowQuery:
         return matches(r, self.q)
 
 
-def rows_json(rows: Sequence[ServiceRow], query: RowQuery, seq: int) -> dict[str, Any]:
-    """One page of the rows `query` selects, how many it selects in all, and the counts of everything.
-    `seq` is the change log's newest sequence number when the rows were read."""
+def rows_json(
+    rows: Sequence[ServiceRow], query: RowQuery, seq: int, counts: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One page of the rows `query` selects, how many it selects in all, and the counts of everything
+    (`counts_json(rows)` unless given). `seq` is the change log's newest sequence number when the rows
+    were read."""
     selected = [r for r in rows if query.selects(r)]
     page = selected[query.offset : query.offset + query.limit]
     return {
@@ -125,7 +128,7 @@ def rows_json(rows: Sequence[ServiceRow], query: RowQuery, seq: int) -> dict[str
         "offset": query.offset,
         "limit": query.limit,
         "rows": [row_json(s) for s in page],
-        "counts": counts_json(rows),
+        "counts": counts if counts is not None else counts_json(rows),
     }
 
 
@@ -142,7 +145,7 @@ def cluster_json(c: ClusterView | None) -> dict[str, Any] | None:
 
 
 def summary_json(
-    rows: Sequence[ServiceRow],
+    counts: dict[str, Any],
     peers: Sequence[PeerView],
     cluster: ClusterView | None,
     ready: bool,
@@ -154,7 +157,7 @@ def summary_json(
     return {
         "ready": ready,
         "seq": seq,
-        **counts_json(rows),
+        **counts,
         "peers": {"total": len(peers), "fresh": fresh, "stale": len(peers) - fresh, "sites": peer_docs},
         "cluster": cluster_json(cluster),
     }

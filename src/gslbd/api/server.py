@@ -40,6 +40,7 @@ from gslbd.api.console import (
     asset,
     changes_json,
     console_page,
+    counts_json,
     parse_client,
     rows_json,
     summary_json,
@@ -117,7 +118,8 @@ class ApiServer:
         self._token = token
         self._exporter = MetricsExporter(control.dns_counters)
         self.events = EventStreams(control.changes, max_event_clients)
-        self._overview: tuple[int, Sequence[ServiceRow]] | None = None
+        # Control.generation -> every service's row and the counts of them all (see _rows_now).
+        self._overview: tuple[int, Sequence[ServiceRow], dict[str, Any]] | None = None
         self._runner: web.AppRunner | None = None
         self.port: int = listen.port
         self.app = self._build()
@@ -137,6 +139,7 @@ class ApiServer:
             await runner.cleanup()
             raise
         self._runner = runner
+        self._rows_now()  # the console's first page need not wait for 10,000 rows to be read
         addresses = runner.addresses
         if addresses:
             self.port = int(addresses[0][1])
@@ -219,18 +222,20 @@ class ApiServer:
             raise web.HTTPNotFound()
         return web.Response(body=asset(name), content_type=kind, charset="utf-8")
 
-    def _rows_now(self) -> Sequence[ServiceRow]:
-        """Every service's row, read again only when Control's generation moved (at 10,000 services
-        reading them costs more than filtering and paging them)."""
+    def _rows_now(self) -> tuple[Sequence[ServiceRow], dict[str, Any]]:
+        """Every service's row and their counts, read again only when Control's generation moved (at
+        10,000 services reading them costs more than filtering and paging them)."""
         generation = self._control.generation
         if self._overview is None or self._overview[0] != generation:
-            self._overview = (generation, self._control.rows())
-        return self._overview[1]
+            rows = self._control.rows()
+            self._overview = (generation, rows, counts_json(rows))
+        return self._overview[1], self._overview[2]
 
     async def _summary(self, request: web.Request) -> web.Response:
         seq = self._control.changes.last_seq
         cluster = await self._control.cluster()
-        doc = summary_json(self._rows_now(), self._control.peers(), cluster, self._control.ready, seq)
+        _, counts = self._rows_now()
+        doc = summary_json(counts, self._control.peers(), cluster, self._control.ready, seq)
         return web.json_response(doc)
 
     async def _rows(self, request: web.Request) -> web.Response:
@@ -239,7 +244,8 @@ class ApiServer:
         except ValueError as exc:
             return _error(400, str(exc))
         seq = self._control.changes.last_seq
-        return web.json_response(rows_json(self._rows_now(), query, seq))
+        rows, counts = self._rows_now()
+        return web.json_response(rows_json(rows, query, seq, counts))
 
     async def _answer(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]

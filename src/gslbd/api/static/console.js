@@ -95,9 +95,12 @@ function renderRows(doc) {
   $("next").disabled = last >= doc.total;
   setCounts(doc.counts);
   if (firstPaint === null && doc.rows.length) {
-    firstPaint = performance.now() - started;
-    performance.mark("gslbd-rows-painted");
-    document.body.dataset.firstRows = firstPaint.toFixed(0);
+    firstPaint = 0;
+    requestAnimationFrame(() => setTimeout(() => { // after the frame with the rows is painted
+      firstPaint = performance.now() - started;
+      performance.mark("gslbd-rows-painted");
+      document.body.dataset.firstRows = firstPaint.toFixed(0);
+    }, 0));
   }
   document.body.dataset.seq = doc.seq;
 }
