@@ -59,10 +59,13 @@ function serial(fn) {
 function setCounts(counts) {
   const s = counts.services, e = counts.endpoints;
   $("n-services").textContent = s.total.toLocaleString();
-  $("n-up").textContent = s.up; $("n-degraded").textContent = s.degraded; $("n-down").textContent = s.down;
+  $("n-up").textContent = s.up.toLocaleString();
+  $("n-degraded").textContent = s.degraded.toLocaleString();
+  $("n-down").textContent = s.down.toLocaleString();
   $("n-endpoints").textContent = e.total.toLocaleString();
-  $("n-ep-up").textContent = e.up; $("n-ep-down").textContent = e.down;
-  $("n-ep-admin").textContent = e.admin_down + e.admin_up;
+  $("n-ep-up").textContent = e.up.toLocaleString();
+  $("n-ep-down").textContent = e.down.toLocaleString();
+  $("n-ep-admin").textContent = (e.admin_down + e.admin_up).toLocaleString();
 }
 
 function adminCell(row) {
@@ -182,10 +185,11 @@ function endpointRow(service, e) {
 
 const refreshDetail = serial(async () => {
   const name = view.selected;
-  if (!name) { $("detail").hidden = true; return; }
+  if (!name) { $("detail").hidden = true; $("hint").hidden = false; return; }
   const s = await getJSON(`/api/v1/services/${encodeURIComponent(name)}`);
   if (view.selected !== name) return;
   $("detail").hidden = false;
+  $("hint").hidden = true;
   $("d-name").textContent = s.name;
   $("d-policy").textContent = `${s.policy}, ${s.endpoints_up} of ${s.endpoints.length} endpoints answering`;
   $("d-endpoints").replaceChildren(...s.endpoints.map((e) => endpointRow(s.name, e)));
