@@ -111,9 +111,9 @@ class EventStreams:
         resume = request.headers.get("Last-Event-ID", "").strip()
         if resume.isdigit() and int(resume) <= seen:
             seen = int(resume)
-        await response.write(f"retry: {RETRY_MS}\n".encode())
-        await response.write(_frame("hello", {"seq": self._log.last_seq}, self._log.last_seq))
-        with contextlib.suppress(ConnectionResetError):
+        with contextlib.suppress(ConnectionResetError):  # the browser went away
+            await response.write(f"retry: {RETRY_MS}\n".encode())
+            await response.write(_frame("hello", {"seq": self._log.last_seq}, seen))
             while not self._closing.is_set():
                 if seen >= self._log.last_seq:
                     with contextlib.suppress(TimeoutError):
