@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from exchange_sites import running_sites, site_config, sites_port
 from gslbd_harness import Running, free_port, start_gslbd, wait_until_answering
 from health_app_support import APP, ZONE, ThreadedBackend, health_config, wait_until
+from redis_support import running_redis
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
@@ -192,6 +194,50 @@ def test_console_filters_turns_a_failing_service_red_live_and_forces_an_endpoint
         server.kill()
         eu.close()
         us.close()
+
+
+def test_console_shows_peers_fresh_and_stale_with_heartbeat_age_and_the_redis_link_going_down(
+    tmp_path: Path, browser: object, screenshots: Path
+) -> None:
+    """Site eu (cluster mode on a real Redis) peers with us (running) and ap (never started)."""
+    services = (
+        "  - name: app\n    endpoints: [{address: 192.0.2.1, site: eu}, {address: 198.51.100.1, site: us}]\n"
+    )
+    port, api_port = sites_port(), free_port()
+    with running_redis(tmp_path) as redis:
+        cluster = f'cluster: {{redis: {{url: "{redis.url}"}}}}'
+        configs = {
+            site: site_config(
+                site,
+                port,
+                services,
+                interval=0.5,
+                stale_after=1.5,
+                timeout=0.2,
+                extra=f"{api_section(api_port)}\n{cluster}\n" if site == "eu" else "",
+            )
+            for site in ("eu", "us")
+        }
+        with running_sites(tmp_path, configs, port):
+            page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+            try:
+                page.goto(f"http://127.0.0.1:{api_port}/")
+                page.wait_for_selector('#peers tr[data-peer="us"]:not(.stale)')
+                page.wait_for_selector('#peers tr.stale[data-peer="ap"]')
+                assert page.inner_text("#n-peers") == "2"
+                assert (page.inner_text("#n-peers-fresh"), page.inner_text("#n-peers-stale")) == ("1", "1")
+                heartbeat_age = page.inner_text('#peers tr[data-peer="us"] td:nth-child(3)')
+                assert heartbeat_age.endswith(" s") and float(heartbeat_age[:-2]) < 10, heartbeat_age
+                assert page.inner_text('#peers tr[data-peer="ap"] td:nth-child(3)') == "none published"
+                page.wait_for_selector("#redis.up:has-text('Redis connected')")
+                assert page.inner_text("#n-members") == "1 member"
+                page.screenshot(path=str(screenshots / "07-peers-and-cluster.png"), full_page=True)
+                redis.kill()  # the link goes down: shown at the next summary refresh (every 5 s)
+                page.wait_for_selector("#redis.down:has-text('Redis DOWN')", timeout=15_000)
+                assert page.inner_text("#n-members") == "?"
+                page.screenshot(path=str(screenshots / "08-redis-down.png"), full_page=True)
+            finally:
+                page.close()
 
 
 @pytest.mark.timeout(240)
