@@ -89,6 +89,11 @@ def test_app_records_verdicts_admin_changes_and_reloads_and_its_rows_match_its_s
                 assert (refused.kind, refused.state) == (ChangeKind.RELOAD, "refused")
                 assert refused.detail.startswith(f"{path}: ") and errors[0] in refused.detail
                 assert [c.seq for c in log.since(0)[0]] == list(range(1, log.last_seq + 1))
+                # The heartbeat swaps in a snapshot every 2.5 s that differs only in evaluated_at: the
+                # console's rows stay valid (same generation).
+                generation, beat = control.generation, app.snapshot.evaluated_at
+                await wait_for(lambda: app.snapshot.evaluated_at != beat, timeout=5)
+                assert control.generation == generation
                 assert await control.cluster() is None
             finally:
                 await app.stop()

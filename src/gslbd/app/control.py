@@ -54,7 +54,7 @@ class AppControl:
     def __init__(self, app: App) -> None:
         self._app = app
         self._generation = 0
-        self._seen: tuple[object, object] | None = None  # (snapshot, config) of that generation
+        self._seen: tuple[object, ...] | None = None  # what that generation was read from
 
     @property
     def ready(self) -> bool:
@@ -163,11 +163,15 @@ class AppControl:
 
     @property
     def generation(self) -> int:
-        """Counts the (snapshot, config) pairs seen: every rebuild swaps in a new snapshot object and
-        every reload a new config object (references are kept, so identities are never reused)."""
+        """Counts the different (health, admin, peer endpoints, config) seen. A new snapshot from the
+        book brings new mappings and a reload a new config object; the heartbeat's snapshot (every
+        2.5 s, only `evaluated_at` differs) keeps the mappings and so the generation. References are
+        kept, so identities are never reused."""
         snapshot, config = self._app.snapshot, self._app.config
-        if self._seen is None or self._seen[0] is not snapshot or self._seen[1] is not config:
-            self._seen = (snapshot, config)
+        now = (snapshot.health, snapshot.admin, snapshot.peer_endpoints, config)
+        seen = self._seen
+        if seen is None or any(a is not b for a, b in zip(seen, now, strict=True)):
+            self._seen = now
             self._generation += 1
         return self._generation
 
