@@ -6,7 +6,6 @@ Config) are different operations with the same name.
 
 from __future__ import annotations
 
-import ipaddress
 import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -26,9 +25,8 @@ from gslbd.api.control import (
     endpoint_view,
     service_status,
 )
-from gslbd.explain import RCODE_NAMES, explain, rr_text
+from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
 from gslbd.model.service import Service
-from gslbd.policy.base import Client
 from gslbd.server.stats import CounterReport
 from gslbd.state.snapshot import effective_up
 from gslbd.types import AdminState
@@ -186,10 +184,7 @@ class AppControl:
             raise KeyError(service)
         view = app.view
         text = explain(app.config, view, app.env, service, rtype, client_ip, ecs)
-        client = Client.parse(client_ip)
-        if ecs is not None and app.config.topology.use_client_subnet:
-            net = ipaddress.ip_network(ecs, strict=False)
-            client = Client(int(net.network_address), net.version == 6)
+        client, _, _ = client_lines(app.config, client_ip, ecs)  # ECS as explain (and DNS) takes it
         answer = view.resolve(service, rtype, client.ip, client.v6, random.Random(0), 0)
         rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
         return AnswerView(

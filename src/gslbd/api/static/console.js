@@ -109,13 +109,16 @@ function renderRows(doc) {
 }
 
 const refreshRows = serial(async () => {
-  const params = new URLSearchParams({ q: view.q, state: view.state, offset: view.offset, limit: PAGE });
-  const doc = await getJSON(`/api/v1/service-rows?${params}`);
-  if (doc.offset > 0 && doc.offset >= doc.total) { // the page emptied (filter): back to the start
-    view.offset = 0;
-    return refreshRows();
+  for (;;) {
+    const params = new URLSearchParams({ q: view.q, state: view.state, offset: view.offset, limit: PAGE });
+    const doc = await getJSON(`/api/v1/service-rows?${params}`);
+    if (doc.offset > 0 && doc.offset >= doc.total) { // this page emptied (e.g. under a state filter)
+      view.offset = Math.max(0, (Math.ceil(doc.total / PAGE) - 1) * PAGE); // the last page left
+      continue;
+    }
+    renderRows(doc);
+    return;
   }
-  renderRows(doc);
 });
 
 // -- the header: readiness, peers, cluster -----------------------------------------------------
