@@ -43,13 +43,13 @@ def test_app_records_verdicts_admin_changes_and_reloads_and_its_rows_match_its_s
                 }
                 assert all(c.detail == "first check: HTTP 200" and c.service == APP for c in first)
 
-                generation = control.generation
+                version = control.rows_version
                 eu.healthy = False
                 await wait_for(lambda: log.recent(1)[0].state == "down")
                 down = log.recent(1)[0]
                 assert (down.kind, down.service, down.address) == (ChangeKind.VERDICT, APP, EU)
                 assert down.detail == "2 consecutive failures: HTTP 503 (expected 200)"
-                await wait_for(lambda: control.generation != generation)  # the rebuild moved it
+                await wait_for(lambda: control.rows_version != version)  # the rebuild moved it
                 assert list(control.rows()) == [service_row(s) for s in control.services()]
                 row = control.rows()[0]
                 assert (row.name, row.endpoints, row.up, row.unhealthy) == (APP, 2, 1, 1)
@@ -91,9 +91,9 @@ def test_app_records_verdicts_admin_changes_and_reloads_and_its_rows_match_its_s
                 assert [c.seq for c in log.since(0)[0]] == list(range(1, log.last_seq + 1))
                 # The heartbeat swaps in a snapshot every 2.5 s that differs only in evaluated_at: the
                 # console's rows stay valid (same generation).
-                generation, beat = control.generation, app.snapshot.evaluated_at
+                version, beat = control.rows_version, app.snapshot.evaluated_at
                 await wait_for(lambda: app.snapshot.evaluated_at != beat, timeout=5)
-                assert control.generation == generation
+                assert control.rows_version == version
                 assert await control.cluster() is None
             finally:
                 await app.stop()

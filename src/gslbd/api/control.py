@@ -218,10 +218,10 @@ class Control(Protocol):
         ...
 
     @property
-    def generation(self) -> int:
-        """A number that grows whenever the answers were rebuilt or the config replaced, i.e. whenever
-        an endpoint's verdict, admin state or `effective_up` may have changed. Lets the API reuse the
-        rows it read for the console's list and counts until it changes."""
+    def rows_version(self) -> int:
+        """A number that grows whenever an endpoint's verdict, admin state or counting may have
+        changed (a rebuild that touched services, a reload). Lets the API reuse the rows it read for
+        the console's list and counts until it changes."""
         ...
 
     @property

@@ -118,7 +118,7 @@ class ApiServer:
         self._token = token
         self._exporter = MetricsExporter(control.dns_counters)
         self.events = EventStreams(control.changes, max_event_clients)
-        # Control.generation -> every service's row and the counts of them all (see _rows_now).
+        # Control.rows_version -> every service's row and the counts of them all (see _rows_now).
         self._overview: tuple[int, Sequence[ServiceRow], dict[str, Any]] | None = None
         self._runner: web.AppRunner | None = None
         self.port: int = listen.port
@@ -223,12 +223,12 @@ class ApiServer:
         return web.Response(body=asset(name), content_type=kind, charset="utf-8")
 
     def _rows_now(self) -> tuple[Sequence[ServiceRow], dict[str, Any]]:
-        """Every service's row and their counts, read again only when Control's generation moved (at
+        """Every service's row and their counts, read again only when Control's rows_version moved (at
         10,000 services reading them costs more than filtering and paging them)."""
-        generation = self._control.generation
-        if self._overview is None or self._overview[0] != generation:
+        version = self._control.rows_version
+        if self._overview is None or self._overview[0] != version:
             rows = self._control.rows()
-            self._overview = (generation, rows, counts_json(rows))
+            self._overview = (version, rows, counts_json(rows))
         return self._overview[1], self._overview[2]
 
     async def _summary(self, request: web.Request) -> web.Response:

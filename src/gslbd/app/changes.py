@@ -4,11 +4,13 @@ App owns one ChangeRecorder (`app.changes`) and calls it where those things happ
 `recorder.log` through `Control.changes`. Kept apart from App so the calls in app/core.py stay one
 line each:
 
-    _on_result         changes.verdict(endpoint.key, after.healthy, after.last_change_reason)
+    __init__           self.changes = ChangeRecorder(self.clock)
+    _on_result         changes.verdict(key, after.healthy, after.last_change_reason), for every key
+                       sharing the probe, after a verdict changed
     set_admin          changes.admin(key, state, "api")
     _on_cluster_admin  changes.admin(key, state, "another instance")
-    reload             changes.reload_applied(config.source)
-    reload_file        changes.reload_refused(path, errors)
+    _apply_config      changes.reload_applied(config.source), after the new generation is committed
+    reload_file        changes.reload_refused(path, errors), where a reload is refused
     _on_peers          changes.peers()
 
 Every call runs on App's event loop (the API's loop too), so the SSE listeners it wakes need no locks.

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from gslbd.answer.exchange_names import peer_site_names
 from gslbd.api.changes import ChangeLog
 from gslbd.api.control import (
     AnswerView,
@@ -28,7 +27,6 @@ from gslbd.api.control import (
 from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
 from gslbd.model.service import Service
 from gslbd.server.stats import CounterReport
-from gslbd.state.snapshot import effective_up
 from gslbd.types import AdminState
 
 if TYPE_CHECKING:
@@ -51,8 +49,8 @@ class AppControl:
 
     def __init__(self, app: App) -> None:
         self._app = app
-        self._generation = 0
-        self._seen: tuple[object, ...] | None = None  # what that generation was read from
+        self._version = 0
+        self._seen: tuple[object, ...] | None = None  # what the rows of that version were read from
 
     @property
     def ready(self) -> bool:
@@ -62,10 +60,8 @@ class AppControl:
         return [self._status(svc) for svc in self._app.config.services]
 
     def service(self, name: str) -> ServiceStatus | None:
-        for svc in self._app.config.services:
-            if svc.name == name:
-                return self._status(svc)
-        return None
+        svc = self._app.generation.resolved.services.get(name)
+        return self._status(svc) if svc is not None else None
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> None:
         await self._app.set_admin(service, address, state)
@@ -119,37 +115,36 @@ class AppControl:
         return out
 
     def rows(self) -> Sequence[ServiceRow]:
-        """Like `service_row(self._status(svc))` for every service, straight from the snapshot (no
-        endpoint views: at 10,000 services this is what the console's list costs)."""
-        config, snapshot = self._app.config, self._app.snapshot
-        peers = peer_site_names(config)
+        """Like `service_row(self._status(svc))` for every service, from the committed generation's
+        counts and snapshot (no endpoint views: at 10,000 services this is what the console's list
+        costs)."""
+        generation = self._app.generation
+        snapshot = generation.snapshot
         health, admin = snapshot.health, snapshot.admin
         out: list[ServiceRow] = []
-        for svc in config.services:
+        for svc in generation.config.services:
+            count = generation.counts.get(svc.name)
+            up_addresses = count.up_addresses if count is not None else frozenset()
             learned = snapshot.peer_endpoints.get(svc.name, ())
-            published = {ep.address for ep in learned}
             configured = {ep.address for ep in svc.endpoints}
-            extra = [ep for ep in learned if ep.address not in configured]
+            shown = (*svc.endpoints, *(ep for ep in learned if ep.address not in configured))
             up = unhealthy = admin_down = admin_up = 0
-            shown = (*svc.endpoints, *extra)
             for ep in shown:
                 key = ep.key
-                verdict = health.get(key)
-                state = admin.get(key, ep.admin)
-                if verdict is False:
+                if ep.address in up_addresses:
+                    up += 1
+                if health.get(key) is False:
                     unhealthy += 1
+                state = admin.get(key, ep.admin)
                 if state is AdminState.DOWN:
                     admin_down += 1
                 elif state is AdminState.UP:
                     admin_up += 1
-                answers = state is AdminState.UP or (state is AdminState.OBEY and verdict is not False)
-                if answers and (ep.site not in peers or ep.address in published):
-                    up += 1
             out.append(
                 ServiceRow(
                     name=svc.name,
                     policy=svc.policy,
-                    endpoints=len(svc.endpoints) + len(extra),
+                    endpoints=len(shown),
                     up=up,
                     unhealthy=unhealthy,
                     admin_down=admin_down,
@@ -160,18 +155,19 @@ class AppControl:
         return out
 
     @property
-    def generation(self) -> int:
-        """Counts the different (health, admin, peer endpoints, config) seen. A new snapshot from the
-        book brings new mappings and a reload a new config object; the heartbeat's snapshot (every
-        2.5 s, only `evaluated_at` differs) keeps the mappings and so the generation. References are
-        kept, so identities are never reused."""
-        snapshot, config = self._app.snapshot, self._app.config
-        now = (snapshot.health, snapshot.admin, snapshot.peer_endpoints, config)
+    def rows_version(self) -> int:
+        """Counts the different (counts, health, admin, peer endpoints, config) seen. A verdict, an
+        admin change or a peer change brings new maps from the health book and the generation builder,
+        a reload a new config; the heartbeat's generation (every 2.5 s, only `evaluated_at` differs)
+        keeps them, and so the version. References are kept, so identities are never reused."""
+        generation = self._app.generation
+        snapshot = generation.snapshot
+        now = (generation.counts, snapshot.health, snapshot.admin, snapshot.peer_endpoints, generation.config)
         seen = self._seen
         if seen is None or any(a is not b for a, b in zip(seen, now, strict=True)):
             self._seen = now
-            self._generation += 1
-        return self._generation
+            self._version += 1
+        return self._version
 
     @property
     def changes(self) -> ChangeLog:
@@ -223,24 +219,20 @@ class AppControl:
         )
 
     def _status(self, svc: Service) -> ServiceStatus:
-        snapshot = self._app.snapshot
+        generation = self._app.generation
+        snapshot = generation.snapshot
         book = self._app.book
-        # Endpoints of peer sites count only while their site publishes them (answer/exchange_names.py).
-        peers = peer_site_names(self._app.config)
+        # What counts is the generation's (the rule the answers use), not derived again here.
+        count = generation.counts.get(svc.name)
+        up = count.up_addresses if count is not None else frozenset()
         learned = snapshot.peer_endpoints.get(svc.name, ())
-        published = {ep.address for ep in learned}
         views: list[EndpointView] = [
-            endpoint_view(
-                ep,
-                book.known(ep.key),
-                snapshot.admin_state(ep),
-                effective_up(ep, snapshot) and (ep.site not in peers or ep.address in published),
-            )
+            endpoint_view(ep, book.known(ep.key), snapshot.admin_state(ep), ep.address in up)
             for ep in svc.endpoints
         ]
         configured = {ep.address for ep in svc.endpoints}
         views += [
-            endpoint_view(ep, None, snapshot.admin_state(ep), effective_up(ep, snapshot))
+            endpoint_view(ep, None, snapshot.admin_state(ep), ep.address in up)
             for ep in learned
             if ep.address not in configured
         ]

@@ -95,7 +95,7 @@ class FakeControl:
         self.reload_errors: list[str] = []
         self.reloads = 0
         self.log = ChangeLog(capacity=50)
-        self._generation = 0
+        self._rows_version = 0
         self.peer_views: list[PeerView] = []
         self.cluster_view: ClusterView | None = None
         self.answers: list[tuple[str, str, str, str | None]] = []
@@ -148,11 +148,11 @@ class FakeControl:
         return self.peer_views
 
     @property
-    def generation(self) -> int:
+    def rows_version(self) -> int:
         """Never the same twice: the API rebuilds its service list at every request (tests change
         health and admin states between requests without telling)."""
-        self._generation += 1
-        return self._generation
+        self._rows_version += 1
+        return self._rows_version
 
     @property
     def changes(self) -> ChangeLog:

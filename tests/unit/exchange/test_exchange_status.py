@@ -56,7 +56,7 @@ class PeersControl:
 
     # The console's part of the protocol: nothing to show.
     changes = ChangeLog()
-    generation = 0
+    rows_version = 0
 
     def rows(self) -> Sequence[ServiceRow]:
         return []
