@@ -214,12 +214,14 @@ def start_gslbd(
     port: int | None = None,
     python: str | None = None,
     open_files: int | None = None,
+    wait: bool = True,
 ) -> Running:
     """Write the config (with @LISTEN@ filled in), start `python -m gslbd serve`, wait for SOA.
     `env`: the process's environment (default this one's); `port`: where it answers (default a free one;
     give it when `--listen` in `extra_args` decides the address); `python`: the interpreter (default
     this one); `open_files`: start it with this open-file limit (soft and hard), as a small machine
-    would."""
+    would; `wait`: False returns at once (call `wait_until_answering` before using it, e.g. for a slow
+    start that can overlap with other work)."""
     port = free_port(hosts) if port is None else port
     config_path = workdir / f"{name}.yaml"
     config_path.write_text(config_text.replace("@LISTEN@", listen_list(hosts, port)))
@@ -236,7 +238,8 @@ def start_gslbd(
             env=env,
         )
     server = Running(proc, port, hosts, config_path, log_path, zone)
-    wait_until_answering(server)
+    if wait:
+        wait_until_answering(server)
     return server
 
 

@@ -13,6 +13,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol
 
+from gslbd.api.changes import ChangeLog
 from gslbd.model.service import Endpoint, Service
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState, PolicyName
@@ -65,6 +66,40 @@ class ServiceStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class ServiceRow:
+    """A service in one line, for the console's list of thousands: counts instead of endpoint views.
+
+    `endpoints` counts every endpoint shown (configured and learned from peers), `up` those that answer
+    now (effective_up), `unhealthy` those whose probed verdict is down, `admin_down`/`admin_up` those
+    forced by an admin state. `words` is what the filter searches: name, addresses and sites, lower case.
+    """
+
+    name: str
+    policy: PolicyName
+    endpoints: int
+    up: int
+    unhealthy: int = 0
+    admin_down: int = 0
+    admin_up: int = 0
+    words: str = ""
+
+
+def service_row(s: ServiceStatus) -> ServiceRow:
+    """The row of a full status (what `Control.rows` must equal, computed the slow way)."""
+    eps = s.endpoints
+    return ServiceRow(
+        name=s.name,
+        policy=s.policy,
+        endpoints=len(eps),
+        up=s.endpoints_up,
+        unhealthy=sum(1 for e in eps if e.health is Health.DOWN),
+        admin_down=sum(1 for e in eps if e.admin is AdminState.DOWN),
+        admin_up=sum(1 for e in eps if e.admin is AdminState.UP),
+        words=" ".join([s.name, *(e.address for e in eps), *(e.site for e in eps)]).lower(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class PeerView:
     """A peer site as the exchange sees it (multi-site, docs/multisite.md).
 
@@ -86,6 +121,40 @@ class PeerView:
     failing: bool = False
     detail: str = ""
     heartbeat: float | None = None
+    heartbeat_age: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerView:
+    """What a client gets for a service name now, and why (the console's "explain in the browser").
+
+    The same resolution as `gslbd explain` (explain.explain and answer.View.resolve with a seeded rng
+    and query counter 0). `client` is the address or subnet asked about; `rcode` a mnemonic;
+    `answer`/`authority`/`additional` records in presentation form ("name ttl IN type rdata");
+    `explanation` the text `gslbd explain` prints.
+    """
+
+    name: str
+    rtype: str
+    client: str
+    rcode: str
+    answer: tuple[str, ...] = ()
+    authority: tuple[str, ...] = ()
+    additional: tuple[str, ...] = ()
+    location_dependent: bool = False
+    explanation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """Cluster mode's Redis link (docs/cluster.md). `redis` is the URL without its password;
+    `members` counts the instances subscribed to the shared health channel (None while Redis is down)."""
+
+    redis: str
+    connected: bool
+    instance_id: str
+    sync_mode: str
+    members: int | None = None
 
 
 _NO_COUNTS: Mapping[tuple[str, str], int] = MappingProxyType({})
@@ -142,6 +211,32 @@ class Control(Protocol):
 
     def peers(self) -> Sequence[PeerView]:
         """Every peer site of the multi-site exchange, in config order (empty without `peers`)."""
+        ...
+
+    def rows(self) -> Sequence[ServiceRow]:
+        """Every configured service as a ServiceRow, in config order (cheaper than `services()`)."""
+        ...
+
+    @property
+    def rows_version(self) -> int:
+        """A number that grows whenever an endpoint's verdict, admin state or counting may have
+        changed (a rebuild that touched services, a reload). Lets the API reuse the rows it read for
+        the console's list and counts until it changes."""
+        ...
+
+    @property
+    def changes(self) -> ChangeLog:
+        """Recent verdicts, admin changes and reloads (the console's change log and its live events)."""
+        ...
+
+    def answer(self, service: str, rtype: str, client_ip: str, ecs: str | None) -> AnswerView:
+        """What `client_ip` (or, with `ecs` "net/len", a resolver sending that EDNS Client Subnet)
+        gets for `service` (absolute, lower case) and `rtype` ("A", "AAAA", ...) now.
+        KeyError for an unknown service."""
+        ...
+
+    async def cluster(self) -> ClusterView | None:
+        """The Redis link of cluster mode, or None when `cluster` is not configured."""
         ...
 
 

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from gslbd import __version__
+from gslbd.api.openapi_console import CONSOLE_PATHS, CONSOLE_SCHEMAS
 from gslbd.types import AdminState
 
 
@@ -142,12 +143,6 @@ def _text(description: str, media: str = "text/plain") -> dict[str, Any]:
 
 
 _PATHS: dict[str, Any] = {
-    "/": {
-        "get": {
-            "summary": "HTML status page of every service",
-            "responses": {"200": _text("Page", "text/html")},
-        }
-    },
     "/healthz": {
         "get": {"summary": "Liveness: 200 while the process runs", "responses": {"200": _text("ok")}}
     },
@@ -232,8 +227,8 @@ def openapi_document() -> dict[str, Any]:
             "description": "Status, run-time admin state, reload, metrics, liveness and readiness of gslbd.",
         },
         "components": {
-            "schemas": copy.deepcopy(_SCHEMAS),
+            "schemas": copy.deepcopy({**_SCHEMAS, **CONSOLE_SCHEMAS}),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
-        "paths": copy.deepcopy(_PATHS),
+        "paths": copy.deepcopy({**CONSOLE_PATHS, **_PATHS}),
     }

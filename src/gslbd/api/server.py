@@ -1,11 +1,18 @@
 """The HTTP admin API on `api.listen` (aiohttp).
 
-    GET  /                                   HTML status page
+    GET  /                                   the operator console (static HTML + JS, live via events)
+    GET  /console/{asset}                    the console's script and style sheet
+    GET  /status                             the plain HTML status page (no scripts)
     GET  /healthz, /readyz                   liveness; readiness (503 during start-up and lame duck)
     GET  /metrics                            Prometheus text
     GET  /api/v1/openapi.json                the OpenAPI 3.1 document
     GET  /api/v1/services[/{name}]           service status (JSON)
     GET  /api/v1/peers                       peer sites of the multi-site exchange (JSON)
+    GET  /api/v1/summary                     counts, peers, cluster link (the console's header)
+    GET  /api/v1/service-rows?q=&state=&offset=&limit=   one page of compact service rows, with counts
+    GET  /api/v1/services/{name}/answer?client=IP[/len]&type=A   what a client gets now, and why
+    GET  /api/v1/changes?since=N             the change log (verdicts, admin changes, reloads)
+    GET  /api/v1/events                      Server-Sent Events: a `change` event per change
     PUT  /api/v1/services/{name}/endpoints/{address}/admin   {"state": "up"|"down"|"obey"}
     POST /api/v1/reload                      re-read the config file
 
@@ -20,13 +27,26 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
 
 from gslbd.api.collector import MetricsExporter
-from gslbd.api.control import Control, ServiceStatus
+from gslbd.api.console import (
+    ASSETS,
+    RowQuery,
+    answer_json,
+    asset,
+    changes_json,
+    console_page,
+    counts_json,
+    parse_client,
+    rows_json,
+    summary_json,
+)
+from gslbd.api.control import Control, ServiceRow, ServiceStatus
+from gslbd.api.events import DEFAULT_MAX_CLIENTS, EventStreams
 from gslbd.api.hardening import HTTP_LIMITS, BodyError, count_connections, json_body, quiet_http_logger
 from gslbd.api.openapi import openapi_document
 from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
@@ -40,6 +60,10 @@ log = logging.getLogger(__name__)
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# The types the answer route explains (what a service name can be asked).
+ANSWER_TYPES = ("A", "AAAA", "CNAME", "ANY", "TXT", "MX", "SRV", "NS", "SOA", "CAA")
+CHANGES_PAGE = 200  # change-log entries per GET /api/v1/changes at most
 
 NO_TOKEN_MESSAGE = (
     "state-changing calls are disabled because no API token is configured; "
@@ -90,6 +114,8 @@ class ApiServer:
         token: str | None,
         budget: ConnectionBudget | None = None,
         keepalive_timeout: float | None = None,
+        *,
+        max_event_clients: int = DEFAULT_MAX_CLIENTS,
     ) -> None:
         """`budget`: the connection budget (default: the process's, shared with DNS over TCP);
         `keepalive_timeout`: seconds an idle keep-alive connection stays open (default 15)."""
@@ -101,6 +127,9 @@ class ApiServer:
         self._listen = listen
         self._token = token
         self._exporter = MetricsExporter(control.dns_counters)
+        self.events = EventStreams(control.changes, max_event_clients)
+        # Control.rows_version -> every service's row and the counts of them all (see _rows_now).
+        self._overview: tuple[int, Sequence[ServiceRow], dict[str, Any]] | None = None
         self._runner: web.AppRunner | None = None
         self.port: int = listen.port
         self.app = self._build()
@@ -129,6 +158,7 @@ class ApiServer:
             await runner.cleanup()
             raise
         self._runner = runner
+        self._rows_now()  # the console's first page need not wait for 10,000 rows to be read
         addresses = runner.addresses
         if addresses:
             self.port = int(addresses[0][1])
@@ -137,6 +167,7 @@ class ApiServer:
     async def stop(self) -> None:
         """Close the listening socket and finish open requests (briefly)."""
         runner, self._runner = self._runner, None
+        self.events.close()  # open event streams end now, not at the shutdown timeout
         if runner is not None:
             await runner.cleanup()
 
@@ -153,7 +184,9 @@ class ApiServer:
 
     def _build(self) -> web.Application:
         app = web.Application(middlewares=[_json_errors], client_max_size=64 * 1024)
-        app.router.add_get("/", self._page)
+        app.router.add_get("/", self._console)
+        app.router.add_get("/console/{asset}", self._asset)
+        app.router.add_get("/status", self._page)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
@@ -161,6 +194,11 @@ class ApiServer:
         app.router.add_get("/api/v1/services", self._services)
         app.router.add_get("/api/v1/services/{name}", self._service)
         app.router.add_get("/api/v1/peers", self._peers)
+        app.router.add_get("/api/v1/summary", self._summary)
+        app.router.add_get("/api/v1/service-rows", self._rows)
+        app.router.add_get("/api/v1/services/{name}/answer", self._answer)
+        app.router.add_get("/api/v1/changes", self._changes)
+        app.router.add_get("/api/v1/events", self.events.handle)
         app.router.add_put("/api/v1/services/{name}/endpoints/{address}/admin", self._set_admin)
         app.router.add_post("/api/v1/reload", self._reload)
         return app
@@ -192,6 +230,69 @@ class ApiServer:
         return web.Response(
             text=status_page(self._control.services(), self._control.ready), content_type="text/html"
         )
+
+    async def _console(self, request: web.Request) -> web.Response:
+        return web.Response(body=console_page(), content_type="text/html", charset="utf-8")
+
+    async def _asset(self, request: web.Request) -> web.Response:
+        name = request.match_info["asset"]
+        kind = ASSETS.get(name)
+        if kind is None:
+            raise web.HTTPNotFound()
+        return web.Response(body=asset(name), content_type=kind, charset="utf-8")
+
+    def _rows_now(self) -> tuple[Sequence[ServiceRow], dict[str, Any]]:
+        """Every service's row and their counts, read again only when Control's rows_version moved (at
+        10,000 services reading them costs more than filtering and paging them)."""
+        version = self._control.rows_version
+        if self._overview is None or self._overview[0] != version:
+            rows = self._control.rows()
+            self._overview = (version, rows, counts_json(rows))
+        return self._overview[1], self._overview[2]
+
+    async def _summary(self, request: web.Request) -> web.Response:
+        seq = self._control.changes.last_seq
+        cluster = await self._control.cluster()
+        _, counts = self._rows_now()
+        doc = summary_json(counts, self._control.peers(), cluster, self._control.ready, seq)
+        return web.json_response(doc)
+
+    async def _rows(self, request: web.Request) -> web.Response:
+        try:
+            query = RowQuery.parse(dict(request.query))
+        except ValueError as exc:
+            return _error(400, str(exc))
+        seq = self._control.changes.last_seq
+        rows, counts = self._rows_now()
+        return web.json_response(rows_json(rows, query, seq, counts))
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        service = self._find_service(name)
+        if service is None:
+            return _error(404, f"no service {_absolute(name)}")
+        rtype = request.query.get("type", "A").strip().upper()
+        if rtype not in ANSWER_TYPES:
+            return _error(400, f"unknown type {rtype!r}; valid: {', '.join(ANSWER_TYPES)}")
+        try:
+            client_ip, ecs = parse_client(request.query.get("client", ""))
+        except ValueError as exc:
+            return _error(400, str(exc))
+        try:
+            answer = self._control.answer(service.name, rtype, client_ip, ecs)
+        except KeyError:
+            return _error(404, f"no service {service.name}")
+        return web.json_response(answer_json(answer))
+
+    async def _changes(self, request: web.Request) -> web.Response:
+        log = self._control.changes
+        since = request.query.get("since", "").strip()
+        if since and not since.isdigit():
+            return _error(400, "since must be a change sequence number (an integer >= 0)")
+        if since:
+            changes, missed = log.since(int(since), limit=CHANGES_PAGE)
+            return web.json_response(changes_json(changes, log.last_seq, missed))
+        return web.json_response(changes_json(list(reversed(log.recent(CHANGES_PAGE))), log.last_seq, False))
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok\n")

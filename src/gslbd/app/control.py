@@ -6,17 +6,25 @@ Config) are different operations with the same name.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from redis.exceptions import RedisError
+
+from gslbd.api.changes import ChangeLog
 from gslbd.api.control import (
+    AnswerView,
+    ClusterView,
     DnsCounters,
     EndpointView,
     PeerView,
+    ServiceRow,
     ServiceStatus,
     endpoint_view,
     service_status,
 )
+from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
 from gslbd.model.service import Service
 from gslbd.server.stats import CounterReport
 from gslbd.types import AdminState
@@ -41,6 +49,8 @@ class AppControl:
 
     def __init__(self, app: App) -> None:
         self._app = app
+        self._version = 0
+        self._seen: tuple[object, ...] | None = None  # what the rows of that version were read from
 
     @property
     def ready(self) -> bool:
@@ -96,9 +106,118 @@ class AppControl:
                     failing=state.failing,
                     detail=state.detail,
                     heartbeat=state.heartbeat,
+                    heartbeat_age=(
+                        None
+                        if state.heartbeat is None
+                        else max(0.0, self._app.clock.wall() - state.heartbeat)
+                    ),
                 )
             )
         return out
+
+    def rows(self) -> Sequence[ServiceRow]:
+        """Like `service_row(self._status(svc))` for every service, from the committed generation's
+        counts and snapshot (no endpoint views: at 10,000 services this is what the console's list
+        costs)."""
+        generation = self._app.generation
+        snapshot = generation.snapshot
+        health, admin = snapshot.health, snapshot.admin
+        out: list[ServiceRow] = []
+        for svc in generation.config.services:
+            count = generation.counts.get(svc.name)
+            up_addresses = count.up_addresses if count is not None else frozenset()
+            learned = snapshot.peer_endpoints.get(svc.name, ())
+            configured = {ep.address for ep in svc.endpoints}
+            shown = (*svc.endpoints, *(ep for ep in learned if ep.address not in configured))
+            up = unhealthy = admin_down = admin_up = 0
+            for ep in shown:
+                key = ep.key
+                if ep.address in up_addresses:
+                    up += 1
+                if health.get(key) is False:
+                    unhealthy += 1
+                state = admin.get(key, ep.admin)
+                if state is AdminState.DOWN:
+                    admin_down += 1
+                elif state is AdminState.UP:
+                    admin_up += 1
+            out.append(
+                ServiceRow(
+                    name=svc.name,
+                    policy=svc.policy,
+                    endpoints=len(shown),
+                    up=up,
+                    unhealthy=unhealthy,
+                    admin_down=admin_down,
+                    admin_up=admin_up,
+                    words=" ".join([svc.name, *(e.address for e in shown), *(e.site for e in shown)]).lower(),
+                )
+            )
+        return out
+
+    @property
+    def rows_version(self) -> int:
+        """Counts the different (counts, health, admin, peer endpoints, config) seen. A verdict, an
+        admin change or a peer change brings new maps from the health book and the generation builder,
+        a reload a new config; the heartbeat's generation (every 2.5 s, only `evaluated_at` differs)
+        keeps them, and so the version. References are kept, so identities are never reused."""
+        generation = self._app.generation
+        snapshot = generation.snapshot
+        now = (generation.counts, snapshot.health, snapshot.admin, snapshot.peer_endpoints, generation.config)
+        seen = self._seen
+        if seen is None or any(a is not b for a, b in zip(seen, now, strict=True)):
+            self._seen = now
+            self._version += 1
+        return self._version
+
+    @property
+    def changes(self) -> ChangeLog:
+        return self._app.changes.log
+
+    def answer(self, service: str, rtype: str, client_ip: str, ecs: str | None) -> AnswerView:
+        """`gslbd explain`'s answer and text, from the view being served now."""
+        app = self._app
+        if not any(svc.name == service for svc in app.config.services):
+            raise KeyError(service)
+        view = app.view
+        text = explain(app.config, view, app.env, service, rtype, client_ip, ecs)
+        client, _, _ = client_lines(app.config, client_ip, ecs)  # ECS as explain (and DNS) takes it
+        answer = view.resolve(service, rtype, client.ip, client.v6, random.Random(0), 0)
+        rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
+        return AnswerView(
+            name=service,
+            rtype=rtype,
+            client=ecs if ecs is not None else client_ip,
+            rcode=rcode,
+            answer=tuple(rr_text(rr) for rr in answer.answer),
+            authority=tuple(rr_text(rr) for rr in answer.authority),
+            additional=tuple(rr_text(rr) for rr in answer.additional),
+            location_dependent=answer.location_dependent,
+            explanation=text,
+        )
+
+    async def cluster(self) -> ClusterView | None:
+        """The Redis link; members = subscribers of the shared health channel (PUBSUB NUMSUB), which
+        every instance of the cluster holds while it is connected."""
+        node = self._app.cluster
+        if node is None:
+            return None
+        members: int | None = None
+        client, _ = node.link.current()
+        if client is not None:
+            try:
+                async with node.link.deadline():
+                    counts = await client.pubsub_numsub(node.keys.updates)
+                members = int(counts[0][1]) if counts else 0
+            except (OSError, TimeoutError, RedisError):
+                members = None
+        return ClusterView(
+            redis=node.link.target.display,
+            connected=node.connected,
+            instance_id=node.instance_id,
+            sync_mode=node.config.sync_mode.value,
+            members=members,
+        )
 
     def _status(self, svc: Service) -> ServiceStatus:
         generation = self._app.generation

@@ -45,6 +45,7 @@ import time
 
 from gslbd.answer import View
 from gslbd.api.server import ApiServer
+from gslbd.app.changes import ChangeRecorder
 from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
@@ -165,6 +166,7 @@ class App:
         self._ready = False
         self._gauges = ServiceGauges()
         self._gauges.update(gen)
+        self.changes = ChangeRecorder(self.clock)  # the console's change log (app/changes.py)
         self.control = AppControl(self)
         # Query IDs and ports towards peers: unpredictable, and not drawn from self.rng.
         self.exchange = Exchange(
@@ -369,6 +371,8 @@ class App:
         if not changed:
             return
         TRANSITIONS.labels(to="up" if after.healthy else "down").inc()
+        for key in sharing:  # the console's change log: every endpoint the verdict applies to
+            self.changes.verdict(key, after.healthy, after.last_change_reason)
         if before.healthy is not None or not after.healthy:
             others = (
                 f" (and {len(sharing) - 1} more endpoints of the same target)" if len(sharing) > 1 else ""
@@ -398,6 +402,7 @@ class App:
     def _on_peers(self) -> None:
         """The endpoints learned from peer sites changed: answered on the next loop turn."""
         self.book.set_peer_endpoints(self.exchange.endpoints())
+        self.changes.peers()
         self._schedule_rebuild()
 
     def _notify_hook(self, zone: str, ip: int, v6: bool) -> bool:
@@ -435,6 +440,7 @@ class App:
                     "by": "cluster",
                 },
             )
+            self.changes.admin(key, state, "another instance")
             self._schedule_rebuild()
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
@@ -459,6 +465,7 @@ class App:
                 "by": "api",
             },
         )
+        self.changes.admin(key, state, "api")
         self._rebuild()
         return key
 
@@ -495,6 +502,7 @@ class App:
         TABLE_REBUILDS.inc()
         TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
         self._after_config(old, config)
+        self.changes.reload_applied(config.source)
         return []
 
     def _after_config(self, old: Config, config: Config) -> None:
@@ -565,6 +573,7 @@ class App:
         CONFIG_RELOADS.labels(result="refused").inc()
         CONFIG_RELOAD_FAILURES.inc()
         CONFIG_LAST_RELOAD_SUCCESS.set(0)
+        self.changes.reload_refused(path, errors)
         return errors
 
     async def _load_and_apply(self, path: str) -> tuple[list[str], list[str]]:

@@ -10,7 +10,18 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 
-from gslbd.api.control import DnsCounters, ServiceStatus, endpoint_view, service_status
+from gslbd.api.changes import ChangeLog
+from gslbd.api.control import (
+    AnswerView,
+    ClusterView,
+    DnsCounters,
+    PeerView,
+    ServiceRow,
+    ServiceStatus,
+    endpoint_view,
+    service_row,
+    service_status,
+)
 from gslbd.api.server import ApiServer
 from gslbd.model.check import Check
 from gslbd.model.config import ListenAddress
@@ -83,6 +94,11 @@ class FakeControl:
         self.admin: dict[EndpointKey, AdminState] = {}
         self.reload_errors: list[str] = []
         self.reloads = 0
+        self.log = ChangeLog(capacity=50)
+        self._rows_version = 0
+        self.peer_views: list[PeerView] = []
+        self.cluster_view: ClusterView | None = None
+        self.answers: list[tuple[str, str, str, str | None]] = []
         self.counters = DnsCounters(
             queries=MappingProxyType({("udp", "NOERROR"): 12, ("udp", "NXDOMAIN"): 3, ("tcp", "NOERROR"): 2}),
             policy_answers=MappingProxyType({"failover": 9, "round_robin": 5}),
@@ -105,6 +121,9 @@ class FakeControl:
     def services(self) -> Sequence[ServiceStatus]:
         return [self._status_of(s) for s in self.config_services]
 
+    def rows(self) -> Sequence[ServiceRow]:
+        return [service_row(s) for s in self.services()]
+
     def service(self, name: str) -> ServiceStatus | None:
         for s in self.config_services:
             if s.name == name:
@@ -124,6 +143,38 @@ class FakeControl:
 
     def dns_counters(self) -> DnsCounters:
         return self.counters
+
+    def peers(self) -> Sequence[PeerView]:
+        return self.peer_views
+
+    @property
+    def rows_version(self) -> int:
+        """Never the same twice: the API rebuilds its service list at every request (tests change
+        health and admin states between requests without telling)."""
+        self._rows_version += 1
+        return self._rows_version
+
+    @property
+    def changes(self) -> ChangeLog:
+        return self.log
+
+    def answer(self, service: str, rtype: str, client_ip: str, ecs: str | None) -> AnswerView:
+        """Records the question; answers with the first endpoint's address (the real resolution is
+        App's, tested in the integration tests)."""
+        self.answers.append((service, rtype, client_ip, ecs))
+        found = next(s for s in self.config_services if s.name == service)
+        first = found.endpoints[0].address
+        return AnswerView(
+            name=service,
+            rtype=rtype,
+            client=ecs or client_ip,
+            rcode="NOERROR",
+            answer=(f"{service} 30 IN {rtype} {first}",),
+            explanation=f"question: {service} {rtype}\n",
+        )
+
+    async def cluster(self) -> ClusterView | None:
+        return self.cluster_view
 
 
 @asynccontextmanager

@@ -84,7 +84,7 @@ def test_openapi_document_describes_every_route_and_method() -> None:
     paths = doc["paths"]
     assert isinstance(paths, dict)
     routes = [(r.method, r.resource.canonical) for r in server.app.router.routes() if r.method != "HEAD"]
-    assert len(routes) == 10  # 9 + GET /api/v1/peers (multi-site exchange)
+    assert len(routes) == 17  # 9 + GET /api/v1/peers + the console (page, assets, /status and 5 JSON routes)
     for method, path in routes:
         assert path in paths, path
         assert method.lower() in paths[path], (method, path)

@@ -105,7 +105,7 @@ def test_healthz_is_200_and_readyz_follows_control_ready() -> None:
     asyncio.run(body())
 
 
-def test_status_page_shows_every_service_and_endpoint_state_escaped() -> None:
+def test_plain_status_page_at_status_shows_every_service_and_endpoint_state_escaped() -> None:
     async def body() -> None:
         control = FakeControl()
         old = control.statuses[(APP, "2001:db8::1")]
@@ -115,7 +115,7 @@ def test_status_page_shows_every_service_and_endpoint_state_escaped() -> None:
         async with (
             serving(control) as server,
             aiohttp.ClientSession() as session,
-            session.get(f"{server.url}/") as response,
+            session.get(f"{server.url}/status") as response,
         ):
             assert response.status == 200
             assert response.content_type == "text/html"

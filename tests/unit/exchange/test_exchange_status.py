@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import aiohttp
 
-from gslbd.api.control import DnsCounters, PeerView, ServiceStatus
+from gslbd.api.changes import ChangeLog
+from gslbd.api.control import AnswerView, ClusterView, DnsCounters, PeerView, ServiceRow, ServiceStatus
 from gslbd.api.server import ApiServer
 from gslbd.cli.admin import PEER_COLUMNS, format_table, peer_rows
 from gslbd.model.config import ListenAddress
@@ -52,6 +53,19 @@ class PeersControl:
 
     def peers(self) -> Sequence[PeerView]:
         return PEERS
+
+    # The console's part of the protocol: nothing to show.
+    changes = ChangeLog()
+    rows_version = 0
+
+    def rows(self) -> Sequence[ServiceRow]:
+        return []
+
+    def answer(self, service: str, rtype: str, client_ip: str, ecs: str | None) -> AnswerView:
+        raise KeyError(service)
+
+    async def cluster(self) -> ClusterView | None:
+        return None
 
 
 def test_the_peers_route_returns_every_peer_as_json() -> None:
