@@ -27,10 +27,12 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import dns.rdatatype
+import dns.rrset
 
 from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Rr, View, render, soa_rr
 from gslbd.types import Rcode
-from gslbd.wire.render import IN, dns_name, rdata, sections_wire
+from gslbd.wire.dnssec import RRSIG, SignedReply, Signer, ZoneKeys
+from gslbd.wire.render import IN, QR, build_message, dns_name, message_wire, rdata, sections_wire
 
 PickFn = Callable[[int, bool, random.Random, int], int]
 PolicyCounters = tuple[tuple[str, Iterator[int]], ...]
@@ -76,6 +78,18 @@ class ZoneEntry(NamedTuple):
     soa_tail: bytes
 
 
+class SignedZone(NamedTuple):
+    """A signed zone's answer to a DO query for a nonexistent name (RFC 9824 compact denial):
+    header tails (NOERROR, four authority records), the SOA and its RRSIGs as records after their
+    owner (the fast path writes a pointer to the zone's suffix before each), and `denial(qname)`, the
+    NSEC at the query name with its RRSIGs (signed when the name is first asked, then cached)."""
+
+    heads: Heads
+    tc_heads: Heads
+    soa_tails: tuple[bytes, ...]
+    denial: Callable[[bytes], bytes]
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerTable:
     """Everything the fast path answers from. Never mutated after `compile_table` (the entries'
@@ -91,6 +105,12 @@ class AnswerTable:
     # Per name (a key of `names`): (policy name, query counter) of every entry a policy decides there,
     # for the per-policy metric.
     policy_counters: Mapping[bytes, PolicyCounters] = field(default_factory=dict)
+    # DNSSEC (docs/dnssec.md): the nodes of the signed zones' names as answered to DO queries (the
+    # same entries' picks and counters, signed variants), each signed zone's compact denial, and the
+    # signer whose cached signatures they hold (the slow path signs with it too).
+    signed_names: Mapping[bytes, Node] = field(default_factory=dict)
+    signed_zones: Mapping[bytes, SignedZone] = field(default_factory=dict)
+    signer: Signer | None = None
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -233,7 +253,9 @@ def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
     return head if rdlen is None else head + struct.pack("!H", rdlen)
 
 
-def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) -> AnswerTable:
+def compile_table(
+    view: View, *, max_udp_payload: int, use_client_subnet: bool, signer: Signer | None = None
+) -> AnswerTable:
     """Precompile every answer of a view for the fast path."""
     refused = Variant(
         heads(Rcode.REFUSED, authoritative=False),
@@ -250,6 +272,18 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         if found:
             counters[key] = found
     zones = {_wire_key(origin): compile_zone(origin, view) for origin in view.zones}
+    signed_names: dict[bytes, Node] = {}
+    signed_zones: dict[bytes, SignedZone] = {}
+    if signer is not None:
+        for name, data in view.names.items():
+            key = _wire_key(name)
+            signed_node = compile_signed_node(data, names[key], signer)
+            if signed_node is not None:
+                signed_names[key] = signed_node
+        for origin in view.zones:
+            zone_signed = compile_signed_zone(origin, view, signer)
+            if zone_signed is not None:
+                signed_zones[_wire_key(origin)] = zone_signed
     payload = max_udp_payload  # 512..65535, checked by the config loader
     return AnswerTable(
         names=names,
@@ -260,6 +294,9 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         opt_plain=(opt_record(payload, False, 0), opt_record(payload, True, 0)),
         opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
         policy_counters=counters,
+        signed_names=signed_names,
+        signed_zones=signed_zones,
+        signer=signer,
     )
 
 
@@ -271,21 +308,27 @@ def update_table(
     and ECS setting come from `table`: a config change needs `compile_table`."""
     names = dict(table.names)
     counters = dict(table.policy_counters)
+    signed = dict(table.signed_names)
     refused_entry = Entry(None, itertools.count(), (table.refused,), False)
     for name in removed:
         key = _wire_key(name)
         names.pop(key, None)
         counters.pop(key, None)
+        signed.pop(key, None)
     for name in changed:
         data = view.names[name]
         key = _wire_key(name)
         node = names[key] = compile_node(data, refused_entry)
+        if table.signer is not None:
+            found_signed = compile_signed_node(data, node, table.signer)
+            if found_signed is not None:
+                signed[key] = found_signed
         found = _policy_counters(data, node)
         if found:
             counters[key] = found
         else:
             counters.pop(key, None)
-    return replace(table, names=names, policy_counters=counters)
+    return replace(table, names=names, policy_counters=counters, signed_names=signed)
 
 
 def _policy_counters(data: NameData, node: Node) -> PolicyCounters:
@@ -307,3 +350,111 @@ def _wire_key(name: str) -> bytes:
 def wire_key(name: str) -> bytes:
     """The table key of a name: its wire form in lower case."""
     return _wire_key(name)
+
+
+def _sig_records(sigs: tuple[bytes, ...], ttl: int) -> bytes:
+    """RRSIG records owned by the question's name (a pointer to offset 12)."""
+    return b"".join(struct.pack("!HHHIH", 0xC00C, RRSIG, IN, ttl, len(sig)) + sig for sig in sigs)
+
+
+def signed_sections_wire(qname: str, reply: SignedReply) -> tuple[bytes, int, int, int]:
+    """Like `sections_wire`, for a signed reply's RRsets."""
+    name = dns_name(qname)
+    msg = build_message(0, QR, [dns.rrset.RRset(name, IN, dns.rdatatype.A)])
+    msg.answer, msg.authority, msg.additional = reply.answer, reply.authority, reply.additional
+    wire = message_wire(msg)
+    start = 12 + len(name.to_wire() or b"") + 4
+    counts = struct.unpack("!HHH", wire[6:12])
+    return wire[start:], counts[0], counts[1], counts[2]
+
+
+def compile_signed_answer(data: NameData, answer: Answer, signer: Signer, unsigned: Variant) -> Variant:
+    """The variant a DO query gets for a fixed answer (`unsigned` when the answer is not signed)."""
+    reply = signer.signed_reply(data.name, data, answer)
+    if reply is None:
+        return unsigned
+    sections, an, ns, ar = signed_sections_wire(data.name, reply)
+    return Variant(
+        heads(reply.rcode, authoritative=True, counts=(an, ns, ar)),
+        tc_heads(reply.rcode, authoritative=True),
+        sections,
+    )
+
+
+def compile_signed_records(
+    data: NameData, records: tuple[Rr, ...], signer: Signer, zone: ZoneKeys, unsigned: Variant
+) -> Variant:
+    """A signed positive answer; plain address answers are written directly (their RRSIGs after)."""
+    first = records[0]
+    plain = first.rtype in _ADDRESS_TYPES and len({rr.rdata for rr in records}) == len(records)
+    plain = plain and all(
+        rr.name == data.name and rr.rtype == first.rtype and rr.ttl == first.ttl for rr in records
+    )
+    if plain:
+        rdtype = 1 if first.rtype == "A" else 28
+        wires = [ipaddress.ip_address(rr.rdata).packed for rr in records]
+        sigs = signer.rrsig_rdatas(zone, _wire_key(data.name), rdtype, first.ttl, wires)
+        return Variant(
+            heads(Rcode.NOERROR, authoritative=True, counts=(len(records) + len(sigs), 0, 0)),
+            unsigned.tc_heads,
+            unsigned.sections + _sig_records(sigs, first.ttl),
+        )
+    return compile_signed_answer(data, Answer(Rcode.NOERROR, answer=records), signer, unsigned)
+
+
+def compile_signed_node(data: NameData, node: Node, signer: Signer) -> Node | None:
+    """The node a DO query gets at a name of a signed zone: the entries of `node` (same picks and
+    counters) with signed variants; None outside the signed zones."""
+    zone = signer.zone_of(data.name)
+    if zone is None:
+        return None
+    done: dict[int, Entry] = {}
+
+    def signed(entry: Entry, outcome: Outcome) -> Entry:
+        found = done.get(id(entry))
+        if found is not None:
+            return found
+        if isinstance(outcome, Dynamic):
+            variants = tuple(
+                compile_signed_records(data, outcome.records(i), signer, zone, entry.variants[i])
+                for i in range(len(entry.variants))
+            )
+        else:
+            fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
+            variants = (compile_signed_answer(data, fixed, signer, entry.variants[0]),)
+        found = done[id(entry)] = entry._replace(variants=variants)
+        return found
+
+    types: dict[int, Entry] = {}
+    for rtype in (*data.outcomes, *ALWAYS_TYPES):
+        rdtype = int(dns.rdatatype.from_text(rtype))
+        types[rdtype] = signed(node.types[rdtype], data.outcome(rtype))
+    for rdtype, entry in node.types.items():
+        types.setdefault(rdtype, entry)  # zone transfers: REFUSED
+    return Node(types, signed(node.default, data.outcome(_OTHER_TYPE)))
+
+
+def compile_signed_zone(origin: str, view: View, signer: Signer) -> SignedZone | None:
+    """A signed zone's compact denial for nonexistent names (None for an unsigned zone)."""
+    keys = signer.zones.get(origin)
+    if keys is None:
+        return None
+    zone = view.zones[origin]
+    soa = soa_rr(zone, zone.negative_ttl)
+    rdata_wire = rdata("SOA", soa.rdata).to_wire()
+    assert rdata_wire is not None
+    sigs = signer.rrsig_rdatas(keys, keys.origin_wire, dns.rdatatype.SOA, soa.ttl, (rdata_wire,))
+    tails = [struct.pack("!HHIH", dns.rdatatype.SOA, IN, soa.ttl, len(rdata_wire)) + rdata_wire]
+    tails += [struct.pack("!HHIH", RRSIG, IN, soa.ttl, len(sig)) + sig for sig in sigs]
+    ttl = zone.negative_ttl
+
+    def denial(qname: bytes) -> bytes:
+        return signer.denial_records(keys, qname, ttl)
+
+    nscount = len(tails) + 1 + len(sigs)
+    return SignedZone(
+        heads(Rcode.NOERROR, authoritative=True, counts=(0, nscount, 0)),
+        tc_heads(Rcode.NOERROR, authoritative=True),
+        tuple(tails),
+        denial,
+    )

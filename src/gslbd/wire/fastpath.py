@@ -33,6 +33,7 @@ _STRICT_OPTIONS = frozenset((15, 18, 22, 23, 24, 25))
 _ECS = 8
 _COOKIE = 10
 _ZONE_TRANSFERS = (251, 252)
+_CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
 
 
 def fast_answer(
@@ -85,6 +86,7 @@ def fast_answer(
     ecs_at = 0
     ecs_end = 0
     ecs_src = 0
+    do = 0
     ip = src_ip
     v6 = src_v6
     if has_opt:
@@ -131,6 +133,8 @@ def fast_answer(
 
     # The answer.
     if node is not None:
+        if do and table.signed_names:  # DNSSEC: the signed variants of the same entries
+            node = table.signed_names.get(key, node)
         pick, counter, variants, location_dependent = node.types.get(qtype, node.default)
         if pick is None:
             heads, tc_heads, sections = variants[0]
@@ -142,8 +146,17 @@ def fast_answer(
         if qtype not in _ZONE_TRANSFERS:
             zones = table.zones
             for offset in suffixes:
-                zone = zones.get(key[offset - 12 :])
+                zone_key = key[offset - 12 :]
+                zone = zones.get(zone_key)
                 if zone is not None:
+                    signed = table.signed_zones.get(zone_key) if do else None
+                    if signed is not None:  # RFC 9824 compact denial
+                        if data[rest + 7] & _CO:
+                            return None  # NXDOMAIN restored for the CO flag: the slow path
+                        heads, tc_heads, soa_tails, denial = signed
+                        pointer = _POINTER[offset]
+                        sections = b"".join([pointer + t for t in soa_tails]) + denial(key)
+                        break
                     heads, tc_heads, soa_tail = zone
                     sections = _POINTER[offset] + soa_tail
                     break
@@ -236,6 +249,7 @@ class Responder:
             tcp=tcp,
             max_udp_payload=table.max_udp_payload,
             use_client_subnet=table.use_client_subnet,
+            signer=table.signer,
             rng=self.rng,
             seq=next(self._slow_seq),
             on_notify=self.on_notify,

@@ -34,6 +34,7 @@ import dns.rrset
 from gslbd.answer import Answer, View, render, soa_rr
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
+from gslbd.wire.dnssec import CO, Signer
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
     DO,
@@ -65,6 +66,7 @@ def slow_response(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None = None,
+    signer: Signer | None = None,
 ) -> bytes | None:
     """The response to one query packet (without the TCP length prefix), or None to drop it.
     `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode."""
@@ -82,7 +84,19 @@ def slow_response(
     except Exception:  # dnspython raises many kinds of errors on malformed input
         return _unparsed(data, qid, qflags, max_udp_payload)
     wire = _respond(
-        query, qid, qflags, view, src_ip, src_v6, tcp, max_udp_payload, use_client_subnet, rng, seq, on_notify
+        query,
+        qid,
+        qflags,
+        view,
+        src_ip,
+        src_v6,
+        tcp,
+        max_udp_payload,
+        use_client_subnet,
+        rng,
+        seq,
+        on_notify,
+        signer,
     )
     if not query.had_tsig:
         return wire
@@ -118,6 +132,7 @@ def _respond(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None,
+    signer: Signer | None = None,
 ) -> bytes:
     """The response to a parsed (and, when signed, verified) query."""
     has_edns = query.edns >= 0
@@ -148,7 +163,18 @@ def _respond(
         scope = ecs.srclen if answer.location_dependent else 0
         edns = EdnsReply(edns.payload, edns.flags, (dns.edns.ECSOption(ecs.address, ecs.srclen, scope),))
     flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
-    msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
+    signed = None
+    if signer is not None and edns is not None and edns.flags & DO and answer.rcode != Rcode.REFUSED:
+        qname = question.name.canonicalize().to_text()
+        compact_ok = bool(query.ednsflags & CO)
+        signed = signer.signed_reply(qname, view.names.get(qname), answer, compact_ok=compact_ok)
+        if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN:
+            edns = EdnsReply(edns.payload, edns.flags | CO, edns.options)
+    if signed is not None:
+        msg = build_message(qid, flags, [question], rcode=signed.rcode, edns=edns)
+        msg.answer, msg.authority, msg.additional = signed.answer, signed.authority, signed.additional
+    else:
+        msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
     limit = TCP_LIMIT if tcp else udp_limit(has_edns, query.payload, max_udp_payload)
     return to_wire_limited(msg, limit)
 
