@@ -120,7 +120,7 @@ class Signer:
         self.rng = rng or random.Random()
         self.zones: dict[str, ZoneKeys] = {}
         self._cache: dict[CacheKey, tuple[int, tuple[bytes, ...]]] = {}
-        self._denials: dict[bytes, tuple[int, bytes]] = {}
+        self._denials: dict[bytes, tuple[int, tuple[bytes, ...], bytes]] = {}
         self.signatures_made = 0
         self.set_zones(zones)
 
@@ -235,22 +235,26 @@ class Signer:
     def denial_records(self, zone: ZoneKeys, qname: bytes, ttl: int) -> bytes:
         """The NSEC of a nonexistent name and its RRSIGs as wire records owned by the question name
         (a pointer to offset 12); `qname` in lower-case wire form. Cached per name."""
+        return self._denial(zone, qname, ttl)[2]
+
+    def _denial(self, zone: ZoneKeys, qname: bytes, ttl: int) -> tuple[int, tuple[bytes, ...], bytes]:
+        """(refresh at, RRSIG rdatas, wire records) of a nonexistent name's NSEC."""
         now = int(self.wall())
         found = self._denials.get(qname)
         if found is not None and found[0] > now:
-            return found[1]
+            return found
         rdata_wire = b"\x01\x00" + qname + _NXNAME_BITMAP
         sigs = self.rrsig_rdatas(zone, qname, NSEC, ttl, (rdata_wire,))
-        # The denial of one name is not worth keeping in the RRset cache (it has its own).
+        # The denial of one name is not kept in the RRset cache: it has its own, bounded one.
         refresh_at, _ = self._cache.pop((zone.origin_wire, qname, NSEC, ttl, (rdata_wire,)))
         parts = [struct.pack("!HHHIH", 0xC00C, NSEC, IN, ttl, len(rdata_wire)), rdata_wire]
         for sig in sigs:
             parts.append(struct.pack("!HHHIH", 0xC00C, RRSIG, IN, ttl, len(sig)))
             parts.append(sig)
-        out = b"".join(parts)
+        out = (refresh_at, sigs, b"".join(parts))
         if len(self._denials) >= DENIAL_CACHE_MAX:
             self._denials.clear()
-        self._denials[qname] = (refresh_at, out)
+        self._denials[qname] = out
         return out
 
     def signed_reply(
@@ -275,7 +279,14 @@ class Signer:
         types = existing_types(data) if exists and data is not None else (NXNAME,)
         rcode = Rcode.NXDOMAIN if not exists and compact_ok else Rcode.NOERROR
         nsec = self.nsec_rrset(qname, ttl, types)
-        return SignedReply(rcode, [], [*self.with_rrsigs(to_rrsets(soa)), *self.with_rrsigs([nsec])], [])
+        if exists:
+            denial = self.with_rrsigs([nsec])
+        else:  # the same signatures as the fast path's (wire/compile.py SignedZone)
+            sigs = dns.rrset.RRset(nsec.name, IN, dns.rdatatype.RRSIG, dns.rdatatype.NSEC)
+            for sig in self._denial(zone, nsec.name.to_wire() or b"", ttl)[1]:
+                sigs.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), ttl)
+            denial = [nsec, sigs]
+        return SignedReply(rcode, [], [*self.with_rrsigs(to_rrsets(soa)), *denial], [])
 
 
 _NXNAME_BITMAP = type_bitmap((RRSIG, NSEC, NXNAME))
