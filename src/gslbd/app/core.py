@@ -99,7 +99,7 @@ class App:
         self.book = HealthBook()
         self._snapshot = self.book.snapshot()
         self._env = build_env(config, self.rng)
-        self._builder = AnswerBuilder()
+        self._builder = AnswerBuilder(self.clock)
         self._view, self._table = self._builder.build(config, self._snapshot, self._env)
         responder = Responder(self._table, self._view, random.Random(self.rng.getrandbits(64)))
         self._front = DnsFront(responder, worker_log_level)
@@ -108,6 +108,7 @@ class App:
         self._scheduler: HealthScheduler | None = None
         self._probed = probed_endpoints(config)
         self._rebuild_handle: asyncio.Handle | None = None
+        self._resign_handle: asyncio.TimerHandle | None = None  # DNSSEC re-signing (docs/dnssec.md)
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
         self._gauges = ServiceGauges()
@@ -204,6 +205,7 @@ class App:
         if self.workers is not None:  # the workers answer NOTIFY themselves and pass it on
             self.workers.on_notify = self.exchange.notify_received
         await self.exchange.start(self._snapshot)
+        self._schedule_resign()
         self._ready = True
         log.info("ready: %d endpoints probed", len(self._probed))
 
@@ -235,6 +237,9 @@ class App:
         if self._rebuild_handle is not None:
             self._rebuild_handle.cancel()
             self._rebuild_handle = None
+        if self._resign_handle is not None:
+            self._resign_handle.cancel()
+            self._resign_handle = None
         self._gauges.clear()
 
     async def _stop_api(self) -> None:
@@ -261,6 +266,21 @@ class App:
         """Answer from the book's next snapshot, now."""
         self._rebuild_handle = None
         self.apply_snapshot(self.book.snapshot())
+
+    def _schedule_resign(self) -> None:
+        """DNSSEC: rebuild when the earliest cached signature is due for refresh (the builder then
+        compiles every name and re-signs what is due), checked at least hourly."""
+        at = self._builder.resign_at()
+        if at is None or self._loop is None:
+            return
+        delay = min(3600.0, max(1.0, at - self.clock.wall()))
+        self._resign_handle = self._loop.call_later(delay, self._resign_tick)
+
+    def _resign_tick(self) -> None:
+        self._resign_handle = None
+        if self._builder.resign_due():
+            self._rebuild()
+        self._schedule_resign()
 
     def _schedule_rebuild(self) -> None:
         """One rebuild on the next turn of the event loop, however many verdicts arrive before it."""

@@ -44,8 +44,8 @@ class AnswerBuilder:
             self._config = config
             zones = [(z.origin, z.dnssec) for z in config.zones]
             self.signer = signer_for(zones, self.signer, self._clock.wall)
-        if self._resign:  # signatures near expiry: compile everything, the signer signs them anew
-            self._resign = False
+        if self._resign or self.resign_due():  # signatures near expiry: compile everything, the
+            self._resign = False  # signer signs anew the RRsets whose signatures it dropped
             change = Change(True)
             self.last_change = change
         if self._table is None or change.full:
@@ -66,7 +66,8 @@ class AnswerBuilder:
 
     def resign_due(self) -> bool:
         """Whether some signature needs refreshing now; when it does, the next `build` compiles every
-        name (a full compilation; the signer re-signs only RRsets whose signatures are due)."""
+        name (a full compilation; the signer re-signs only RRsets whose signatures are due). `build`
+        checks this itself: a control-plane timer only needs to call `build` at `resign_at()`."""
         at = self.resign_at()
         if at is None or self.signer is None or at > self._clock.wall():
             return False

@@ -122,6 +122,7 @@ class Signer:
         self._cache: dict[CacheKey, tuple[int, tuple[bytes, ...]]] = {}
         self._denials: dict[bytes, tuple[int, tuple[bytes, ...], bytes]] = {}
         self.signatures_made = 0
+        self._earliest = float("inf")  # the earliest refresh time in the cache
         self.set_zones(zones)
 
     def set_zones(self, zones: Mapping[str, Dnssec]) -> None:
@@ -156,8 +157,7 @@ class Signer:
 
     def next_refresh(self) -> float | None:
         """When the earliest cached signature needs to be made anew (None: nothing cached)."""
-        times = [at for at, _ in self._cache.values()]
-        return min(times) if times else None
+        return self._earliest if self._cache else None
 
     def forget_due(self, now: float) -> int:
         """Drop cached signatures due for refresh (the next compilation signs those in use again)."""
@@ -165,6 +165,7 @@ class Signer:
         for k in due:
             del self._cache[k]
         self._denials.clear()
+        self._earliest = min((at for at, _ in self._cache.values()), default=float("inf"))
         return len(due)
 
     def _times(self, zone: ZoneKeys, now: int) -> tuple[int, int, int]:
@@ -197,6 +198,7 @@ class Signer:
             self.signatures_made += 1
         result = tuple(out)
         self._cache[key] = (refresh_at, result)
+        self._earliest = min(self._earliest, refresh_at)
         return result
 
     def rrsig_rrset(self, rrset: dns.rrset.RRset) -> dns.rrset.RRset | None:
@@ -247,6 +249,7 @@ class Signer:
         sigs = self.rrsig_rdatas(zone, qname, NSEC, ttl, (rdata_wire,))
         # The denial of one name is not kept in the RRset cache: it has its own, bounded one.
         refresh_at, _ = self._cache.pop((zone.origin_wire, qname, NSEC, ttl, (rdata_wire,)))
+        # (_earliest may now be early: at worst one needless full compilation)
         parts = [struct.pack("!HHHIH", 0xC00C, NSEC, IN, ttl, len(rdata_wire)), rdata_wire]
         for sig in sigs:
             parts.append(struct.pack("!HHHIH", 0xC00C, RRSIG, IN, ttl, len(sig)))
