@@ -123,6 +123,7 @@ class Signer:
         self._denials: dict[bytes, tuple[int, tuple[bytes, ...], bytes]] = {}
         self.signatures_made = 0
         self._earliest = float("inf")  # the earliest refresh time in the cache
+        self._signers: dict[DnssecKey, KeySigner] = {}
         self.set_zones(zones)
 
     def set_zones(self, zones: Mapping[str, Dnssec]) -> None:
@@ -133,7 +134,7 @@ class Signer:
             if old is not None and old.dnssec == settings:
                 out[origin] = old
                 continue
-            signers = {k.tag: KeySigner(k) for k in settings.keys if k.sign}
+            signers = {k.tag: self._key_signer(k) for k in settings.keys if k.sign}
             out[origin] = ZoneKeys(
                 origin,
                 dns_name(origin).to_wire() or b"",
@@ -144,6 +145,13 @@ class Signer:
         if out.keys() != self.zones.keys() or any(out[o] is not self.zones[o] for o in out):
             self._denials.clear()
         self.zones = out
+
+    def _key_signer(self, key: DnssecKey) -> KeySigner:
+        """One KeySigner per key pair for the signer's life: cached signatures are keyed by them."""
+        found = self._signers.get(key)
+        if found is None:
+            found = self._signers[key] = KeySigner(key)
+        return found
 
     def zone_of(self, name: str) -> ZoneKeys | None:
         """The most specific signed zone holding `name` (text, absolute, lower case)."""
@@ -180,13 +188,13 @@ class Signer:
         """RRSIG rdata (wire) of every signing key for an RRset: `owner` in lower-case wire form,
         `rdatas` in canonical wire form (RFC 4034 6.2), in any order."""
         canonical = tuple(sorted(set(rdatas)))
-        key: CacheKey = (zone.origin_wire, owner, rdtype, ttl, canonical)
+        keys = zone.keyset if rdtype in KEYSET_TYPES else zone.others
+        key: CacheKey = (zone.origin_wire, owner, rdtype, ttl, canonical, keys)
         now = int(self.wall())
         found = self._cache.get(key)
         if found is not None and found[0] > now:
             return found[1]
         inception, expiration, refresh_at = self._times(zone, now)
-        keys = zone.keyset if rdtype in KEYSET_TYPES else zone.others
         rr_head = owner + struct.pack("!HHI", rdtype, IN, ttl)
         records = b"".join(rr_head + struct.pack("!H", len(rd)) + rd for rd in canonical)
         labels = name_labels(owner)
@@ -248,7 +256,7 @@ class Signer:
         rdata_wire = b"\x01\x00" + qname + _NXNAME_BITMAP
         sigs = self.rrsig_rdatas(zone, qname, NSEC, ttl, (rdata_wire,))
         # The denial of one name is not kept in the RRset cache: it has its own, bounded one.
-        refresh_at, _ = self._cache.pop((zone.origin_wire, qname, NSEC, ttl, (rdata_wire,)))
+        refresh_at, _ = self._cache.pop((zone.origin_wire, qname, NSEC, ttl, (rdata_wire,), zone.others))
         # (_earliest may now be early: at worst one needless full compilation)
         parts = [struct.pack("!HHHIH", 0xC00C, NSEC, IN, ttl, len(rdata_wire)), rdata_wire]
         for sig in sigs:
