@@ -183,3 +183,59 @@ def delv(
 def delv_anchor_file(path: Path, anchor: str) -> Path:
     path.write_text(_static_ds(anchor) + "\n")
     return path
+
+
+def dnsviz_binary() -> str | None:
+    return shutil.which("dnsviz")
+
+
+# Debian bookworm's dnsviz 0.9.4 checks for `pygraphviz.release`, which its pygraphviz 1.10 no longer
+# has, and refuses `grok -t`; this runs grok with that module supplied (the check is all it is used for).
+_GROK = """
+import sys, types
+import pygraphviz
+release = types.ModuleType("pygraphviz.release")
+release.version = getattr(pygraphviz, "__version__", "1.10")
+pygraphviz.release = release
+sys.modules["pygraphviz.release"] = release
+from dnsviz.commands import grok
+grok.main(["grok", *sys.argv[1:]])
+"""
+
+
+def dnsviz_grok(
+    workdir: Path, zone: str, server_port: int, ds: str, anchor_key: Path, names: list[str]
+) -> dict[str, object]:
+    """`dnsviz probe` of `names` at the authoritative server 127.0.0.1:port (delegated with the DS
+    line `ds`), then `dnsviz grok` with the zone's KSK as trusted key; grok's JSON."""
+    import json
+
+    server = f"127.0.0.1:{server_port}"
+    rdata = " ".join(ds.split()[3:])
+    probe = [
+        "dnsviz", "probe", "-A", "-x", f"{zone}:{server}", "-N", f"{zone}:ns1.{zone}={server}",
+        "-D", f"{zone}:{rdata}", "-o", str(workdir / "probe.json"), *names,
+    ]  # fmt: skip
+    run(probe, workdir)
+    keys = workdir / "trusted.keys"
+    keys.write_text(
+        "".join(ln + "\n" for ln in anchor_key.read_text().splitlines() if not ln.startswith(";"))
+    )
+    python = Path(dnsviz_binary() or "").read_text().splitlines()[0].removeprefix("#!").strip()
+    out = run([python, "-c", _GROK, "-P", "-t", str(keys), "-r", str(workdir / "probe.json")], workdir)
+    found: dict[str, object] = json.loads(out)
+    return found
+
+
+def grok_problems(found: object, path: str = "") -> list[str]:
+    """Every error and warning grok reports, with where."""
+    out: list[str] = []
+    if isinstance(found, dict):
+        for key, value in found.items():
+            if key in ("errors", "warnings") and value:
+                out.append(f"{path}/{key}: {value}")
+            out.extend(grok_problems(value, f"{path}/{key}"))
+    elif isinstance(found, list):
+        for i, value in enumerate(found):
+            out.extend(grok_problems(value, f"{path}[{i}]"))
+    return out

@@ -21,7 +21,10 @@ from dnssec_support import (
     Child,
     delv,
     delv_anchor_file,
+    dnsviz_binary,
+    dnsviz_grok,
     ds_of,
+    grok_problems,
     run,
     running_bind_resolver,
     signed_parent,
@@ -118,6 +121,8 @@ class World:
     unbound: Resolver
     bind: BindResolver
     anchor_file: Path
+    ksk: Path
+    workdir: Path
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +154,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             # The checks that fail take the `down` endpoints out within a few hundred milliseconds.
             wait_until(lambda: gslbd.ask(f"nx.{ORIGIN}").rcode() == dns.rcode.NXDOMAIN, timeout=10)
             wait_until(lambda: len(gslbd.ask(f"loc.zone-c.region-2.{ORIGIN}").answer) == 3, timeout=10)
-            yield World(gslbd, unbound, bind, delv_anchor_file(base / "anchor.conf", anchor))
+            anchor_file = delv_anchor_file(base / "anchor.conf", anchor)
+            yield World(gslbd, unbound, bind, anchor_file, ksk, base)
 
 
 # (name, type, expected rcode, whether the answer section has data)
@@ -232,3 +238,21 @@ def test_delv_validates_answers_from_the_trust_anchor(world: World, name: str, r
     out = delv(world.anchor_file, world.unbound.port, name, rtype)
     assert "fully validated" in out.stdout, out.stdout + out.stderr
     assert "unsigned" not in out.stdout and "insecure" not in out.stdout
+
+
+@pytest.mark.skipif(dnsviz_binary() is None, reason="dnsviz is not installed (scripts/test installs it)")
+def test_dnsviz_grok_finds_no_errors_or_warnings(world: World) -> None:
+    ds = ds_of(world.ksk.with_name(world.ksk.name + ".key"))
+    names = [ORIGIN, f"app.{ORIGIN}", f"nothing.{ORIGIN}", f"www.{ORIGIN}", f"loc.zone-c.region-2.{ORIGIN}"]
+    (world.workdir / "dnsviz").mkdir(exist_ok=True)
+    found = dnsviz_grok(
+        world.workdir / "dnsviz",
+        ORIGIN,
+        world.gslbd.port,
+        ds,
+        world.ksk.with_name(world.ksk.name + ".key"),
+        names,
+    )
+    assert grok_problems(found) == []
+    zone = found[ORIGIN]
+    assert isinstance(zone, dict) and zone["delegation"]["status"] == "SECURE"
