@@ -123,6 +123,7 @@ class World:
     anchor_file: Path
     ksk: Path
     workdir: Path
+    parent_port: int
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +156,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             wait_until(lambda: gslbd.ask(f"nx.{ORIGIN}").rcode() == dns.rcode.NXDOMAIN, timeout=10)
             wait_until(lambda: len(gslbd.ask(f"loc.zone-c.region-2.{ORIGIN}").answer) == 3, timeout=10)
             anchor_file = delv_anchor_file(base / "anchor.conf", anchor)
-            yield World(gslbd, unbound, bind, anchor_file, ksk, base)
+            yield World(gslbd, unbound, bind, anchor_file, ksk, base, nsd.port)
 
 
 # (name, type, expected rcode, whether the answer section has data)
@@ -256,3 +257,30 @@ def test_dnsviz_grok_finds_no_errors_or_warnings(world: World) -> None:
     assert grok_problems(found) == []
     zone = found[ORIGIN]
     assert isinstance(zone, dict) and zone["delegation"]["status"] == "SECURE"
+
+
+def test_doctor_checks_the_ds_in_the_parent_and_the_served_signatures(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gslbd.cli.main import main
+
+    code = main(
+        ["doctor", "-c", str(world.gslbd.config_path), "--parent-server", f"127.0.0.1:{world.parent_port}"]
+    )
+    out = capsys.readouterr().out
+    assert code == 1  # the insecure and the bogus zone fail, as they should
+    assert f"PASS  DS of {ORIGIN} in example.com. matches a served key: " in out
+    assert f"FAIL  DS of {INSECURE} in example.com. matches a served key: there is none" in out
+    assert f"FAIL  DS of {BOGUS} in example.com. matches a served key: " in out
+    assert f"PASS  signatures of {ORIGIN} at 127.0.0.1:{world.gslbd.port}: valid for " in out
+
+
+def test_delegation_prints_the_ds_that_bind_computes_from_the_ksk(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gslbd.cli.main import main
+
+    assert main(["delegation", "-c", str(world.gslbd.config_path), "--zone", ORIGIN]) == 0
+    out = capsys.readouterr().out
+    owner, _, _, *rdata = ds_of(world.ksk.with_name(world.ksk.name + ".key")).split()
+    assert f"{owner}\t1\tIN\tDS\t{' '.join(rdata)}".lower() in out.lower()
