@@ -31,7 +31,7 @@ import dns.rrset
 
 from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Rr, View, render, soa_rr
 from gslbd.types import Rcode
-from gslbd.wire.dnssec import RRSIG, SignedReply, Signer, ZoneKeys
+from gslbd.wire.dnssec import NSEC, RRSIG, SignedReply, Signer, ZoneKeys, existing_types, type_bitmap
 from gslbd.wire.render import IN, QR, build_message, dns_name, message_wire, rdata, sections_wire
 
 PickFn = Callable[[int, bool, random.Random, int], int]
@@ -275,15 +275,15 @@ def compile_table(
     signed_names: dict[bytes, Node] = {}
     signed_zones: dict[bytes, SignedZone] = {}
     if signer is not None:
-        for name, data in view.names.items():
-            key = _wire_key(name)
-            signed_node = compile_signed_node(data, names[key], signer)
-            if signed_node is not None:
-                signed_names[key] = signed_node
         for origin in view.zones:
             zone_signed = compile_signed_zone(origin, view, signer)
             if zone_signed is not None:
                 signed_zones[_wire_key(origin)] = zone_signed
+        for name, data in view.names.items():
+            key = _wire_key(name)
+            signed_node = compile_signed_node(data, names[key], signer, signed_zones)
+            if signed_node is not None:
+                signed_names[key] = signed_node
     payload = max_udp_payload  # 512..65535, checked by the config loader
     return AnswerTable(
         names=names,
@@ -320,7 +320,7 @@ def update_table(
         key = _wire_key(name)
         node = names[key] = compile_node(data, refused_entry)
         if table.signer is not None:
-            found_signed = compile_signed_node(data, node, table.signer)
+            found_signed = compile_signed_node(data, node, table.signer, table.signed_zones)
             if found_signed is not None:
                 signed[key] = found_signed
         found = _policy_counters(data, node)
@@ -402,12 +402,42 @@ def compile_signed_records(
     return compile_signed_answer(data, Answer(Rcode.NOERROR, answer=records), signer, unsigned)
 
 
-def compile_signed_node(data: NameData, node: Node, signer: Signer) -> Node | None:
+def compile_signed_negative(
+    data: NameData, outcome: Negative, signer: Signer, zone: ZoneKeys, signed_zone: SignedZone
+) -> Variant:
+    """A signed NODATA (or all_down=nxdomain, as RFC 9824 compact denial) written directly: the zone's
+    SOA and its RRSIGs owned by a pointer to the zone's suffix of the question, then the NSEC at the
+    question name and its RRSIGs."""
+    owner = _wire_key(data.name)
+    pointer = struct.pack("!H", 0xC000 | (12 + len(owner) - len(zone.origin_wire)))
+    exists = outcome.rcode == Rcode.NOERROR
+    ttl = data.zone.negative_ttl
+    if exists:
+        nsec_rdata = b"\x01\x00" + owner + type_bitmap((*existing_types(data), RRSIG, NSEC))
+        sigs = signer.rrsig_rdatas(zone, owner, NSEC, ttl, (nsec_rdata,))
+        nsec = struct.pack("!HHHIH", 0xC00C, NSEC, IN, ttl, len(nsec_rdata)) + nsec_rdata
+        denial = nsec + _sig_records(sigs, ttl)
+        count = 1 + len(sigs)
+    else:
+        denial = signer.denial_records(zone, owner, ttl)
+        count = 1 + len(signed_zone.soa_tails) - 1  # NSEC + as many RRSIGs as the SOA has
+    sections = b"".join(pointer + tail for tail in signed_zone.soa_tails) + denial
+    return Variant(
+        heads(Rcode.NOERROR, authoritative=True, counts=(0, len(signed_zone.soa_tails) + count, 0)),
+        tc_heads(Rcode.NOERROR, authoritative=True),
+        sections,
+    )
+
+
+def compile_signed_node(
+    data: NameData, node: Node, signer: Signer, signed_zones: Mapping[bytes, SignedZone]
+) -> Node | None:
     """The node a DO query gets at a name of a signed zone: the entries of `node` (same picks and
     counters) with signed variants; None outside the signed zones."""
     zone = signer.zone_of(data.name)
     if zone is None:
         return None
+    signed_zone = signed_zones.get(_wire_key(zone.origin))
     done: dict[int, Entry] = {}
 
     def signed(entry: Entry, outcome: Outcome) -> Entry:
@@ -419,6 +449,13 @@ def compile_signed_node(data: NameData, node: Node, signer: Signer) -> Node | No
                 compile_signed_records(data, outcome.records(i), signer, zone, entry.variants[i])
                 for i in range(len(entry.variants))
             )
+        elif (
+            isinstance(outcome, Negative)
+            and outcome.rcode in (Rcode.NOERROR, Rcode.NXDOMAIN)
+            and signed_zone is not None
+            and data.zone.origin == zone.origin
+        ):
+            variants = (compile_signed_negative(data, outcome, signer, zone, signed_zone),)
         else:
             fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
             variants = (compile_signed_answer(data, fixed, signer, entry.variants[0]),)

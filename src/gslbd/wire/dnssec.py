@@ -114,7 +114,11 @@ class Signer:
     `wall()` gives the time signatures are made at."""
 
     def __init__(
-        self, zones: Mapping[str, Dnssec], wall: Callable[[], float], rng: random.Random | None = None
+        self,
+        zones: Mapping[str, Dnssec],
+        wall: Callable[[], float],
+        rng: random.Random | None = None,
+        served: Iterable[str] = (),
     ) -> None:
         self.wall = wall
         self.rng = rng or random.Random()
@@ -124,10 +128,13 @@ class Signer:
         self.signatures_made = 0
         self._earliest = float("inf")  # the earliest refresh time in the cache
         self._signers: dict[DnssecKey, KeySigner] = {}
-        self.set_zones(zones)
+        self.served: frozenset[str] = frozenset()
+        self.set_zones(zones, served)
 
-    def set_zones(self, zones: Mapping[str, Dnssec]) -> None:
-        """Sign these zones from now on (a new config); cached signatures of unchanged keys stay."""
+    def set_zones(self, zones: Mapping[str, Dnssec], served: Iterable[str] = ()) -> None:
+        """Sign these zones from now on (a new config); cached signatures of unchanged keys stay.
+        `served`: every zone served, signed or not (a name belongs to the most specific one)."""
+        self.served = frozenset((*served, *zones))
         out: dict[str, ZoneKeys] = {}
         for origin, settings in zones.items():
             old = self.zones.get(origin)
@@ -154,11 +161,11 @@ class Signer:
         return found
 
     def zone_of(self, name: str) -> ZoneKeys | None:
-        """The most specific signed zone holding `name` (text, absolute, lower case)."""
+        """The keys of the most specific served zone holding `name` (text, absolute, lower case);
+        None when that zone is not signed (or no zone holds the name)."""
         while True:
-            found = self.zones.get(name)
-            if found is not None:
-                return found
+            if name in self.served:
+                return self.zones.get(name)
             if name == ".":
                 return None
             name = name.split(".", 1)[1] or "."
@@ -325,10 +332,11 @@ def signer_for(
 ) -> Signer | None:
     """The signer for zones with their settings: `old` updated (keeping its cache), a new one, or None
     when no zone is signed."""
-    signed = {origin: d for origin, d in zones if d is not None}
+    every = list(zones)
+    signed = {origin: d for origin, d in every if d is not None}
     if not signed:
         return None
     if old is None:
-        return Signer(signed, wall)
-    old.set_zones(signed)
+        return Signer(signed, wall, served=[origin for origin, _ in every])
+    old.set_zones(signed, [origin for origin, _ in every])
     return old

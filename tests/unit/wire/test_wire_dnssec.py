@@ -17,6 +17,7 @@ import dns.rrset
 import pytest
 from wire_support import (
     CONFIG,
+    INNER,
     INNER_ZONE,
     ORIGIN,
     OTHER_ZONE,
@@ -282,3 +283,15 @@ def test_signatures_near_expiry_are_made_anew_by_a_full_rebuild(tmp_path: Path) 
     new_sig = next(r for r in new.answer if r.rdtype == dns.rdatatype.RRSIG)[0]
     assert new_sig.expiration > old_sig.expiration
     world.validate(new)
+
+
+def test_an_unsigned_child_zone_under_a_signed_zone_stays_unsigned(world: World) -> None:
+    for name, rtype in (
+        (f"svc.{INNER}", "A"),
+        (f"nothing.{INNER}", "A"),
+        (INNER, "SOA"),
+        (f"svc.{INNER}", "MX"),
+    ):
+        msg = ask(world.responder, query(name, rtype, dnssec_ok=True))
+        records = [*msg.answer, *msg.authority]
+        assert records and not any(r.rdtype in (dns.rdatatype.RRSIG, dns.rdatatype.NSEC) for r in records)
