@@ -98,6 +98,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50_000, help="queries per pass")
     parser.add_argument("--rounds", type=int, default=7, help="passes per figure (the best counts)")
     parser.add_argument("--services", type=int, default=10_000, help="services for the startup figure")
+    parser.add_argument(
+        "--startup-rounds", type=int, default=2, help="full builds of each kind (the best counts)"
+    )
     args = parser.parse_args()
     keydir = Path(tempfile.mkdtemp(prefix="gslbd-bench-keys-"))
     keys = [generate_key_pair(ORIGIN, 13, True, keydir), generate_key_pair(ORIGIN, 13, False, keydir)]
@@ -131,9 +134,14 @@ def main() -> None:
     print(f"{label:<22} {unsigned_ns:>14.0f} {signed_ns:>12.0f} {signed_ns / unsigned_ns:>6.2f}x")
     print()
     print(f"startup, {args.services} services (3 endpoints each, A and AAAA), CPU seconds of a full build:")
-    _, _, unsigned_s = build(make_config(args.services, None))
-    _, builder, signed_s = build(make_config(args.services, keys))
-    made = builder.signer.signatures_made if builder.signer is not None else 0
+    unsigned_config, signed_config = make_config(args.services, None), make_config(args.services, keys)
+    unsigned_s = signed_s = float("inf")
+    made = 0
+    for _ in range(args.startup_rounds):  # interleaved, best of each
+        unsigned_s = min(unsigned_s, build(unsigned_config)[2])
+        _, builder, seconds = build(signed_config)
+        signed_s = min(signed_s, seconds)
+        made = builder.signer.signatures_made if builder.signer is not None else 0
     print(
         f"  unsigned {unsigned_s:.2f} s, signed {signed_s:.2f} s ({made} signatures, "
         f"{(signed_s - unsigned_s) / max(made, 1) * 1e6:.0f} us of CPU per signature with its compilation)"

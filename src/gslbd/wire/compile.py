@@ -81,12 +81,15 @@ class ZoneEntry(NamedTuple):
 class SignedZone(NamedTuple):
     """A signed zone's answer to a DO query for a nonexistent name (RFC 9824 compact denial):
     header tails (NOERROR, four authority records), the SOA and its RRSIGs as records after their
-    owner (the fast path writes a pointer to the zone's suffix before each), and `denial(qname)`, the
-    NSEC at the query name with its RRSIGs (signed when the name is first asked, then cached)."""
+    owner (`soa_at[offset]`: with a pointer to the zone's suffix at `offset` before each), and
+    `denial(qname)`, the NSEC at the query name with its RRSIGs (signed when the name is first asked,
+    then found in `denials`)."""
 
     heads: Heads
     tc_heads: Heads
     soa_tails: tuple[bytes, ...]
+    soa_at: tuple[bytes, ...]  # by the zone suffix's offset in the query: each tail after a pointer there
+    denials: Mapping[bytes, bytes]  # denial(qname) of the names asked before (the signer's cache)
     denial: Callable[[bytes], bytes]
 
 
@@ -489,9 +492,14 @@ def compile_signed_zone(origin: str, view: View, signer: Signer) -> SignedZone |
         return signer.denial_records(keys, qname, ttl)
 
     nscount = len(tails) + 1 + len(sigs)
+    soa_at = tuple(
+        b"".join(struct.pack("!H", 0xC000 | offset) + tail for tail in tails) for offset in range(12 + 256)
+    )
     return SignedZone(
         heads(Rcode.NOERROR, authoritative=True, counts=(0, nscount, 0)),
         tc_heads(Rcode.NOERROR, authoritative=True),
         tuple(tails),
+        soa_at,
+        signer.denial_wire,
         denial,
     )

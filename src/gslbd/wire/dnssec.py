@@ -125,6 +125,9 @@ class Signer:
         self.zones: dict[str, ZoneKeys] = {}
         self._cache: dict[CacheKey, tuple[int, tuple[bytes, ...]]] = {}
         self._denials: dict[bytes, tuple[int, tuple[bytes, ...], bytes]] = {}
+        # The records of `_denials` alone, read by the fast path without a clock (the App's re-signing
+        # timer clears them when the earliest is due: see forget_due).
+        self.denial_wire: dict[bytes, bytes] = {}
         self.signatures_made = 0
         self._earliest = float("inf")  # the earliest refresh time in the cache
         self._signers: dict[DnssecKey, KeySigner] = {}
@@ -151,6 +154,7 @@ class Signer:
             )
         if out.keys() != self.zones.keys() or any(out[o] is not self.zones[o] for o in out):
             self._denials.clear()
+            self.denial_wire.clear()
         self.zones = out
 
     def _key_signer(self, key: DnssecKey) -> KeySigner:
@@ -180,6 +184,7 @@ class Signer:
         for k in due:
             del self._cache[k]
         self._denials.clear()
+        self.denial_wire.clear()
         self._earliest = min((at for at, _ in self._cache.values()), default=float("inf"))
         return len(due)
 
@@ -256,15 +261,13 @@ class Signer:
 
     def _denial(self, zone: ZoneKeys, qname: bytes, ttl: int) -> tuple[int, tuple[bytes, ...], bytes]:
         """(refresh at, RRSIG rdatas, wire records) of a nonexistent name's NSEC."""
-        now = int(self.wall())
         found = self._denials.get(qname)
-        if found is not None and found[0] > now:
+        if found is not None and found[0] > self.wall():
             return found
         rdata_wire = b"\x01\x00" + qname + _NXNAME_BITMAP
         sigs = self.rrsig_rdatas(zone, qname, NSEC, ttl, (rdata_wire,))
         # The denial of one name is not kept in the RRset cache: it has its own, bounded one.
         refresh_at, _ = self._cache.pop((zone.origin_wire, qname, NSEC, ttl, (rdata_wire,), zone.others))
-        # (_earliest may now be early: at worst one needless full compilation)
         parts = [struct.pack("!HHHIH", 0xC00C, NSEC, IN, ttl, len(rdata_wire)), rdata_wire]
         for sig in sigs:
             parts.append(struct.pack("!HHHIH", 0xC00C, RRSIG, IN, ttl, len(sig)))
@@ -272,7 +275,10 @@ class Signer:
         out = (refresh_at, sigs, b"".join(parts))
         if len(self._denials) >= DENIAL_CACHE_MAX:
             self._denials.clear()
+            self.denial_wire.clear()
         self._denials[qname] = out
+        self.denial_wire[qname] = out[2]
+        self._earliest = min(self._earliest, refresh_at)
         return out
 
     def signed_reply(

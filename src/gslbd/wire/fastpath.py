@@ -153,9 +153,9 @@ def fast_answer(
                     if signed is not None:  # RFC 9824 compact denial
                         if data[rest + 7] & _CO:
                             return None  # NXDOMAIN restored for the CO flag: the slow path
-                        heads, tc_heads, soa_tails, denial = signed
-                        pointer = _POINTER[offset]
-                        sections = b"".join([pointer + t for t in soa_tails]) + denial(key)
+                        heads, tc_heads, _, soa_at, denials, denial = signed
+                        found = denials.get(key)
+                        sections = soa_at[offset] + (found if found is not None else denial(key))
                         break
                     heads, tc_heads, soa_tail = zone
                     sections = _POINTER[offset] + soa_tail
