@@ -33,6 +33,7 @@ _STRICT_OPTIONS = frozenset((15, 18, 22, 23, 24, 25))
 _ECS = 8
 _COOKIE = 10
 _ZONE_TRANSFERS = (251, 252)
+_NXNAME = 128  # RFC 9824's meta-type
 _CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
 
 
@@ -80,6 +81,8 @@ def fast_answer(
     if data[qend + 2] or data[qend + 3] != 1:  # class IN
         return None
     qtype = data[qend] << 8 | data[qend + 1]
+    if qtype == _NXNAME:
+        return None  # RFC 9824 3.5: FORMERR, from the slow path
     rest = qend + 4
 
     # EDNS: an OPT record of version 0 that ends the packet; ECS validated as RFC 7871 (and dnspython).

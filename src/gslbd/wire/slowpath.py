@@ -10,7 +10,7 @@ The order of checks (each answers or drops, the first that applies wins):
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
   6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
-  7. class other than IN, AXFR, IXFR: REFUSED;
+  7. type NXNAME (128, RFC 9824): FORMERR; class other than IN, AXFR, IXFR: REFUSED;
   8. the view's answer for (name, type) at the client's location.
 Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
 echoes ECS when `use_client_subnet` is on and the query carried it. The response to a query with a
@@ -34,7 +34,7 @@ import dns.rrset
 from gslbd.answer import Answer, View, render, soa_rr
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
-from gslbd.wire.dnssec import CO, Signer
+from gslbd.wire.dnssec import CO, NXNAME, Signer
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
     DO,
@@ -155,6 +155,8 @@ def _respond(
     ip, v6 = src_ip, src_v6
     if ecs is not None and ecs.srclen > 0:
         ip, v6 = int(ipaddress.ip_address(ecs.address)), ecs.family == 2
+    if question.rdtype == NXNAME:  # RFC 9824 3.5: a meta-type that is never asked
+        return _error(qid, qflags, [question], Rcode.FORMERR, edns)
     if question.rdclass != IN or question.rdtype in ZONE_TRANSFERS:
         answer = Answer(Rcode.REFUSED, authoritative=False)
     else:

@@ -295,3 +295,9 @@ def test_an_unsigned_child_zone_under_a_signed_zone_stays_unsigned(world: World)
         msg = ask(world.responder, query(name, rtype, dnssec_ok=True))
         records = [*msg.answer, *msg.authority]
         assert records and not any(r.rdtype in (dns.rdatatype.RRSIG, dns.rdatatype.NSEC) for r in records)
+
+
+def test_an_explicit_nxname_query_gets_formerr(world: World) -> None:
+    for dnssec_ok in (False, True):
+        msg = ask(world.responder, query(f"app.{ORIGIN}", 128, dnssec_ok=dnssec_ok))
+        assert msg.rcode() == dns.rcode.FORMERR and not msg.answer
