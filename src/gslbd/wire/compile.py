@@ -29,7 +29,7 @@ from typing import NamedTuple
 import dns.rdatatype
 import dns.rrset
 
-from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Rr, View, render, soa_rr
+from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Records, Rr, View, render, soa_rr
 from gslbd.types import Rcode
 from gslbd.wire.dnssec import NSEC, RRSIG, SignedReply, Signer, ZoneKeys, existing_types, type_bitmap
 from gslbd.wire.render import IN, QR, build_message, dns_name, message_wire, rdata, sections_wire
@@ -459,6 +459,8 @@ def compile_signed_node(
             and data.zone.origin == zone.origin
         ):
             variants = (compile_signed_negative(data, outcome, signer, zone, signed_zone),)
+        elif isinstance(outcome, Records) and outcome.answer and not outcome.additional:
+            variants = (compile_signed_records(data, outcome.answer, signer, zone, entry.variants[0]),)
         else:
             fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
             variants = (compile_signed_answer(data, fixed, signer, entry.variants[0]),)

@@ -96,6 +96,7 @@ QUESTIONS = [
     ("sticky", "A"),
     ("shuffled", "A"),
     ("primary", "A"),
+    ("split", "A"),
     ("near", "A"),
     ("fb", "A"),
     ("fb", "AAAA"),
