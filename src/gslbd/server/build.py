@@ -8,6 +8,8 @@ a new config, or the first build, compiles everything.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gslbd.answer import Change, View, ViewBuilder
 from gslbd.clock import Clock, SystemClock
 from gslbd.model.config import Config
@@ -20,23 +22,33 @@ from gslbd.wire.dnssec import Signer, signer_for
 class AnswerBuilder:
     """Builds (view, table) pairs for a sequence of snapshots and configs, one process's worth."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, signer: Signer | None = None) -> None:
         self._views = ViewBuilder()
         self._table: AnswerTable | None = None
         self.last_change = Change(True)  # what the last build changed
         self._clock = clock or SystemClock()
         self._config: Config | None = None
-        self.signer: Signer | None = None  # DNSSEC: keeps signatures across builds (wire/dnssec.py)
+        # DNSSEC (wire/dnssec.py): keeps signatures across builds. `signer`: a previous builder's, whose
+        # cached signatures the first build reuses (it is not modified: a new config gets a new signer).
+        self.signer: Signer | None = signer
         self._resign = False
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing was built yet (the next build compiles everything)."""
+        return self._table is None
 
     @property
     def last_full(self) -> bool:
         """Whether the last build compiled everything."""
         return self.last_change.full
 
-    def build(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> tuple[View, AnswerTable]:
-        """The view of `config` under `snapshot` and its table. Earlier results are never modified."""
-        view, change = self._views.build(config, snapshot, env)
+    def build(
+        self, config: Config, snapshot: Snapshot, env: PolicyEnv, touched: Collection[str] | None = None
+    ) -> tuple[View, AnswerTable]:
+        """The view of `config` under `snapshot` and its table. Earlier results are never modified.
+        `touched`: the services whose inputs may have changed since the last build (None: any)."""
+        view, change = self._views.build(config, snapshot, env, touched)
         if self._table is None:
             change = Change(True)
         self.last_change = change
@@ -44,11 +56,11 @@ class AnswerBuilder:
             self._config = config
             zones = [(z.origin, z.dnssec) for z in config.zones]
             self.signer = signer_for(zones, self.signer, self._clock.wall)
-        if self._resign or self.resign_due():  # signatures near expiry: compile everything, the
-            self._resign = False  # signer signs anew the RRsets whose signatures it dropped
-            change = Change(True)
-            self.last_change = change
-        if self._table is None or change.full:
+        # Signatures near expiry: compile every name (the view's change stays what it is); the signer
+        # signs anew the RRsets whose signatures it dropped and reuses all others.
+        resign = self._resign or self.resign_due()
+        self._resign = False
+        if self._table is None or change.full or resign:
             table = compile_table(
                 view,
                 max_udp_payload=config.dns.max_udp_payload,

@@ -119,18 +119,21 @@ class Signer:
         wall: Callable[[], float],
         rng: random.Random | None = None,
         served: Iterable[str] = (),
+        share: Signer | None = None,
     ) -> None:
+        """`share`: a signer whose signature cache (and key objects) this one shares, so that a new
+        config with the same keys signs nothing again; that signer is not otherwise changed."""
         self.wall = wall
         self.rng = rng or random.Random()
         self.zones: dict[str, ZoneKeys] = {}
-        self._cache: dict[CacheKey, tuple[int, tuple[bytes, ...]]] = {}
+        self._cache: dict[CacheKey, tuple[int, tuple[bytes, ...]]] = share._cache if share else {}
         self._denials: dict[bytes, tuple[int, tuple[bytes, ...], bytes]] = {}
         # The records of `_denials` alone, read by the fast path without a clock (the App's re-signing
         # timer clears them when the earliest is due: see forget_due).
         self.denial_wire: dict[bytes, bytes] = {}
         self.signatures_made = 0
-        self._earliest = float("inf")  # the earliest refresh time in the cache
-        self._signers: dict[DnssecKey, KeySigner] = {}
+        self._earliest: float = share._earliest if share else float("inf")  # the earliest refresh cached
+        self._signers: dict[DnssecKey, KeySigner] = share._signers if share else {}
         self.served: frozenset[str] = frozenset()
         self.set_zones(zones, served)
 
@@ -336,13 +339,10 @@ def existing_types(data: NameData) -> tuple[int, ...]:
 def signer_for(
     zones: Iterable[tuple[str, Dnssec | None]], old: Signer | None, wall: Callable[[], float]
 ) -> Signer | None:
-    """The signer for zones with their settings: `old` updated (keeping its cache), a new one, or None
-    when no zone is signed."""
+    """A new signer for zones with their settings, sharing `old`'s cached signatures (tables that use
+    `old` keep signing as before), or None when no zone is signed."""
     every = list(zones)
     signed = {origin: d for origin, d in every if d is not None}
     if not signed:
         return None
-    if old is None:
-        return Signer(signed, wall, served=[origin for origin, _ in every])
-    old.set_zones(signed, [origin for origin, _ in every])
-    return old
+    return Signer(signed, wall, served=[origin for origin, _ in every], share=old)
