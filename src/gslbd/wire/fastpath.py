@@ -98,6 +98,8 @@ def fast_answer(
             return None
         payload = data[rest + 3] << 8 | data[rest + 4]
         do = data[rest + 7] >> 7
+        if data[rest + 7] & _CO and table.signer is not None:
+            return None  # RFC 9824 Compact Answers OK: the slow path restores NXDOMAIN and echoes CO
         end = rest + 11 + (data[rest + 9] << 8 | data[rest + 10])
         if end != n:
             return None
@@ -155,8 +157,6 @@ def fast_answer(
                 if zone is not None:
                     signed = table.signed_zones.get(zone_key) if do else None
                     if signed is not None:  # RFC 9824 compact denial
-                        if data[rest + 7] & _CO:
-                            return None  # NXDOMAIN restored for the CO flag: the slow path
                         heads, tc_heads, _, soa_at, denials, denial = signed
                         found = denials.get(key)
                         sections = soa_at[offset] + (found if found is not None else denial(key))

@@ -302,3 +302,11 @@ def test_an_explicit_nxname_query_gets_formerr(world: World) -> None:
     for dnssec_ok in (False, True):
         msg = ask(world.responder, query(f"app.{ORIGIN}", 128, dnssec_ok=dnssec_ok))
         assert msg.rcode() == dns.rcode.FORMERR and not msg.answer
+
+
+def test_with_the_co_flag_all_down_nxdomain_is_nxdomain_too(world: World) -> None:
+    msg = dns.message.from_wire(query(f"nx.{ORIGIN}", "A", dnssec_ok=True))
+    msg.use_edns(0, dns.flags.DO | CO, 1232)
+    reply = ask(world.responder, msg.to_wire())
+    assert reply.rcode() == dns.rcode.NXDOMAIN and reply.ednsflags & CO
+    assert bitmap_types(nsec_of(reply)) == {dns.rdatatype.RRSIG, dns.rdatatype.NSEC, NXNAME}
