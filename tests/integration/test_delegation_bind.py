@@ -217,3 +217,21 @@ def test_a_server_that_does_not_answer_is_a_failure(
     )
     assert code == 1
     assert out.startswith(f"update of example.com. at {server} for gslb7.example.com.: FAILED (")
+
+
+def test_apply_sets_the_ds_of_a_signed_zone_in_bind(
+    bind: Bind, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gslbd.config.dnssec import ds_text, generate_key_pair, read_key_pair
+
+    zone = "gslb8.example.com."
+    ksk = generate_key_pair(zone, 13, True, tmp_path)
+    text = site_config(zone, ["{name: ns1.gslb8.example.com., address: 127.0.0.8}"])
+    text = text.replace("    ttl: 60\n", f"    ttl: 60\n    dnssec: {{keys: [{ksk}]}}\n")
+    config = write(tmp_path, text)
+    code, out, err = delegation(
+        capsys, "-c", config, "--apply", "--server", bind.server, "--tsig-key", bind.key
+    )
+    assert (code, err) == (0, ""), out
+    expected = ds_text(zone, read_key_pair(ksk, zone)).lower()
+    assert bind.records(zone, "DS") == {expected}

@@ -59,6 +59,41 @@ stub-zone:
 """
 
 
+def validating_unbound_conf(workdir: Path, port: int, trust_anchor: str, stubs: dict[str, int]) -> str:
+    """A validating Unbound (validator + iterator) with one trust anchor (a DS record in presentation
+    form) and a stub-zone per zone name -> port on 127.0.0.1."""
+    base = unbound_conf(workdir, port, "invalid.", 9).split("stub-zone:")[0]
+    base = base.replace('module-config: "iterator"', 'module-config: "validator iterator"')
+    base = base.replace(
+        "remote-control:",
+        f'    trust-anchor: "{trust_anchor}"\n    val-log-level: 2\n    qname-minimisation: no\n'
+        "    aggressive-nsec: no\nremote-control:",
+    )
+    stanzas = "".join(
+        f'stub-zone:\n    name: "{zone}"\n    stub-addr: 127.0.0.1@{stub_port}\n'
+        for zone, stub_port in stubs.items()
+    )
+    return base + stanzas
+
+
+@contextlib.contextmanager
+def running_validating_unbound(
+    workdir: Path, trust_anchor: str, stubs: dict[str, int], ready_zone: str
+) -> Iterator[Resolver]:
+    """Start a validating `unbound -d` (validating_unbound_conf); waits for SOA of `ready_zone`."""
+    binary = unbound_binary()
+    if binary is None:
+        raise RuntimeError("unbound is not installed (scripts/test installs the Debian package unbound)")
+    port = free_port()
+    conf = workdir / "unbound.conf"
+    conf.write_text(validating_unbound_conf(workdir, port, trust_anchor, stubs))
+    log_path = workdir / "unbound.log"
+    with daemon([binary, "-d", "-c", str(conf)], log_path) as proc:
+        resolver = Resolver(proc, port, log_path)
+        _wait_until_answering(resolver, ready_zone)
+        yield resolver
+
+
 @dataclass
 class Resolver:
     """A running Unbound on 127.0.0.1:`port`."""
@@ -67,9 +102,11 @@ class Resolver:
     port: int
     log_path: Path
 
-    def ask(self, name: str, rtype: str = "A", timeout: float = 5.0) -> dns.message.Message:
-        """A recursive query (RD set), as a stub resolver sends it."""
-        query = dns.message.make_query(name, dns.rdatatype.from_text(rtype))
+    def ask(
+        self, name: str, rtype: str = "A", timeout: float = 5.0, dnssec: bool = False
+    ) -> dns.message.Message:
+        """A recursive query (RD set), as a stub resolver sends it; with `dnssec`, DO is set."""
+        query = dns.message.make_query(name, dns.rdatatype.from_text(rtype), want_dnssec=dnssec)
         return dns.query.udp(query, "127.0.0.1", port=self.port, timeout=timeout)
 
     def log(self) -> str:

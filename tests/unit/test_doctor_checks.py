@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import dns.flags
 import dns.message
 import dns.rcode
@@ -15,6 +17,7 @@ from gslbd.cli.doctor_checks import (
     judge_glue,
     judge_name,
     judge_peer,
+    judge_signatures,
     judge_soa,
     local_server,
     nameserver_ports,
@@ -191,3 +194,42 @@ def test_a_ds_record_in_the_parent_fails_because_gslbd_zones_are_unsigned() -> N
     assert result.hint.startswith(
         "remove the DS records of gslb.example.com. from example.com. (at the registrar)"
     )
+
+
+def _signed_zone() -> Zone:
+    from dataclasses import replace
+
+    from gslbd.model.dnssec import Dnssec, DnssecKey
+
+    key = DnssecKey("K", 257, 13, "AAAA", b"\0" * 32, 12345)
+    return replace(ZONE, dnssec=Dnssec((key,), cds=("12345 13 2 " + "AB" * 32,)))
+
+
+def test_a_signed_zone_needs_a_ds_of_a_served_key_in_the_parent() -> None:
+    zone = _signed_zone()
+    ours = "gslb.example.com. 60 DS 12345 13 2 " + "ab" * 32
+    stale = "gslb.example.com. 60 DS 999 13 2 " + "cd" * 32
+    ok = judge_ds(zone, PARENT, reply(aa=True, answer=(ours,)))
+    assert ok.ok and ok.text.startswith("DS of gslb.example.com. in example.com. matches a served key")
+    assert judge_ds(zone, PARENT, reply(aa=True, answer=(ours.replace("60 DS", "60 DS"),))).ok
+    missing = judge_ds(zone, PARENT, reply(aa=True))
+    assert not missing.ok and "insecure" in missing.text and "gslbd delegation" in missing.hint
+    wrong = judge_ds(zone, PARENT, reply(aa=True, answer=(stale,)))
+    assert not wrong.ok and "matches none of the zone's keys" in wrong.text
+
+
+def test_signatures_near_expiry_or_by_unknown_keys_fail_the_doctor() -> None:
+    zone = _signed_zone()
+    now = 1_800_000_000.0
+
+    def signed(tag: int, expires: float) -> dns.message.Message:
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(expires))
+        sig = f"gslb.example.com. 30 RRSIG SOA 13 3 30 {stamp} 20200101000000 {tag} gslb.example.com. AAAA"
+        return reply(aa=True, answer=(sig,))
+
+    assert judge_signatures(zone, SERVER, signed(12345, now + 6 * 86400), now).ok
+    soon = judge_signatures(zone, SERVER, signed(12345, now + 3600), now)
+    assert not soon.ok and "expires in 1.0 h" in soon.text
+    stranger = judge_signatures(zone, SERVER, signed(4242, now + 6 * 86400), now)
+    assert not stranger.ok and "share the key files" in stranger.hint
+    assert not judge_signatures(zone, SERVER, reply(aa=True), now).ok

@@ -46,6 +46,23 @@ def _apex_outcomes(zone: Zone) -> dict[str, Outcome]:
     out: dict[str, Outcome] = {"SOA": Records((soa_rr(zone, zone.ttl),))}
     if ns:
         out["NS"] = Records(ns, tuple(glue))
+    out.update(keyset_outcomes(zone))
+    return out
+
+
+def keyset_outcomes(zone: Zone) -> dict[str, Outcome]:
+    """A signed zone's DNSKEY RRset (every key, published or signing) and, for the parent, CDS and
+    CDNSKEY of its SEP keys (RFC 7344); nothing for an unsigned zone."""
+    d = zone.dnssec
+    if d is None:
+        return {}
+    out: dict[str, Outcome] = {
+        "DNSKEY": Records(tuple(Rr(zone.origin, "DNSKEY", zone.ttl, k.dnskey_text) for k in d.keys))
+    }
+    sep = [k for k in d.keys if k.sep]
+    if sep:
+        out["CDS"] = Records(tuple(Rr(zone.origin, "CDS", zone.ttl, ds) for ds in d.cds))
+        out["CDNSKEY"] = Records(tuple(Rr(zone.origin, "CDNSKEY", zone.ttl, k.dnskey_text) for k in sep))
     return out
 
 

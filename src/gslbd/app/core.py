@@ -162,6 +162,7 @@ class App:
         self._api: ApiServer | None = None
         self._scheduler: HealthScheduler | None = None
         self._rebuild_handle: asyncio.Handle | None = None
+        self._resign_handle: asyncio.TimerHandle | None = None  # DNSSEC re-signing (docs/dnssec.md)
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
         self._gauges = ServiceGauges()
@@ -267,6 +268,7 @@ class App:
         if self.workers is not None:  # the workers answer NOTIFY themselves and pass it on
             self.workers.on_notify = self.exchange.notify_received
         await self.exchange.start(list(self._generation.publication))
+        self._schedule_resign()
         self._ready = True
         resolved = self._generation.resolved
         log.info("ready: %d endpoints probed by %d probes", len(resolved.probed), len(resolved.targets))
@@ -304,6 +306,9 @@ class App:
         if self._rebuild_handle is not None:
             self._rebuild_handle.cancel()
             self._rebuild_handle = None
+        if self._resign_handle is not None:
+            self._resign_handle.cancel()
+            self._resign_handle = None
         self._gauges.clear()
 
     async def _stop_api(self) -> None:
@@ -346,6 +351,21 @@ class App:
         self._rebuild_handle = None
         touched = self.book.take_touched()
         self._advance(self.book.snapshot(), touched)
+
+    def _schedule_resign(self) -> None:
+        """DNSSEC: rebuild when the earliest cached signature is due for refresh (the builder then
+        compiles every name and re-signs what is due), checked at least hourly."""
+        at = self._builder.resign_at()
+        if at is None or self._loop is None:
+            return
+        delay = min(3600.0, max(1.0, at - self.clock.wall()))
+        self._resign_handle = self._loop.call_later(delay, self._resign_tick)
+
+    def _resign_tick(self) -> None:
+        self._resign_handle = None
+        if self._builder.resign_due():
+            self._rebuild()
+        self._schedule_resign()
 
     def _schedule_rebuild(self) -> None:
         """One rebuild on the next turn of the event loop, however many verdicts arrive before it."""

@@ -166,6 +166,14 @@ class GenerationBuilder:
     def __init__(self) -> None:
         self._answers = AnswerBuilder()
 
+    def resign_at(self) -> float | None:
+        """DNSSEC: when the earliest cached signature is due for refresh (None: nothing is signed)."""
+        return self._answers.resign_at()
+
+    def resign_due(self) -> bool:
+        """DNSSEC: whether signatures are due; if so, the next build compiles every name and re-signs."""
+        return self._answers.resign_due()
+
     def first(self, resolved: Resolved, snapshot: Snapshot) -> Generation:
         return self._full(None, resolved, snapshot)
 
@@ -175,7 +183,9 @@ class GenerationBuilder:
         return self._incremental(previous, change.snapshot, change.touched)
 
     def _full(self, previous: Generation | None, resolved: Resolved, snapshot: Snapshot) -> Generation:
-        answers = AnswerBuilder()  # a new config compiles everything; the old builder stays intact
+        # A new config compiles everything; the old builder stays intact (its DNSSEC signatures are
+        # shared: an RRset signed before with the same keys is not signed again).
+        answers = AnswerBuilder(signer=self._answers.signer)
         config = resolved.config
         view, table = answers.build(config, snapshot, resolved.env)
         counts = CowMap((s.name, count_service(s, snapshot, resolved.peer_sites)) for s in config.services)
@@ -204,7 +214,8 @@ class GenerationBuilder:
         try:
             view, table = self._answers.build(config, snapshot, resolved.env, touched)
         except BaseException:
-            self._answers = AnswerBuilder()  # its memory may be half updated: the next build is whole
+            # Its memory may be half updated: the next build is whole.
+            self._answers = AnswerBuilder(signer=self._answers.signer)
             raise
         change = self._answers.last_change
         if change.full:

@@ -71,6 +71,7 @@ class Delegation:
     glue: tuple[Glue, ...]
     outside: tuple[str, ...] = ()  # nameservers outside the parent zone: no address records there
     missing: tuple[str, ...] = ()  # nameservers inside the parent zone with no address in the config
+    ds: tuple[str, ...] = ()  # DS rdata of the zone's SEP keys when it is signed (docs/dnssec.md)
 
     def glue_names(self) -> tuple[str, ...]:
         """The nameserver names inside the parent zone whose address records this delegation sets."""
@@ -105,6 +106,7 @@ def delegation_for(zone: Zone, *, parent: str | None = None, ttl: int | None = N
         glue=tuple(glue),
         outside=tuple(outside),
         missing=tuple(missing),
+        ds=zone.dnssec.cds if zone.dnssec is not None else (),
     )
 
 
@@ -133,6 +135,7 @@ def zone_text(items: Iterable[Delegation], source: str | None = None) -> str:
         origin = f" (from {source})" if source else ""
         lines.append(f"; delegation of {d.zone} in its parent zone {d.parent}{origin}")
         lines.extend(f"{d.zone}\t{d.ttl}\tIN\tNS\t{ns}" for ns in d.nameservers)
+        lines.extend(f"{d.zone}\t{d.ttl}\tIN\tDS\t{ds}" for ds in d.ds)
         lines.extend(f"{g.name}\t{d.ttl}\tIN\t{g.rtype}\t{g.address}" for g in d.glue)
         lines.extend(
             f"; {name} is outside {d.parent}: its addresses are published by its own zone"
@@ -159,6 +162,8 @@ def update_message(
             d.parent, keyring=keyring(key), keyname=dns.name.from_text(key.name), keyalgorithm=key.algorithm
         )
     update.replace(d.zone, d.ttl, dns.rdatatype.NS, *d.nameservers)
+    if d.ds:  # a signed zone: its DS set (an unsigned zone's DS set is left alone)
+        update.replace(d.zone, d.ttl, dns.rdatatype.DS, *d.ds)
     for name in d.glue_names():
         for rtype in ("A", "AAAA"):
             addresses = [g.address for g in d.glue if g.name == name and g.rtype == rtype]

@@ -44,6 +44,7 @@ from gslbd.cli.doctor_checks import (
     judge_name,
     judge_peer,
     judge_peer_key,
+    judge_signatures,
     judge_soa,
     local_server,
     nameserver_ports,
@@ -117,10 +118,12 @@ def _sections(
         yield "peers", _peer_checks(config, timeout)
 
 
-def ask(server: Server, name: str, rtype: str, timeout: float, key: TsigKey | None = None) -> Reply:
+def ask(
+    server: Server, name: str, rtype: str, timeout: float, key: TsigKey | None = None, dnssec: bool = False
+) -> Reply:
     """One question without recursion, by UDP (TCP when truncated): the reply, or why there is none.
-    With `key` the question is signed and the reply must verify (else: why not)."""
-    query = dns.message.make_query(name, dns.rdatatype.from_text(rtype))
+    With `key` the question is signed and the reply must verify (else: why not); `dnssec` sets DO."""
+    query = dns.message.make_query(name, dns.rdatatype.from_text(rtype), want_dnssec=dnssec)
     query.flags &= ~dns.flags.RD
     if key is not None:
         query.use_tsig(keyring(key), keyname=key.name, algorithm=key.algorithm)
@@ -186,6 +189,10 @@ def _zone_checks(config: Config, zone: Zone, parent: Server | None, timeout: flo
                 yield target
                 continue
             yield judge_soa(zone, ns.name, target, ask(target, zone.origin, "SOA", timeout))
+            if zone.dnssec is not None:
+                for rtype in ("SOA", "DNSKEY"):
+                    signed = ask(target, zone.origin, rtype, timeout, dnssec=True)
+                    yield judge_signatures(zone, target, signed, time.time())
 
 
 def _glue(

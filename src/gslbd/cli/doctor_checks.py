@@ -188,7 +188,10 @@ def judge_glue(zone: Zone, parent: str, listed: Iterable[str], found: Mapping[st
 
 
 def judge_ds(zone: Zone, parent: str, reply: Reply) -> Result:
-    """gslbd zones are unsigned: a DS record in the parent makes validating resolvers fail (SERVFAIL)."""
+    """An unsigned zone must have no DS in the parent (validating resolvers would answer SERVFAIL); a
+    signed zone needs a DS that matches one of its SEP keys (docs/dnssec.md)."""
+    if zone.dnssec is not None:
+        return judge_signed_ds(zone, parent, reply)
     where = f"no DS record for {zone.origin} in {parent} (gslbd zones are unsigned)"
     if isinstance(reply, str):
         return Result(
@@ -202,6 +205,58 @@ def judge_ds(zone: Zone, parent: str, reply: Reply) -> Result:
         )
         return Result(False, f"{zone.origin} has DS {'; '.join(ds)} in {parent}", hint)
     return Result(True, f"{where}: {rcode_text(reply)}, none")
+
+
+def _ds_key(text: str) -> tuple[str, ...]:
+    """A DS rdata compared without regard to case or spacing of the digest."""
+    tag, alg, dtype, *digest = text.split()
+    return (tag, alg, dtype, "".join(digest).lower())
+
+
+def judge_signed_ds(zone: Zone, parent: str, reply: Reply) -> Result:
+    """A signed zone: the parent's DS set must hold a DS of a key the zone serves (else the zone is
+    bogus to validating resolvers, or insecure when there is no DS at all)."""
+    assert zone.dnssec is not None
+    where = f"DS of {zone.origin} in {parent} matches a served key"
+    if isinstance(reply, str):
+        return Result(
+            False, f"{where}: no answer to DS ({reply})", "ask again; the parent answered NS before"
+        )
+    ours = {_ds_key(ds) for ds in zone.dnssec.cds}
+    found = [rd.to_text() for r in reply.answer if r.rdtype == dns.rdatatype.DS for rd in r]
+    hint = f"publish the DS printed by `gslbd delegation` in {parent} (or apply it with --apply)"
+    if not found:
+        return Result(False, f"{where}: there is none, so the zone is insecure", hint)
+    matching = [ds for ds in found if _ds_key(ds) in ours]
+    if not matching:
+        why = f"{'; '.join(found)} matches none of the zone's keys: validating resolvers answer SERVFAIL"
+        return Result(False, f"{where}: {why}", hint + ", and remove the stale ones")
+    stale = [ds for ds in found if _ds_key(ds) not in ours]
+    note = f" ({len(stale)} more for keys it does not serve)" if stale else ""
+    return Result(True, f"{where}: {'; '.join(matching)}{note}")
+
+
+def judge_signatures(zone: Zone, server: Server, reply: Reply, now: float) -> Result:
+    """The zone's served signatures (SOA and DNSKEY asked with DO): present, made by a served key, and
+    not within refresh_before of expiring (gslbd re-signs before that, so this means it does not)."""
+    assert zone.dnssec is not None
+    where = f"signatures of {zone.origin} at {server_text(server)}"
+    if isinstance(reply, str):
+        return Result(False, f"{where}: no answer ({reply})", "is gslbd running there?")
+    sigs = [rd for r in reply.answer if r.rdtype == dns.rdatatype.RRSIG for rd in r]
+    if not sigs:
+        return Result(False, f"{where}: none (no RRSIG with the answer)", "is zones[].dnssec set there too?")
+    tags = {k.tag for k in zone.dnssec.keys}
+    unknown = sorted({rd.key_tag for rd in sigs} - tags)
+    if unknown:
+        hint = "every site of a zone must share the key files (docs/dnssec.md)"
+        return Result(False, f"{where}: made by keys {unknown} that this config does not have", hint)
+    soonest = min(rd.expiration for rd in sigs)
+    left = soonest - now
+    if left < zone.dnssec.refresh_before:
+        hint = "gslbd re-signs before refresh_before; restart it or check its clock"
+        return Result(False, f"{where}: one expires in {left / 3600:.1f} h", hint)
+    return Result(True, f"{where}: valid for {left / 86400:.1f} more days at least")
 
 
 def judge_soa(zone: Zone, ns_name: str, server: Server, reply: Reply) -> Result:

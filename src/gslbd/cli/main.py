@@ -10,6 +10,7 @@ from gslbd import __version__
 from gslbd.cli import demo
 from gslbd.cli.admin import register as register_admin_commands
 from gslbd.cli.delegation import register as register_delegation
+from gslbd.cli.dnssec import register as register_dnssec
 from gslbd.cli.doctor import register as register_doctor
 from gslbd.config.overrides import parse_listen
 from gslbd.model.config import ListenAddress
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_admin_commands(sub)
     register_doctor(sub)
     register_delegation(sub)
+    register_dnssec(sub)
     sub.add_parser("version", help="print the version")
     return parser
 

@@ -11,6 +11,7 @@ import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
 
+from gslbd.config.dnssec import read_dnssec
 from gslbd.config.fields import Invalid, MapReader, Report, as_map, integer, join, string, ttl
 from gslbd.config.loader import Node, Scalar, Seq
 from gslbd.config.names import in_zone, ip_address, make_name, name_in, origin_name, relative_warning
@@ -237,7 +238,7 @@ def _check_rrsets(rep: Report, info: ZoneInfo) -> None:
 
 
 def read_zone(rep: Report, r: MapReader) -> ZoneInfo:
-    r.check_keys(("origin", "ttl", "negative_ttl", "soa", "nameservers", "records"))
+    r.check_keys(("origin", "ttl", "negative_ttl", "soa", "nameservers", "records", "dnssec"))
     origin = r.req("origin", origin_name) or PLACEHOLDER_ORIGIN
     zone_ttl = r.get("ttl", ttl, 30)
     negative_ttl = r.get("negative_ttl", ttl, 30)
@@ -251,7 +252,9 @@ def read_zone(rep: Report, r: MapReader) -> ZoneInfo:
         rec = as_map(rep, item, path)
         if rec is not None:
             records.extend(_read_record(rec, origin, zone_ttl, info))
-    info.zone = Zone(origin, zone_ttl, negative_ttl, soa, nameservers, tuple(records))
+    signing = r.sub("dnssec")
+    dnssec = read_dnssec(signing, origin) if signing is not None else None
+    info.zone = Zone(origin, zone_ttl, negative_ttl, soa, nameservers, tuple(records), dnssec)
     _check_rrsets(rep, info)
     return info
 

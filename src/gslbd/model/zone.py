@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gslbd.model.dnssec import Dnssec
+
 
 @dataclass(frozen=True, slots=True)
 class Soa:
@@ -46,3 +48,4 @@ class Zone:
     soa: Soa
     nameservers: tuple[Nameserver, ...]
     records: tuple[StaticRecord, ...] = ()
+    dnssec: Dnssec | None = None  # signed when set (docs/dnssec.md)

@@ -21,17 +21,19 @@ import ipaddress
 import itertools
 import random
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
 
 import dns.rdatatype
+import dns.rrset
 
-from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Rr, View, render, soa_rr
+from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Records, Rr, View, render, soa_rr
 from gslbd.cow import CowMap
 from gslbd.types import Rcode
-from gslbd.wire.render import IN, dns_name, rdata, sections_wire
+from gslbd.wire.dnssec import NSEC, RRSIG, SignedReply, Signer, ZoneKeys, existing_types, type_bitmap
+from gslbd.wire.render import IN, QR, build_message, dns_name, message_wire, rdata, sections_wire
 
 PickFn = Callable[[int, bool, random.Random, int], int]
 PolicyCounters = tuple[tuple[str, Iterator[int]], ...]
@@ -78,6 +80,21 @@ class ZoneEntry(NamedTuple):
     soa_tail: bytes
 
 
+class SignedZone(NamedTuple):
+    """A signed zone's answer to a DO query for a nonexistent name (RFC 9824 compact denial):
+    header tails (NOERROR, four authority records), the SOA and its RRSIGs as records after their
+    owner (`soa_at[offset]`: with a pointer to the zone's suffix at `offset` before each), and
+    `denial(qname)`, the NSEC at the query name with its RRSIGs (signed when the name is first asked,
+    then found in `denials`)."""
+
+    heads: Heads
+    tc_heads: Heads
+    soa_tails: tuple[bytes, ...]
+    soa_at: tuple[bytes, ...]  # by the zone suffix's offset in the query: each tail after a pointer there
+    denials: Mapping[bytes, bytes]  # denial(qname) of the names asked before (the signer's cache)
+    denial: Callable[[bytes], bytes]
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerTable:
     """Everything the fast path answers from. Never mutated after `compile_table` (the entries'
@@ -98,6 +115,12 @@ class AnswerTable:
     serial: int = field(default_factory=lambda: next(_SERIALS))
     derived_from: int = 0
     retired: PolicyCounters = ()
+    # DNSSEC (docs/dnssec.md): the nodes of the signed zones' names as answered to DO queries (the
+    # same entries' picks and counters, signed variants), each signed zone's compact denial, and the
+    # signer whose cached signatures they hold (the slow path signs with it too).
+    signed_names: CowMap[bytes, Node] = field(default_factory=CowMap)
+    signed_zones: Mapping[bytes, SignedZone] = field(default_factory=dict)
+    signer: Signer | None = None
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -288,7 +311,9 @@ def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
     return head if rdlen is None else head + struct.pack("!H", rdlen)
 
 
-def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) -> AnswerTable:
+def compile_table(
+    view: View, *, max_udp_payload: int, use_client_subnet: bool, signer: Signer | None = None
+) -> AnswerTable:
     """Precompile every answer of a view for the fast path."""
     refused = Variant(
         heads(Rcode.REFUSED, authoritative=False),
@@ -305,6 +330,18 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         if found:
             counters[key] = found
     zones = {_wire_key(origin): compile_zone(origin, view) for origin in view.zones}
+    signed_names: dict[bytes, Node] = {}
+    signed_zones: dict[bytes, SignedZone] = {}
+    if signer is not None:
+        for origin in view.zones:
+            zone_signed = compile_signed_zone(origin, view, signer)
+            if zone_signed is not None:
+                signed_zones[_wire_key(origin)] = zone_signed
+        for name, data in view.names.items():
+            key = _wire_key(name)
+            signed_node = compile_signed_node(data, names[key], signer, signed_zones)
+            if signed_node is not None:
+                signed_names[key] = signed_node
     payload = max_udp_payload  # 512..65535, checked by the config loader
     return AnswerTable(
         names=CowMap(names),
@@ -315,6 +352,9 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         opt_plain=(opt_record(payload, False, 0), opt_record(payload, True, 0)),
         opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
         policy_counters=CowMap(counters),
+        signed_names=CowMap(signed_names),
+        signed_zones=signed_zones,
+        signer=signer,
     )
 
 
@@ -330,10 +370,15 @@ def update_table(
     refused_entry = Entry(None, itertools.count(), (table.refused,), False)
     for name in removed:
         dropped.append(_wire_key(name))
+    signed: dict[bytes, Node] = {}
     for name in changed:
         data = view.names[name]
         key = _wire_key(name)
         node = names[key] = compile_node(data, refused_entry)
+        if table.signer is not None:
+            found_signed = compile_signed_node(data, node, table.signer, table.signed_zones)
+            if found_signed is not None:
+                signed[key] = found_signed
         found = _policy_counters(data, node)
         if found:
             counters[key] = found
@@ -344,6 +389,7 @@ def update_table(
     return replace(
         table,
         names=table.names.evolve(names, (k for k in dropped if k not in names)),
+        signed_names=table.signed_names.evolve(signed, (k for k in dropped if k not in signed)),
         policy_counters=old.evolve(counters, (k for k in dropped if k not in counters)),
         serial=next(_SERIALS),
         derived_from=table.serial,
@@ -385,3 +431,155 @@ def _wire_key(name: str) -> bytes:
 def wire_key(name: str) -> bytes:
     """The table key of a name: its wire form in lower case."""
     return _wire_key(name)
+
+
+def _sig_records(sigs: tuple[bytes, ...], ttl: int) -> bytes:
+    """RRSIG records owned by the question's name (a pointer to offset 12)."""
+    return b"".join(struct.pack("!HHHIH", 0xC00C, RRSIG, IN, ttl, len(sig)) + sig for sig in sigs)
+
+
+def signed_sections_wire(qname: str, reply: SignedReply) -> tuple[bytes, int, int, int]:
+    """Like `sections_wire`, for a signed reply's RRsets."""
+    name = dns_name(qname)
+    msg = build_message(0, QR, [dns.rrset.RRset(name, IN, dns.rdatatype.A)])
+    msg.answer, msg.authority, msg.additional = reply.answer, reply.authority, reply.additional
+    wire = message_wire(msg)
+    start = 12 + len(name.to_wire() or b"") + 4
+    counts = struct.unpack("!HHH", wire[6:12])
+    return wire[start:], counts[0], counts[1], counts[2]
+
+
+def compile_signed_answer(data: NameData, answer: Answer, signer: Signer, unsigned: Variant) -> Variant:
+    """The variant a DO query gets for a fixed answer (`unsigned` when the answer is not signed)."""
+    reply = signer.signed_reply(data.name, data, answer)
+    if reply is None:
+        return unsigned
+    sections, an, ns, ar = signed_sections_wire(data.name, reply)
+    return Variant(
+        heads(reply.rcode, authoritative=True, counts=(an, ns, ar)),
+        tc_heads(reply.rcode, authoritative=True),
+        sections,
+    )
+
+
+def compile_signed_records(
+    data: NameData, records: tuple[Rr, ...], signer: Signer, zone: ZoneKeys, unsigned: Variant
+) -> Variant:
+    """A signed positive answer; plain address answers are written directly (their RRSIGs after)."""
+    first = records[0]
+    plain = first.rtype in _ADDRESS_TYPES and len({rr.rdata for rr in records}) == len(records)
+    plain = plain and all(
+        rr.name == data.name and rr.rtype == first.rtype and rr.ttl == first.ttl for rr in records
+    )
+    if plain:
+        rdtype = 1 if first.rtype == "A" else 28
+        wires = [ipaddress.ip_address(rr.rdata).packed for rr in records]
+        sigs = signer.rrsig_rdatas(zone, _wire_key(data.name), rdtype, first.ttl, wires)
+        return Variant(
+            heads(Rcode.NOERROR, authoritative=True, counts=(len(records) + len(sigs), 0, 0)),
+            unsigned.tc_heads,
+            unsigned.sections + _sig_records(sigs, first.ttl),
+        )
+    return compile_signed_answer(data, Answer(Rcode.NOERROR, answer=records), signer, unsigned)
+
+
+def compile_signed_negative(
+    data: NameData, outcome: Negative, signer: Signer, zone: ZoneKeys, signed_zone: SignedZone
+) -> Variant:
+    """A signed NODATA (or all_down=nxdomain, as RFC 9824 compact denial) written directly: the zone's
+    SOA and its RRSIGs owned by a pointer to the zone's suffix of the question, then the NSEC at the
+    question name and its RRSIGs."""
+    owner = _wire_key(data.name)
+    pointer = struct.pack("!H", 0xC000 | (12 + len(owner) - len(zone.origin_wire)))
+    exists = outcome.rcode == Rcode.NOERROR
+    ttl = data.zone.negative_ttl
+    if exists:
+        nsec_rdata = b"\x01\x00" + owner + type_bitmap((*existing_types(data), RRSIG, NSEC))
+        sigs = signer.rrsig_rdatas(zone, owner, NSEC, ttl, (nsec_rdata,))
+        nsec = struct.pack("!HHHIH", 0xC00C, NSEC, IN, ttl, len(nsec_rdata)) + nsec_rdata
+        denial = nsec + _sig_records(sigs, ttl)
+        count = 1 + len(sigs)
+    else:
+        denial = signer.denial_records(zone, owner, ttl)
+        count = 1 + len(signed_zone.soa_tails) - 1  # NSEC + as many RRSIGs as the SOA has
+    sections = b"".join(pointer + tail for tail in signed_zone.soa_tails) + denial
+    return Variant(
+        heads(Rcode.NOERROR, authoritative=True, counts=(0, len(signed_zone.soa_tails) + count, 0)),
+        tc_heads(Rcode.NOERROR, authoritative=True),
+        sections,
+    )
+
+
+def compile_signed_node(
+    data: NameData, node: Node, signer: Signer, signed_zones: Mapping[bytes, SignedZone]
+) -> Node | None:
+    """The node a DO query gets at a name of a signed zone: the entries of `node` (same picks and
+    counters) with signed variants; None outside the signed zones."""
+    zone = signer.zone_of(data.name)
+    if zone is None:
+        return None
+    signed_zone = signed_zones.get(_wire_key(zone.origin))
+    done: dict[int, Entry] = {}
+
+    def signed(entry: Entry, outcome: Outcome) -> Entry:
+        found = done.get(id(entry))
+        if found is not None:
+            return found
+        if isinstance(outcome, Dynamic):
+            variants = tuple(
+                compile_signed_records(data, outcome.records(i), signer, zone, entry.variants[i])
+                for i in range(len(entry.variants))
+            )
+        elif (
+            isinstance(outcome, Negative)
+            and outcome.rcode in (Rcode.NOERROR, Rcode.NXDOMAIN)
+            and signed_zone is not None
+            and data.zone.origin == zone.origin
+        ):
+            variants = (compile_signed_negative(data, outcome, signer, zone, signed_zone),)
+        elif isinstance(outcome, Records) and outcome.answer and not outcome.additional:
+            variants = (compile_signed_records(data, outcome.answer, signer, zone, entry.variants[0]),)
+        else:
+            fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
+            variants = (compile_signed_answer(data, fixed, signer, entry.variants[0]),)
+        found = done[id(entry)] = entry._replace(variants=variants)
+        return found
+
+    types: dict[int, Entry] = {}
+    for rtype in (*data.outcomes, *ALWAYS_TYPES):
+        rdtype = int(dns.rdatatype.from_text(rtype))
+        types[rdtype] = signed(node.types[rdtype], data.outcome(rtype))
+    for rdtype, entry in node.types.items():
+        types.setdefault(rdtype, entry)  # zone transfers: REFUSED
+    return Node(types, signed(node.default, data.outcome(_OTHER_TYPE)))
+
+
+def compile_signed_zone(origin: str, view: View, signer: Signer) -> SignedZone | None:
+    """A signed zone's compact denial for nonexistent names (None for an unsigned zone)."""
+    keys = signer.zones.get(origin)
+    if keys is None:
+        return None
+    zone = view.zones[origin]
+    soa = soa_rr(zone, zone.negative_ttl)
+    rdata_wire = rdata("SOA", soa.rdata).to_wire()
+    assert rdata_wire is not None
+    sigs = signer.rrsig_rdatas(keys, keys.origin_wire, dns.rdatatype.SOA, soa.ttl, (rdata_wire,))
+    tails = [struct.pack("!HHIH", dns.rdatatype.SOA, IN, soa.ttl, len(rdata_wire)) + rdata_wire]
+    tails += [struct.pack("!HHIH", RRSIG, IN, soa.ttl, len(sig)) + sig for sig in sigs]
+    ttl = zone.negative_ttl
+
+    def denial(qname: bytes) -> bytes:
+        return signer.denial_records(keys, qname, ttl)
+
+    nscount = len(tails) + 1 + len(sigs)
+    soa_at = tuple(
+        b"".join(struct.pack("!H", 0xC000 | offset) + tail for tail in tails) for offset in range(12 + 256)
+    )
+    return SignedZone(
+        heads(Rcode.NOERROR, authoritative=True, counts=(0, nscount, 0)),
+        tc_heads(Rcode.NOERROR, authoritative=True),
+        tuple(tails),
+        soa_at,
+        signer.denial_wire,
+        denial,
+    )

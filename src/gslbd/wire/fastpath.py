@@ -36,6 +36,8 @@ _STRICT_OPTIONS = frozenset((15, 18, 22, 23, 24, 25))
 _ECS = 8
 _COOKIE = 10
 _ZONE_TRANSFERS = (251, 252)
+_NXNAME = 128  # RFC 9824's meta-type
+_CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
 
 
 def fast_answer(
@@ -82,12 +84,15 @@ def fast_answer(
     if data[qend + 2] or data[qend + 3] != 1:  # class IN
         return None
     qtype = data[qend] << 8 | data[qend + 1]
+    if qtype == _NXNAME:
+        return None  # RFC 9824 3.5: FORMERR, from the slow path
     rest = qend + 4
 
     # EDNS: an OPT record of version 0 that ends the packet; ECS validated as RFC 7871 (and dnspython).
     ecs_at = 0
     ecs_end = 0
     ecs_src = 0
+    do = 0
     ip = src_ip
     v6 = src_v6
     if has_opt:
@@ -95,6 +100,8 @@ def fast_answer(
             return None
         payload = data[rest + 3] << 8 | data[rest + 4]
         do = data[rest + 7] >> 7
+        if data[rest + 7] & _CO and table.signer is not None:
+            return None  # RFC 9824 Compact Answers OK: the slow path restores NXDOMAIN and echoes CO
         end = rest + 11 + (data[rest + 9] << 8 | data[rest + 10])
         if end != n:
             return None
@@ -134,6 +141,8 @@ def fast_answer(
 
     # The answer.
     if node is not None:
+        if do and table.signed_names:  # DNSSEC: the signed variants of the same entries
+            node = table.signed_names.get(key, node)
         pick, counter, variants, location_dependent = node.types.get(qtype, node.default)
         if pick is None:
             heads, tc_heads, sections = variants[0]
@@ -145,8 +154,15 @@ def fast_answer(
         if qtype not in _ZONE_TRANSFERS:
             zones = table.zones
             for offset in suffixes:
-                zone = zones.get(key[offset - 12 :])
+                zone_key = key[offset - 12 :]
+                zone = zones.get(zone_key)
                 if zone is not None:
+                    signed = table.signed_zones.get(zone_key) if do else None
+                    if signed is not None:  # RFC 9824 compact denial
+                        heads, tc_heads, _, soa_at, denials, denial = signed
+                        found = denials.get(key)
+                        sections = soa_at[offset] + (found if found is not None else denial(key))
+                        break
                     heads, tc_heads, soa_tail = zone
                     sections = _POINTER[offset] + soa_tail
                     break
@@ -268,6 +284,7 @@ class Responder:
             tcp=tcp,
             max_udp_payload=table.max_udp_payload,
             use_client_subnet=table.use_client_subnet,
+            signer=table.signer,
             rng=self.rng,
             seq=next(self._slow_seq),
             on_notify=self.on_notify,

@@ -10,7 +10,7 @@ The order of checks (each answers or drops, the first that applies wins):
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
   6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
-  7. class other than IN, AXFR, IXFR: REFUSED;
+  7. type NXNAME (128, RFC 9824): FORMERR; class other than IN, AXFR, IXFR: REFUSED;
   8. the view's answer for (name, type) at the client's location.
 Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
 echoes ECS when `use_client_subnet` is on and the query carried it. The response to a query with a
@@ -34,6 +34,7 @@ import dns.rrset
 from gslbd.answer import Answer, View, render, soa_rr
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
+from gslbd.wire.dnssec import CO, NXNAME, Signer
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
     DO,
@@ -65,6 +66,7 @@ def slow_response(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None = None,
+    signer: Signer | None = None,
 ) -> bytes | None:
     """The response to one query packet (without the TCP length prefix), or None to drop it.
     `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode."""
@@ -82,7 +84,19 @@ def slow_response(
     except Exception:  # dnspython raises many kinds of errors on malformed input
         return _unparsed(data, qid, qflags, max_udp_payload)
     wire = _respond(
-        query, qid, qflags, view, src_ip, src_v6, tcp, max_udp_payload, use_client_subnet, rng, seq, on_notify
+        query,
+        qid,
+        qflags,
+        view,
+        src_ip,
+        src_v6,
+        tcp,
+        max_udp_payload,
+        use_client_subnet,
+        rng,
+        seq,
+        on_notify,
+        signer,
     )
     if not query.had_tsig:
         return wire
@@ -118,6 +132,7 @@ def _respond(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None,
+    signer: Signer | None = None,
 ) -> bytes:
     """The response to a parsed (and, when signed, verified) query."""
     has_edns = query.edns >= 0
@@ -140,6 +155,8 @@ def _respond(
     ip, v6 = src_ip, src_v6
     if ecs is not None and ecs.srclen > 0:
         ip, v6 = int(ipaddress.ip_address(ecs.address)), ecs.family == 2
+    if question.rdtype == NXNAME:  # RFC 9824 3.5: a meta-type that is never asked
+        return _error(qid, qflags, [question], Rcode.FORMERR, edns)
     if question.rdclass != IN or question.rdtype in ZONE_TRANSFERS:
         answer = Answer(Rcode.REFUSED, authoritative=False)
     else:
@@ -148,7 +165,18 @@ def _respond(
         scope = ecs.srclen if answer.location_dependent else 0
         edns = EdnsReply(edns.payload, edns.flags, (dns.edns.ECSOption(ecs.address, ecs.srclen, scope),))
     flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
-    msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
+    signed = None
+    if signer is not None and edns is not None and edns.flags & DO and answer.rcode != Rcode.REFUSED:
+        qname = question.name.canonicalize().to_text()
+        compact_ok = bool(query.ednsflags & CO)
+        signed = signer.signed_reply(qname, view.names.get(qname), answer, compact_ok=compact_ok)
+        if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN:
+            edns = EdnsReply(edns.payload, edns.flags | CO, edns.options)
+    if signed is not None:
+        msg = build_message(qid, flags, [question], rcode=signed.rcode, edns=edns)
+        msg.answer, msg.authority, msg.additional = signed.answer, signed.authority, signed.additional
+    else:
+        msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
     limit = TCP_LIMIT if tcp else udp_limit(has_edns, query.payload, max_udp_payload)
     return to_wire_limited(msg, limit)
 

@@ -1,0 +1,61 @@
+"""`gslbd dnssec keygen`: make a DNSSEC key pair as BIND key files, for `zones[].dnssec.keys`.
+
+    gslbd dnssec keygen --zone ORIGIN [--algorithm ecdsap256sha256|ed25519] [--zsk] --dir DIR
+
+Prints the base name of the files written (`DIR/Kgslb.example.com.+013+12345`, with `.key` and
+`.private`), which is what the config lists. Without --zsk the key has the SEP flag (257): a KSK, or a
+combined signing key when it is the zone's only key. Exit 0 on success, 2 on bad arguments or I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gslbd.config.dnssec import generate_key_pair
+from gslbd.config.names import absolute
+
+ALGORITHM_NAMES = {"ecdsap256sha256": 13, "ed25519": 15}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `dnssec` (with `keygen`) to the gslbd command line; it sets `args.run(args) -> int`."""
+    p = sub.add_parser("dnssec", help="DNSSEC key management (keygen)")
+    verbs = p.add_subparsers(dest="dnssec_command", metavar="VERB")
+    verbs.required = True
+    keygen = verbs.add_parser(
+        "keygen",
+        help="make a key pair as BIND key files",
+        description="Write a new key pair for a zone as BIND key files (.key and .private) and print "
+        "their base name, to list under zones[].dnssec.keys.",
+    )
+    keygen.add_argument("--zone", required=True, metavar="ORIGIN", help="the zone the key signs")
+    keygen.add_argument(
+        "--algorithm",
+        default="ecdsap256sha256",
+        choices=sorted(ALGORITHM_NAMES),
+        type=str.lower,
+        help="ecdsap256sha256 (13, default) or ed25519 (15)",
+    )
+    keygen.add_argument(
+        "--zsk", action="store_true", help="a zone-signing key (flags 256) instead of a KSK/CSK (257)"
+    )
+    keygen.add_argument("--dir", required=True, metavar="DIR", help="where to write the key files")
+    keygen.set_defaults(run=run_keygen)
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        print(f"gslbd dnssec keygen: --dir {args.dir!r} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        base = generate_key_pair(
+            absolute(args.zone.lower()), ALGORITHM_NAMES[args.algorithm], not args.zsk, directory
+        )
+    except OSError as e:
+        print(f"gslbd dnssec keygen: {e}", file=sys.stderr)
+        return 2
+    print(base)
+    return 0

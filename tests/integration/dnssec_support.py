@@ -1,0 +1,241 @@
+"""A signed test parent and validating resolvers for the DNSSEC tests.
+
+`signed_parent` writes the parent zone `example.com.` with delegations (NS + DS) to child zones that
+gslbd serves, makes its key with BIND's dnssec-keygen and signs it with dnssec-signzone; NSD serves it
+(nsd_support.py). Its DS is the trust anchor of the validating resolvers: Unbound
+(unbound_support.running_validating_unbound) and BIND named as a validating resolver (here), which
+forwards each zone to its server on loopback. `delv` validates a name itself with the same anchor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.exception
+import dns.message
+import dns.query
+import dns.rdatatype
+from bind_harness import find_named
+from daemon_support import daemon
+from gslbd_harness import free_port
+
+PARENT = "example.com."
+STARTUP_TIMEOUT = 20.0
+
+
+def tools_missing() -> list[str]:
+    """The BIND tools these tests need that are not installed."""
+    tools = ("dnssec-keygen", "dnssec-signzone", "dnssec-dsfromkey", "delv")
+    missing = [t for t in tools if shutil.which(t) is None]
+    return missing + ([] if find_named() else ["named"])
+
+
+def run(argv: list[str], cwd: Path) -> str:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def ds_of(key_file: Path) -> str:
+    """The SHA-256 DS record of a BIND .key file, by dnssec-dsfromkey (one line of presentation form)."""
+    return run(["dnssec-dsfromkey", "-2", str(key_file)], key_file.parent).strip()
+
+
+@dataclass(frozen=True)
+class Child:
+    """A delegation in the parent: the child zone and its DS lines (none: an insecure delegation)."""
+
+    zone: str
+    ds: tuple[str, ...] = ()
+
+
+def signed_parent(workdir: Path, children: list[Child]) -> tuple[str, str]:
+    """(signed zone text of example.com., its DS as the trust anchor)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    key = run(
+        ["dnssec-keygen", "-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "-K", ".", PARENT], workdir
+    ).strip()
+    lines = [
+        "$TTL 300",
+        f"{PARENT} IN SOA ns1.{PARENT} hostmaster.{PARENT} 1 3600 600 604800 60",
+        f"{PARENT} IN NS ns1.{PARENT}",
+        f"ns1.{PARENT} IN A 127.0.0.1",
+        f"$INCLUDE {key}.key",
+    ]
+    for child in children:
+        lines.append(f"{child.zone} IN NS ns1.{child.zone}")
+        lines.append(f"ns1.{child.zone} IN A 127.0.0.1")
+        lines.extend(ds.replace(" IN DS ", " 300 IN DS ", 1) for ds in child.ds)
+    (workdir / "parent.unsigned").write_text("\n".join(lines) + "\n")
+    run(
+        [
+            "dnssec-signzone",
+            "-q",
+            "-z",
+            "-o",
+            PARENT,
+            "-K",
+            ".",
+            "-f",
+            "parent.signed",
+            "parent.unsigned",
+            key,
+        ],
+        workdir,
+    )
+    anchor = ds_of(workdir / f"{key}.key")
+    return (workdir / "parent.signed").read_text(), anchor
+
+
+@dataclass
+class BindResolver:
+    """A validating BIND named on 127.0.0.1:`port`."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    def ask(self, name: str, rtype: str = "A", timeout: float = 5.0) -> dns.message.Message:
+        query = dns.message.make_query(name, dns.rdatatype.from_text(rtype), want_dnssec=True)
+        return dns.query.udp(query, "127.0.0.1", port=self.port, timeout=timeout)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _static_ds(anchor: str) -> str:
+    """BIND's trust-anchors statement for a DS line "owner IN DS tag alg digest-type digest"."""
+    owner, _, _, tag, alg, dtype, *digest = anchor.split()
+    return f'trust-anchors {{ {owner} static-ds {tag} {alg} {dtype} "{"".join(digest)}"; }};'
+
+
+def bind_resolver_conf(workdir: Path, port: int, anchor: str, forwards: dict[str, int]) -> str:
+    zones = "".join(
+        f'zone "{zone}" {{ type forward; forward only; forwarders {{ 127.0.0.1 port {fport}; }}; }};\n'
+        for zone, fport in forwards.items()
+    )
+    return f"""\
+options {{
+    directory "{workdir}";
+    pid-file "{workdir}/named.pid";
+    session-keyfile "{workdir}/session.key";
+    managed-keys-directory "{workdir}";
+    listen-on port {port} {{ 127.0.0.1; }};
+    listen-on-v6 {{ none; }};
+    recursion yes;
+    allow-query {{ any; }};
+    allow-recursion {{ any; }};
+    dnssec-validation yes;
+    qname-minimization off;
+    notify no;
+    max-cache-ttl 1;
+    max-ncache-ttl 1;
+}};
+controls {{ }};
+{_static_ds(anchor)}
+{zones}"""
+
+
+@contextlib.contextmanager
+def running_bind_resolver(
+    workdir: Path, anchor: str, forwards: dict[str, int], ready_zone: str
+) -> Iterator[BindResolver]:
+    """Start named as a validating resolver that forwards each zone to 127.0.0.1:port."""
+    named = find_named()
+    if named is None:
+        raise RuntimeError("named is not installed (scripts/test installs bind9)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    conf = workdir / "named.conf"
+    conf.write_text(bind_resolver_conf(workdir, port, anchor, forwards))
+    log_path = workdir / "named.log"
+    with daemon([named, "-g", "-n", "1", "-4", "-c", str(conf)], log_path) as proc:
+        resolver = BindResolver(proc, port, log_path)
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"named exited with {proc.returncode}:\n{resolver.log()}")
+            with contextlib.suppress(dns.exception.DNSException, OSError):
+                if resolver.ask(ready_zone, "SOA", timeout=0.5).answer:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"named did not resolve SOA {ready_zone}:\n{resolver.log()}")
+            time.sleep(0.05)
+        yield resolver
+
+
+def delv(
+    anchor_file: Path, server_port: int, name: str, rtype: str = "A"
+) -> subprocess.CompletedProcess[str]:
+    """`delv` asking the resolver at 127.0.0.1:port and validating itself from the anchor file."""
+    argv = ["delv", "-a", str(anchor_file), "+root=" + PARENT, "-p", str(server_port), "@127.0.0.1"]
+    argv += [name, rtype]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+
+def delv_anchor_file(path: Path, anchor: str) -> Path:
+    path.write_text(_static_ds(anchor) + "\n")
+    return path
+
+
+def dnsviz_binary() -> str | None:
+    return shutil.which("dnsviz")
+
+
+# Debian bookworm's dnsviz 0.9.4 checks for `pygraphviz.release`, which its pygraphviz 1.10 no longer
+# has, and refuses `grok -t`; this runs grok with that module supplied (the check is all it is used for).
+_GROK = """
+import sys, types
+import pygraphviz
+release = types.ModuleType("pygraphviz.release")
+release.version = getattr(pygraphviz, "__version__", "1.10")
+pygraphviz.release = release
+sys.modules["pygraphviz.release"] = release
+from dnsviz.commands import grok
+grok.main(["grok", *sys.argv[1:]])
+"""
+
+
+def dnsviz_grok(
+    workdir: Path, zone: str, server_port: int, ds: str, anchor_key: Path, names: list[str]
+) -> dict[str, object]:
+    """`dnsviz probe` of `names` at the authoritative server 127.0.0.1:port (delegated with the DS
+    line `ds`), then `dnsviz grok` with the zone's KSK as trusted key; grok's JSON."""
+    import json
+
+    server = f"127.0.0.1:{server_port}"
+    rdata = " ".join(ds.split()[3:])
+    probe = [
+        "dnsviz", "probe", "-A", "-x", f"{zone}:{server}", "-N", f"{zone}:ns1.{zone}={server}",
+        "-D", f"{zone}:{rdata}", "-o", str(workdir / "probe.json"), *names,
+    ]  # fmt: skip
+    run(probe, workdir)
+    keys = workdir / "trusted.keys"
+    keys.write_text(
+        "".join(ln + "\n" for ln in anchor_key.read_text().splitlines() if not ln.startswith(";"))
+    )
+    python = Path(dnsviz_binary() or "").read_text().splitlines()[0].removeprefix("#!").strip()
+    out = run([python, "-c", _GROK, "-P", "-t", str(keys), "-r", str(workdir / "probe.json")], workdir)
+    found: dict[str, object] = json.loads(out)
+    return found
+
+
+def grok_problems(found: object, path: str = "") -> list[str]:
+    """Every error and warning grok reports, with where."""
+    out: list[str] = []
+    if isinstance(found, dict):
+        for key, value in found.items():
+            if key in ("errors", "warnings") and value:
+                out.append(f"{path}/{key}: {value}")
+            out.extend(grok_problems(value, f"{path}/{key}"))
+    elif isinstance(found, list):
+        for i, value in enumerate(found):
+            out.extend(grok_problems(value, f"{path}[{i}]"))
+    return out

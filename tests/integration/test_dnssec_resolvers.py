@@ -1,0 +1,286 @@
+"""Signed answers validated by real resolvers: a signed parent (dnssec-signzone, served by NSD) holds
+the DS of gslbd's zone; a validating Unbound and a validating BIND named with the parent's trust anchor
+resolve every kind of answer with the AD bit; delv validates on its own; a zone whose DS does not match
+its keys is bogus (SERVFAIL) and one without a DS is insecure (no AD)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.flags
+import dns.message
+import dns.rcode
+import dns.rdatatype
+import pytest
+from dnssec_support import (
+    BindResolver,
+    Child,
+    delv,
+    delv_anchor_file,
+    dnsviz_binary,
+    dnsviz_grok,
+    ds_of,
+    grok_problems,
+    run,
+    running_bind_resolver,
+    signed_parent,
+    tools_missing,
+)
+from gslbd_harness import Running, running_gslbd
+from health_app_support import wait_until
+from nsd_support import nsd_binary, running_nsd
+from unbound_support import Resolver, running_validating_unbound, unbound_binary
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        bool(tools_missing()) or unbound_binary() is None or nsd_binary() is None,
+        reason="needs bind9, bind9-dnsutils (delv), unbound and nsd (scripts/test installs them)",
+    ),
+]
+
+ORIGIN = "gslb.example.com."
+INSECURE = "insecure.example.com."
+BOGUS = "bogus.example.com."
+
+
+def keygen(zone: str, directory: Path, *extra: str) -> Path:
+    """A key pair made by `gslbd dnssec keygen`; its base path."""
+    out = subprocess.run(
+        [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", zone, "--dir", str(directory), *extra],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def bind_keygen(zone: str, directory: Path) -> Path:
+    """A combined signing key made by BIND's dnssec-keygen (gslbd reads BIND's files too)."""
+    name = run(["dnssec-keygen", "-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "-K", ".", zone], directory)
+    return directory / name.strip()
+
+
+def svc(name: str, *addresses: str, **settings: str) -> str:
+    """One service as a YAML flow mapping (TTL 1, no checks unless `check` is given)."""
+    endpoints = ", ".join(f"{{address: {a}}}" for a in addresses)
+    extra = "".join(f", {k}: {v}" for k, v in {"check": "none", **settings}.items())
+    return f"  - {{name: {name}, ttl: 1{extra}, endpoints: [{endpoints}]}}"
+
+
+def config(ksk: Path, zsk: Path, insecure: Path, bogus: Path) -> str:
+    def zone(origin: str, keys: list[Path]) -> str:
+        listed = ", ".join(f'"{k}"' for k in keys)
+        return f"""
+  - origin: {origin}
+    negative_ttl: 1
+    ttl: 1
+    nameservers: [{{name: ns1.{origin}, address: 127.0.0.1}}]
+    dnssec: {{keys: [{listed}]}}"""
+
+    return f"""
+version: 1
+site: {{name: eu, locality: {{region: region-1, zone: zone-a}}}}
+dns: {{listen: @LISTEN@, lame_duck: 0s}}
+zones:{zone(ORIGIN, [ksk, zsk])}
+    records:
+      - {{name: www, type: CNAME, value: app.{ORIGIN}}}
+      - {{name: info, type: TXT, value: "hello"}}
+      - {{name: mail, type: MX, value: "10 mx.example.net."}}
+      - {{name: a.b.deep, type: A, value: 192.0.2.99}}{zone(INSECURE, [insecure])}{zone(BOGUS, [bogus])}
+checks:
+  down: {{type: exec, command: ["/bin/false"], interval: 200ms, timeout: 150ms, rise: 1, fall: 1}}
+services:
+{svc(f"app.{ORIGIN}", "192.0.2.1", "192.0.2.2", '"2001:db8::1"')}
+{svc(f"sticky.{ORIGIN}", "192.0.2.11", "192.0.2.12", policy="hash")}
+{svc(f"primary.{ORIGIN}", "192.0.2.21", "192.0.2.22", policy="failover")}
+{svc(f"alias.{ORIGIN}", f"app.{ORIGIN}")}
+{svc(f"nx.{ORIGIN}", "192.0.2.31", all_down="nxdomain", check="down")}
+{svc(f"nd.{ORIGIN}", "192.0.2.32", all_down="nodata", check="down")}
+{svc(f"fb.{ORIGIN}", "192.0.2.33", all_down="fallback", fallback="[198.51.100.9]", check="down")}
+  - name: loc.{ORIGIN}
+    ttl: 1
+    locality_names: true
+    check: none
+    endpoints:
+      - {{address: 192.0.2.10}}
+      - {{address: 192.0.2.20, locality: {{region: region-1, zone: zone-b}}}}
+      - {{address: 198.51.100.30, check: down, locality: {{region: region-2, zone: zone-c}}}}
+{svc(f"plain.{INSECURE}", "192.0.2.41")}
+{svc(f"broken.{BOGUS}", "192.0.2.51")}
+"""
+
+
+@dataclass
+class World:
+    gslbd: Running
+    unbound: Resolver
+    bind: BindResolver
+    anchor_file: Path
+    ksk: Path
+    workdir: Path
+    parent_port: int
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    base = tmp_path_factory.mktemp("dnssec")
+    keys = base / "keys"
+    keys.mkdir()
+    ksk = keygen(ORIGIN, keys)
+    zsk = keygen(ORIGIN, keys, "--zsk", "--algorithm", "ecdsap256sha256")
+    insecure = bind_keygen(INSECURE, keys)
+    bogus = keygen(BOGUS, keys, "--algorithm", "ed25519")
+    stranger = keygen(BOGUS, keys, "--algorithm", "ed25519")  # its DS is in the parent, not its key
+    children = [
+        Child(ORIGIN, (ds_of(ksk.with_name(ksk.name + ".key")),)),
+        Child(INSECURE),
+        Child(BOGUS, (ds_of(stranger.with_name(stranger.name + ".key")),)),
+    ]
+    zone_text, anchor = signed_parent(base / "parent", children)
+    with (
+        running_gslbd(base, config(ksk, zsk, insecure, bogus), zone=ORIGIN) as gslbd,
+        running_nsd(base / "nsd", "example.com.", zone_text) as nsd,
+    ):
+        forwards = {"example.com.": nsd.port, ORIGIN: gslbd.port, INSECURE: gslbd.port, BOGUS: gslbd.port}
+        (base / "unbound").mkdir()
+        with (
+            running_validating_unbound(base / "unbound", anchor, forwards, ORIGIN) as unbound,
+            running_bind_resolver(base / "bind", anchor, forwards, ORIGIN) as bind,
+        ):
+            # The checks that fail take the `down` endpoints out within a few hundred milliseconds.
+            wait_until(lambda: gslbd.ask(f"nx.{ORIGIN}").rcode() == dns.rcode.NXDOMAIN, timeout=10)
+            wait_until(lambda: len(gslbd.ask(f"loc.zone-c.region-2.{ORIGIN}").answer) == 3, timeout=10)
+            anchor_file = delv_anchor_file(base / "anchor.conf", anchor)
+            yield World(gslbd, unbound, bind, anchor_file, ksk, base, nsd.port)
+
+
+# (name, type, expected rcode, whether the answer section has data)
+SECURE = [
+    (ORIGIN, "SOA", "NOERROR", True),
+    (ORIGIN, "NS", "NOERROR", True),
+    (ORIGIN, "DNSKEY", "NOERROR", True),
+    (ORIGIN, "CDS", "NOERROR", True),
+    (ORIGIN, "CDNSKEY", "NOERROR", True),
+    (f"app.{ORIGIN}", "A", "NOERROR", True),
+    (f"app.{ORIGIN}", "AAAA", "NOERROR", True),
+    (f"sticky.{ORIGIN}", "A", "NOERROR", True),
+    (f"primary.{ORIGIN}", "A", "NOERROR", True),
+    (f"alias.{ORIGIN}", "A", "NOERROR", True),
+    (f"www.{ORIGIN}", "A", "NOERROR", True),
+    (f"info.{ORIGIN}", "TXT", "NOERROR", True),
+    (f"mail.{ORIGIN}", "MX", "NOERROR", True),
+    (f"fb.{ORIGIN}", "A", "NOERROR", True),
+    (f"loc.zone-a.region-1.{ORIGIN}", "A", "NOERROR", True),
+    (f"loc.zone-c.region-2.{ORIGIN}", "A", "NOERROR", True),
+    (f"app.{ORIGIN}", "MX", "NOERROR", False),
+    (f"nd.{ORIGIN}", "A", "NOERROR", False),
+    (f"deep.{ORIGIN}", "A", "NOERROR", False),
+    (f"nx.{ORIGIN}", "A", "NXDOMAIN", False),
+    (f"nothing-here.{ORIGIN}", "A", "NXDOMAIN", False),
+    (f"x.y.nothing.{ORIGIN}", "AAAA", "NXDOMAIN", False),
+]
+
+
+def check_secure(reply: dns.message.Message, rcode: str, has_data: bool) -> None:
+    assert reply.flags & dns.flags.AD, reply.to_text()
+    if rcode == "NXDOMAIN":
+        # RFC 9824: a nonexistent name is a NODATA whose NSEC has NXNAME; resolvers that know NXNAME
+        # turn it back into NXDOMAIN.
+        assert dns.rcode.to_text(reply.rcode()) in ("NOERROR", "NXDOMAIN"), reply.to_text()
+    else:
+        assert dns.rcode.to_text(reply.rcode()) == rcode, reply.to_text()
+    assert bool(reply.answer) == has_data, reply.to_text()
+
+
+@pytest.mark.parametrize(("name", "rtype", "rcode", "has_data"), SECURE)
+def test_unbound_validates_every_kind_of_answer_with_the_ad_bit(
+    world: World, name: str, rtype: str, rcode: str, has_data: bool
+) -> None:
+    check_secure(world.unbound.ask(name, rtype, dnssec=True), rcode, has_data)
+
+
+@pytest.mark.parametrize(("name", "rtype", "rcode", "has_data"), SECURE)
+def test_bind_validates_every_kind_of_answer_with_the_ad_bit(
+    world: World, name: str, rtype: str, rcode: str, has_data: bool
+) -> None:
+    check_secure(world.bind.ask(name, rtype), rcode, has_data)
+
+
+def test_a_locality_chain_validates_link_by_link(world: World) -> None:
+    reply = world.unbound.ask(f"loc.zone-c.region-2.{ORIGIN}", "A", dnssec=True)
+    assert reply.flags & dns.flags.AD
+    types = [dns.rdatatype.to_text(r.rdtype) for r in reply.answer if r.rdtype != dns.rdatatype.RRSIG]
+    assert types == ["CNAME", "CNAME", "A"]
+
+
+def test_a_zone_without_ds_in_the_parent_is_insecure(world: World) -> None:
+    for reply in (
+        world.unbound.ask(f"plain.{INSECURE}", "A", dnssec=True),
+        world.bind.ask(f"plain.{INSECURE}"),
+    ):
+        assert reply.rcode() == dns.rcode.NOERROR and reply.answer
+        assert not reply.flags & dns.flags.AD
+
+
+def test_a_zone_whose_keys_do_not_match_the_parents_ds_is_bogus(world: World) -> None:
+    assert world.unbound.ask(f"broken.{BOGUS}", "A", dnssec=True).rcode() == dns.rcode.SERVFAIL
+    assert world.bind.ask(f"broken.{BOGUS}").rcode() == dns.rcode.SERVFAIL
+
+
+@pytest.mark.parametrize(
+    ("name", "rtype"), [(f"app.{ORIGIN}", "A"), (f"nothing.{ORIGIN}", "A"), (f"app.{ORIGIN}", "TXT")]
+)
+def test_delv_validates_answers_from_the_trust_anchor(world: World, name: str, rtype: str) -> None:
+    out = delv(world.anchor_file, world.unbound.port, name, rtype)
+    assert "fully validated" in out.stdout, out.stdout + out.stderr
+    assert "unsigned" not in out.stdout and "insecure" not in out.stdout
+
+
+@pytest.mark.skipif(dnsviz_binary() is None, reason="dnsviz is not installed (scripts/test installs it)")
+def test_dnsviz_grok_finds_no_errors_or_warnings(world: World) -> None:
+    ds = ds_of(world.ksk.with_name(world.ksk.name + ".key"))
+    names = [ORIGIN, f"app.{ORIGIN}", f"nothing.{ORIGIN}", f"www.{ORIGIN}", f"loc.zone-c.region-2.{ORIGIN}"]
+    (world.workdir / "dnsviz").mkdir(exist_ok=True)
+    found = dnsviz_grok(
+        world.workdir / "dnsviz",
+        ORIGIN,
+        world.gslbd.port,
+        ds,
+        world.ksk.with_name(world.ksk.name + ".key"),
+        names,
+    )
+    assert grok_problems(found) == []
+    zone = found[ORIGIN]
+    assert isinstance(zone, dict) and zone["delegation"]["status"] == "SECURE"
+
+
+def test_doctor_checks_the_ds_in_the_parent_and_the_served_signatures(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gslbd.cli.main import main
+
+    code = main(
+        ["doctor", "-c", str(world.gslbd.config_path), "--parent-server", f"127.0.0.1:{world.parent_port}"]
+    )
+    out = capsys.readouterr().out
+    assert code == 1  # the insecure and the bogus zone fail, as they should
+    assert f"PASS  DS of {ORIGIN} in example.com. matches a served key: " in out
+    assert f"FAIL  DS of {INSECURE} in example.com. matches a served key: there is none" in out
+    assert f"FAIL  DS of {BOGUS} in example.com. matches a served key: " in out
+    assert f"PASS  signatures of {ORIGIN} at 127.0.0.1:{world.gslbd.port}: valid for " in out
+
+
+def test_delegation_prints_the_ds_that_bind_computes_from_the_ksk(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gslbd.cli.main import main
+
+    assert main(["delegation", "-c", str(world.gslbd.config_path), "--zone", ORIGIN]) == 0
+    out = capsys.readouterr().out
+    owner, _, _, *rdata = ds_of(world.ksk.with_name(world.ksk.name + ".key")).split()
+    assert f"{owner}\t1\tIN\tDS\t{' '.join(rdata)}".lower() in out.lower()
