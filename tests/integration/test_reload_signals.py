@@ -4,24 +4,12 @@ the health of unchanged endpoints carried over, and refuse an invalid one while 
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from gslbd_harness import Running, free_port, start_gslbd
 from health_app_support import APP, ZONE, ThreadedBackend, health_config, http_get, wait_until
 
 TOKEN = "t0k3n"
-
-
-@pytest.fixture
-def backends() -> Iterator[tuple[ThreadedBackend, ThreadedBackend]]:
-    eu, us = ThreadedBackend(), ThreadedBackend()
-    try:
-        yield eu, us
-    finally:
-        eu.close()
-        us.close()
 
 
 def config_text(eu: ThreadedBackend, us: ThreadedBackend, api_port: int, txt: str = "one") -> str:
@@ -54,9 +42,9 @@ def errors(path: Path) -> list[str]:
 
 
 def test_sighup_applies_a_valid_config_and_keeps_the_health_of_unchanged_endpoints(
-    tmp_path: Path, backends: tuple[ThreadedBackend, ThreadedBackend]
+    tmp_path: Path, http_backends: tuple[ThreadedBackend, ThreadedBackend]
 ) -> None:
-    eu, us = backends
+    eu, us = http_backends
     api_port = free_port()
     api = f"http://127.0.0.1:{api_port}"
     server = start_gslbd(tmp_path, config_text(eu, us, api_port), zone=ZONE)
@@ -86,9 +74,9 @@ def test_sighup_applies_a_valid_config_and_keeps_the_health_of_unchanged_endpoin
 
 
 def test_an_invalid_config_is_refused_with_its_errors_logged_and_the_old_one_keeps_serving(
-    tmp_path: Path, backends: tuple[ThreadedBackend, ThreadedBackend]
+    tmp_path: Path, http_backends: tuple[ThreadedBackend, ThreadedBackend]
 ) -> None:
-    eu, us = backends
+    eu, us = http_backends
     api_port = free_port()
     api = f"http://127.0.0.1:{api_port}"
     server = start_gslbd(tmp_path, config_text(eu, us, api_port), zone=ZONE)

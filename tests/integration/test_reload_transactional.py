@@ -8,7 +8,6 @@ import signal
 import socket
 import threading
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import dns.message
@@ -51,16 +50,6 @@ class QueryLoad:
         self._stop.set()
         self._thread.join(5)
         self.sock.close()
-
-
-@pytest.fixture
-def backends() -> Iterator[tuple[ThreadedBackend, ThreadedBackend]]:
-    eu, us = ThreadedBackend(), ThreadedBackend()
-    try:
-        yield eu, us
-    finally:
-        eu.close()
-        us.close()
 
 
 def good_config(eu: ThreadedBackend, us: ThreadedBackend, api_port: int, extra: str = "") -> str:
@@ -118,9 +107,9 @@ def broken_configs(tmp_path: Path, good: str) -> dict[str, tuple[str, str]]:
     ],
 )
 def test_a_reload_that_fails_keeps_answering_with_every_verdict(
-    tmp_path: Path, backends: tuple[ThreadedBackend, ThreadedBackend], kind: str
+    tmp_path: Path, http_backends: tuple[ThreadedBackend, ThreadedBackend], kind: str
 ) -> None:
-    eu, us = backends
+    eu, us = http_backends
     api_port = free_port()
     api = f"http://127.0.0.1:{api_port}"
     good = good_config(eu, us, api_port)
@@ -170,11 +159,11 @@ def test_a_reload_that_fails_keeps_answering_with_every_verdict(
 
 
 def test_the_documented_sentinel_url_never_stops_a_running_server(
-    tmp_path: Path, backends: tuple[ThreadedBackend, ThreadedBackend]
+    tmp_path: Path, http_backends: tuple[ThreadedBackend, ThreadedBackend]
 ) -> None:
     """Python 3.11.2's urlsplit rejects this documented form; whatever the parser says, a reload of it
     is answered (applied, or refused with a located error) and DNS keeps answering."""
-    eu, us = backends
+    eu, us = http_backends
     api_port = free_port()
     api = f"http://127.0.0.1:{api_port}"
     good = good_config(eu, us, api_port)

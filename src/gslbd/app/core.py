@@ -447,21 +447,21 @@ class App:
     def _on_cluster_admin(self, key: EndpointKey, state: AdminState) -> None:
         """Another instance changed an admin state (cluster mode): answered on the next loop turn."""
         if self.book.set_admin(key, state):
-            log.info(
-                "admin state of %s %s set to %s by another instance",
-                key[0],
-                key[1],
-                state.value,
-                extra={
-                    "event": "admin",
-                    "service": key[0],
-                    "endpoint": key[1],
-                    "state": state.value,
-                    "by": "cluster",
-                },
-            )
-            self.changes.admin(key, state, "another instance")
+            self._admin_changed(key, state, "cluster")
             self._schedule_rebuild()
+
+    def _admin_changed(self, key: EndpointKey, state: AdminState, by: str) -> None:
+        """Log an admin change (with its structured fields) and add it to the change log."""
+        who = " by another instance" if by == "cluster" else ""
+        log.info(
+            "admin state of %s %s set to %s%s",
+            key[0],
+            key[1],
+            state.value,
+            who,
+            extra={"event": "admin", "service": key[0], "endpoint": key[1], "state": state.value, "by": by},
+        )
+        self.changes.admin(key, state, "another instance" if by == "cluster" else "api")
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
         """Set an endpoint's run-time admin state: stored, then answered before this returns.
@@ -472,20 +472,7 @@ class App:
             await self.cluster.flush_admin()
         self.book.set_admin(key, state)
         ADMIN_CHANGES.labels(state=state.value).inc()
-        log.info(
-            "admin state of %s %s set to %s",
-            key[0],
-            key[1],
-            state.value,
-            extra={
-                "event": "admin",
-                "service": key[0],
-                "endpoint": key[1],
-                "state": state.value,
-                "by": "api",
-            },
-        )
-        self.changes.admin(key, state, "api")
+        self._admin_changed(key, state, "api")
         self._rebuild()
         return key
 
