@@ -144,7 +144,8 @@ def decision_lines(outcome: Outcome, service: Service | None, rtype: str, client
             return [f"decision: no healthy {rtype} candidates; all_down=fallback answers the fallback"]
         return ["decision: records of the zone, served as they are"]
     lines = [f"decision: {outcome.reason}" if outcome.reason else "decision:"]
-    lines.extend(f"  {line}" for line in outcome.plan.explain(client.ip, client.v6))
+    if isinstance(outcome, Dynamic):
+        lines.extend(f"  {line}" for line in outcome.plan.explain(client.ip, client.v6))
     return lines
 
 

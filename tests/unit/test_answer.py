@@ -164,8 +164,9 @@ def test_static_records_are_served_as_is() -> None:
     )
     cname = (Rr("www.gslb.example.com.", "CNAME", 120, "app.gslb.example.com."),)
     assert ask("www.gslb.example.com.", "CNAME").answer == cname
-    assert ask("www.gslb.example.com.", "A").answer == cname
-    assert ask("www.gslb.example.com.", "AAAA").answer == cname
+    # The in-zone target is followed (answer/chain.py): the CNAME, then the target's answer.
+    assert ask("www.gslb.example.com.", "A").answer[:1] == cname
+    assert ask("www.gslb.example.com.", "AAAA").answer[:1] == cname
 
 
 def test_service_answers_its_family_with_the_service_ttl() -> None:

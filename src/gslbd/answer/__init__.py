@@ -9,6 +9,7 @@ from gslbd.answer.build import Change, ViewBuilder, build_view
 from gslbd.answer.view import (
     SERVICE_TYPES,
     Answer,
+    Chain,
     Dynamic,
     NameData,
     Negative,
@@ -19,6 +20,8 @@ from gslbd.answer.view import (
     all_down_outcome,
     fallback_outcome,
     family_candidates,
+    negative_soa,
+    negative_soa_ttl,
     render,
     service_outcome,
     soa_rr,
@@ -28,6 +31,7 @@ from gslbd.answer.view import (
 __all__ = [
     "SERVICE_TYPES",
     "Answer",
+    "Chain",
     "Change",
     "Dynamic",
     "NameData",
@@ -41,6 +45,8 @@ __all__ = [
     "build_view",
     "fallback_outcome",
     "family_candidates",
+    "negative_soa",
+    "negative_soa_ttl",
     "render",
     "service_outcome",
     "soa_rr",

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
+from gslbd.answer.chain import ChainIndex, follow_all
 from gslbd.answer.exchange_names import (
     heartbeat_rrsets,
     localtargets_rrsets,
@@ -183,6 +184,7 @@ class ViewBuilder:
         self._owned: dict[str, frozenset[str]] = {}  # service name -> the names it owns
         self._ents: frozenset[str] = frozenset()
         self._beat = -1.0
+        self._chains = ChainIndex()
 
     def build(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> tuple[View, Change]:
         """The view of `config` under `snapshot`, and what changed against the previous build."""
@@ -227,6 +229,10 @@ class ViewBuilder:
         else:
             names.update((name, view.names[name]) for name in self._ents)
         removed = frozenset(n for n in gone if n not in names)
+        # CNAME chains: follow again those of the changed names and of every name whose chain passes
+        # through a changed or removed name (answer/chain.py).
+        sources = {n for n in changed if n in names} | self._chains.affected(changed | gone)
+        changed.update(self._chains.refollow(names, sources, view.find_zone))
         self._view = View(view.zones, names, config, snapshot)
         rebuilt = frozenset(s.name for s in dirty)
         return self._view, Change(False, frozenset(changed), removed, rebuilt)
@@ -249,7 +255,9 @@ class ViewBuilder:
         ents = empty_non_terminals(names)
         names.update(ents)
         self._ents = frozenset(ents)
-        self._view = View({z.origin: z for z in config.zones}, names, config, snapshot)
+        zones = {z.origin: z for z in config.zones}
+        self._view = View(zones, names, config, snapshot)
+        self._chains = follow_all(names, self._view.find_zone)
         return self._view
 
 

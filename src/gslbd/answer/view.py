@@ -12,7 +12,7 @@ Names are absolute, lower case text ("app.gslb.example.com."); types are mnemoni
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from gslbd.model.config import Config
@@ -78,7 +78,29 @@ class Dynamic:
         return variant_records(self.service, self.plan.variants[index], self.rtype)
 
 
-Outcome = Records | Negative | Dynamic
+PickFn = Callable[[int, bool, random.Random, int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """An in-zone CNAME chain followed (RFC 1034 4.3.2, answer/chain.py): every possible answer,
+    and `pick` choosing one per query like a plan (None when there is one answer). `service` is the
+    service whose policy decides first (None for a static CNAME)."""
+
+    answers: tuple[Answer, ...]
+    pick: PickFn | None
+    location_dependent: bool
+    reason: str
+    service: Service | None = None
+
+    def answer(self, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
+        index = self.pick(ip, v6, rng, seq) if self.pick is not None else 0
+        return self.answers[index]
+
+
+Outcome = Records | Negative | Dynamic | Chain
+# Question types for which a CNAME is the answer itself and is never followed.
+UNFOLLOWED_TYPES = frozenset(("CNAME", "ANY", "SOA", "NS"))
 
 
 @dataclass(slots=True)
@@ -89,9 +111,26 @@ class NameData:
     zone: Zone
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     service: Service | None = None
+    # The outcomes with in-zone CNAME chains followed (answer/chain.py), by type; "" stands for every
+    # type not listed. None when no answer here starts with a CNAME into our zones.
+    chained: dict[str, Outcome] | None = None
 
     def outcome(self, rtype: str) -> Outcome:
-        """The outcome for a type at this name (NODATA when it has none)."""
+        """The outcome for a type at this name (NODATA when it has none), chains followed."""
+        chained = self.chained
+        if chained is not None and rtype not in UNFOLLOWED_TYPES:
+            found = chained.get(rtype)
+            return found if found is not None else chained[""]
+        return self.raw_outcome(rtype)
+
+    def special_types(self) -> tuple[str, ...]:
+        """The types this name answers otherwise than its default (every other type)."""
+        if self.chained is None:
+            return tuple(self.outcomes)
+        return tuple(dict.fromkeys((*self.outcomes, *(t for t in self.chained if t))))
+
+    def raw_outcome(self, rtype: str) -> Outcome:
+        """The outcome of this name alone: a CNAME is not followed."""
         found = self.outcomes.get(rtype)
         if found is not None:
             return found
@@ -132,6 +171,17 @@ def soa_rr(zone: Zone, ttl: int) -> Rr:
         ttl,
         f"{s.mname} {s.rname} {s.serial} {s.refresh} {s.retry} {s.expire} {s.minimum}",
     )
+
+
+def negative_soa_ttl(zone: Zone) -> int:
+    """The TTL of the SOA in a negative answer (RFC 2308 section 3): the smaller of the SOA record's
+    own TTL (the zone's `ttl`) and its MINIMUM field (`negative_ttl`: the loader makes them one)."""
+    return min(zone.ttl, zone.soa.minimum, zone.negative_ttl)
+
+
+def negative_soa(zone: Zone) -> Rr:
+    """The SOA record that goes in the authority section of an NXDOMAIN or NODATA answer."""
+    return soa_rr(zone, negative_soa_ttl(zone))
 
 
 def family_candidates(endpoints: Iterable[Endpoint], rtype: str) -> tuple[Endpoint, ...]:
@@ -223,7 +273,7 @@ class View:
             zone = self.find_zone(qname)
             if zone is None:
                 return Answer(Rcode.REFUSED, authoritative=False)
-            return Answer(Rcode.NXDOMAIN, authority=(soa_rr(zone, zone.negative_ttl),))
+            return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         return render(data, data.outcome(rtype), ip, v6, rng, seq)
 
 
@@ -232,9 +282,11 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
     zone = data.zone
     if isinstance(outcome, Records):
         return Answer(Rcode.NOERROR, answer=outcome.answer, additional=outcome.additional)
+    if isinstance(outcome, Chain):
+        return outcome.answer(ip, v6, rng, seq)
     if isinstance(outcome, Negative):
         return (
-            Answer(outcome.rcode, authority=(soa_rr(zone, zone.negative_ttl),))
+            Answer(outcome.rcode, authority=(negative_soa(zone),))
             if outcome.rcode
             in (
                 Rcode.NOERROR,

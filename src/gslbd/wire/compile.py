@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
 
+import dns.name
 import dns.rdatatype
 
-from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Rr, View, render, soa_rr
+from gslbd.answer import Answer, Chain, Dynamic, NameData, Negative, Outcome, Rr, View, negative_soa, render
 from gslbd.types import Rcode
 from gslbd.wire.render import IN, dns_name, rdata, sections_wire
 
@@ -69,11 +70,23 @@ class Node(NamedTuple):
 
 
 class ZoneEntry(NamedTuple):
-    """A served zone's NXDOMAIN: header tails and the SOA record after its owner name."""
+    """A served zone's NXDOMAIN: header tails and the SOA record, compressed per query (`nx_soa`).
+
+    `mname` and `rname` are the SOA's names as label lists (wire form, as written); `numbers` the
+    five 32-bit fields; `risky` the lower-case wire forms of the suffixes of MNAME and RNAME that lie
+    below the origin: when the query's own name has such a suffix the names compress against it, so
+    the cached form (which depends only on where the origin and the SOA start) does not apply.
+    `tails` caches the record by (origin offset, record offset); it is filled on first use."""
 
     heads: Heads
     tc_heads: Heads
-    soa_tail: bytes
+    origin: bytes  # the zone's wire key
+    rr_head: bytes  # type, class, TTL of the SOA record (RDLENGTH follows)
+    mname: tuple[bytes, ...]
+    rname: tuple[bytes, ...]
+    numbers: bytes
+    risky: frozenset[bytes]
+    tails: dict[tuple[int, int], bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +192,9 @@ def compile_outcome(data: NameData, outcome: Outcome) -> Entry:
 
     A policy's entry always has a `pick` (even with one variant) so that its counter also counts
     the answers the policy decided, for the per-policy metric."""
+    if isinstance(outcome, Chain):
+        variants = tuple(compile_answer(data.name, answer) for answer in outcome.answers)
+        return Entry(outcome.pick, itertools.count(), variants, outcome.location_dependent)
     if isinstance(outcome, Dynamic):
         plan = outcome.plan
         variants = tuple(compile_records(data.name, outcome.records(i)) for i in range(len(plan.variants)))
@@ -204,7 +220,7 @@ def compile_node(data: NameData, refused: Entry) -> Node:
             found = compiled[key] = compile_outcome(data, outcome)
         return found
 
-    for rtype in (*data.outcomes, *ALWAYS_TYPES):
+    for rtype in (*data.special_types(), *ALWAYS_TYPES):
         types[int(dns.rdatatype.from_text(rtype))] = entry_of(rtype)
     default = entry_of(_OTHER_TYPE)
     for rdtype in ZONE_TRANSFER_TYPES:
@@ -213,17 +229,96 @@ def compile_node(data: NameData, refused: Entry) -> Node:
 
 
 def compile_zone(origin: str, view: View) -> ZoneEntry:
-    """A zone's NXDOMAIN variant: the SOA with TTL negative_ttl, its owner left to the fast path."""
+    """A zone's NXDOMAIN: the SOA with the negative TTL; its names are compressed per query (`nx_soa`)."""
     zone = view.zones[origin]
-    soa = soa_rr(zone, zone.negative_ttl)
-    rdata_wire = rdata("SOA", soa.rdata).to_wire()
-    assert rdata_wire is not None  # to_wire() without a file returns the bytes
-    tail = struct.pack("!HHIH", dns.rdatatype.SOA, IN, soa.ttl, len(rdata_wire)) + rdata_wire
+    soa = negative_soa(zone)
+    rd = rdata("SOA", soa.rdata)
+    mname = _labels(rd.mname)  # type: ignore[attr-defined]
+    rname = _labels(rd.rname)  # type: ignore[attr-defined]
+    origin_key = _wire_key(origin)
+    risky = frozenset(
+        key
+        for labels in (mname, rname)
+        for key in _suffix_keys(labels)
+        if len(key) > len(origin_key) and key.endswith(origin_key)
+    )
+    s = zone.soa
     return ZoneEntry(
         heads(Rcode.NXDOMAIN, authoritative=True, counts=(0, 1, 0)),
         tc_heads(Rcode.NXDOMAIN, authoritative=True),
-        tail,
+        origin_key,
+        struct.pack("!HHI", dns.rdatatype.SOA, IN, soa.ttl),
+        mname,
+        rname,
+        struct.pack("!IIIII", s.serial, s.refresh, s.retry, s.expire, s.minimum),
+        risky,
+        {},
     )
+
+
+def _labels(name: dns.name.Name) -> tuple[bytes, ...]:
+    """A name's labels in wire form (length byte + label), without the root."""
+    return tuple(bytes((len(label),)) + label for label in name.labels if label)
+
+
+def _suffix_keys(labels: tuple[bytes, ...]) -> Iterator[bytes]:
+    """The lower-case wire forms of a name's suffixes (the root left out), longest first."""
+    for i in range(len(labels)):
+        yield b"".join(labels[i:]).lower() + b"\x00"
+
+
+_MAX_CACHED_TAILS = 4096
+
+
+def nx_soa(zone: ZoneEntry, key: bytes, offset: int, rest: int) -> bytes:
+    """The SOA record of an NXDOMAIN answer, written where the question (lower-case wire form `key`,
+    at offset 12, ending at `rest` with its type and class) is followed by it, the zone's origin
+    starting at `offset` inside the question. Names are compressed exactly as dnspython compresses
+    them (the longest suffix already written, the question's suffixes first), so the fast path and
+    the slow path write the same bytes."""
+    cache_key = (offset, rest)
+    risky = zone.risky
+    if risky:
+        at = 0
+        while at < offset - 12:
+            if key[at:] in risky:
+                return _nx_soa(zone, key, rest)
+            at += key[at] + 1
+    found = zone.tails.get(cache_key)
+    if found is None:
+        found = _nx_soa(zone, key, rest)
+        if len(zone.tails) < _MAX_CACHED_TAILS:
+            zone.tails[cache_key] = found
+    return found
+
+
+def _nx_soa(zone: ZoneEntry, key: bytes, rest: int) -> bytes:
+    known: dict[bytes, int] = {}
+    at = 0
+    while key[at]:
+        known.setdefault(key[at:], 12 + at)
+        at += key[at] + 1
+    owner = struct.pack("!H", 0xC000 | known[zone.origin])
+    pos = rest + 2 + 10
+    names = []
+    for labels in (zone.mname, zone.rname):
+        out = []
+        for i, suffix in enumerate(_suffix_keys(labels)):
+            found = known.get(suffix)
+            if found is not None:
+                out.append(struct.pack("!H", 0xC000 | found))
+                pos += 2
+                break
+            if pos <= 0x3FFF:
+                known[suffix] = pos
+            out.append(labels[i])
+            pos += len(labels[i])
+        else:
+            out.append(b"\x00")
+            pos += 1
+        names.append(b"".join(out))
+    rdata_wire = names[0] + names[1] + zone.numbers
+    return owner + zone.rr_head + struct.pack("!H", len(rdata_wire)) + rdata_wire
 
 
 def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:

@@ -15,7 +15,7 @@ import itertools
 import random
 
 from gslbd.answer import View
-from gslbd.wire.compile import AnswerTable, count_answers
+from gslbd.wire.compile import AnswerTable, count_answers, nx_soa
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
 
@@ -24,8 +24,7 @@ _COUNTS = b"\x00\x01\x00\x00\x00\x00"
 _AR0 = b"\x00\x00"
 _AR1 = b"\x00\x01"
 _NAME_MAX_END = 12 + 255
-# Compression pointers to offsets inside the question, and single bytes, prebuilt.
-_POINTER = tuple(bytes((0xC0 | (offset >> 8), offset & 0xFF)) for offset in range(_NAME_MAX_END + 1))
+# Single bytes, prebuilt.
 _BYTE = tuple(bytes((value,)) for value in range(256))
 _LENGTH = tuple(value.to_bytes(2, "big") for value in range(64))  # an ECS option is at most 24 bytes
 # EDNS options dnspython validates strictly (the fast path leaves queries carrying them to it).
@@ -144,8 +143,9 @@ def fast_answer(
             for offset in suffixes:
                 zone = zones.get(key[offset - 12 :])
                 if zone is not None:
-                    heads, tc_heads, soa_tail = zone
-                    sections = _POINTER[offset] + soa_tail
+                    heads = zone.heads
+                    tc_heads = zone.tc_heads
+                    sections = nx_soa(zone, key, offset, rest)
                     break
 
     # The response: ID, header tail, the query's question, records, OPT.

@@ -31,7 +31,7 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 
-from gslbd.answer import Answer, View, render, soa_rr
+from gslbd.answer import Answer, View, negative_soa, render
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
 from gslbd.wire.notify import NotifyHook, notify_response
@@ -172,7 +172,7 @@ def resolve(
     while True:
         zone = view.zones.get(name.to_text())
         if zone is not None:
-            return Answer(Rcode.NXDOMAIN, authority=(soa_rr(zone, zone.negative_ttl),))
+            return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         if name == dns.name.root:
             return Answer(Rcode.REFUSED, authoritative=False)
         name = name.parent()

@@ -146,6 +146,7 @@ def test_fast_and_slow_paths_give_the_same_response(data: st.DataObject) -> None
     )
     assert fast is not None and slow is not None
     assert normalized(fast) == normalized(slow)
+    assert fast == slow, "the fast path writes the slow path's bytes"
     if not tcp:
         limit = (
             512 if edns is None else min(max(int(dns.message.from_wire(wire).payload), 512), max_udp_payload)

@@ -50,6 +50,20 @@ ZONE = Zone(
         StaticRecord("info.gslb.example.com.", "TXT", '"world"', 120),
         StaticRecord("mail.gslb.example.com.", "MX", "10 mx.example.net.", 120),
         StaticRecord("x.deep.gslb.example.com.", "A", "192.0.2.99", 120),
+        # In-zone CNAME chains (answer/chain.py): to a policy, NXDOMAIN, SERVFAIL, a loop, too long.
+        StaticRecord("to-sticky.gslb.example.com.", "CNAME", "sticky.gslb.example.com.", 120),
+        StaticRecord("to-info.gslb.example.com.", "CNAME", "info.gslb.example.com.", 120),
+        StaticRecord("dangling.gslb.example.com.", "CNAME", "missing.gslb.example.com.", 120),
+        StaticRecord("to-sf.gslb.example.com.", "CNAME", "sf.gslb.example.com.", 120),
+        StaticRecord("to-nx.gslb.example.com.", "CNAME", "nx.gslb.example.com.", 120),
+        StaticRecord("to-inner.gslb.example.com.", "CNAME", "svc.inner.gslb.example.com.", 120),
+        StaticRecord("loop1.gslb.example.com.", "CNAME", "loop2.gslb.example.com.", 120),
+        StaticRecord("loop2.gslb.example.com.", "CNAME", "loop1.gslb.example.com.", 120),
+        *(
+            StaticRecord(f"c{i}.gslb.example.com.", "CNAME", f"c{i + 1}.gslb.example.com.", 120)
+            for i in range(10)
+        ),
+        StaticRecord("c10.gslb.example.com.", "A", "192.0.2.110", 120),
     ),
 )
 INNER_ZONE = Zone(
@@ -107,8 +121,11 @@ SERVICES = (
     ),
     svc("serveall", "192.0.2.64", "192.0.2.65"),
     svc("svc", "192.0.2.70", "2001:db8::70", zone=INNER),
+    # Hostname endpoints inside our zones: the policy's CNAME, then the target's own policy.
+    svc("chase", "sticky.gslb.example.com.", "shuffled.gslb.example.com.", "lb.example.net."),
+    svc("fbchase", "192.0.2.66", all_down=AllDown.FALLBACK, fallback=("app.gslb.example.com.",)),
 )
-DEAD = ("sf", "nx", "nd", "fb", "serveall")
+DEAD = ("sf", "nx", "nd", "fb", "serveall", "fbchase")
 CONFIG = Config(zones=(ZONE, INNER_ZONE, OTHER_ZONE), services=SERVICES)
 
 
