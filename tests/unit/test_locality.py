@@ -7,8 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from gslbd.answer import Answer, Rr, View, build_view
-from gslbd.answer import Chain
+from gslbd.answer import Answer, Chain, Rr, View, build_view
 from gslbd.answer.locality import level_policy
 from gslbd.config import load_config_text
 from gslbd.model.config import Config
