@@ -7,7 +7,10 @@ or rebuilds only what a new snapshot changed (`ViewBuilder`).
 
 from gslbd.answer.build import Change, ViewBuilder, build_view
 from gslbd.answer.view import (
+    EDE_ALL_DOWN,
+    NOT_AUTHORITATIVE,
     SERVICE_TYPES,
+    TRANSFER_PROHIBITED,
     Answer,
     Chain,
     Dynamic,
@@ -29,7 +32,10 @@ from gslbd.answer.view import (
 )
 
 __all__ = [
+    "EDE_ALL_DOWN",
+    "NOT_AUTHORITATIVE",
     "SERVICE_TYPES",
+    "TRANSFER_PROHIBITED",
     "Answer",
     "Chain",
     "Change",

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gslbd.answer.view import (
+    EDE_ALL_DOWN,
     UNFOLLOWED_TYPES,
     Answer,
     Chain,
@@ -177,7 +178,7 @@ def _negative(rcode: int, zone: Zone, chain: tuple[Rr, ...]) -> Answer:
         return Answer(rcode, answer=chain, authority=(negative_soa(zone),))
     if chain:
         return Answer(Rcode.NOERROR, answer=chain)
-    return Answer(rcode)
+    return Answer(rcode, ede=EDE_ALL_DOWN if rcode == Rcode.SERVFAIL else None)
 
 
 def with_chains(

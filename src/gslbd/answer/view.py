@@ -47,6 +47,19 @@ class Answer:
     additional: tuple[Rr, ...] = ()
     authoritative: bool = True
     location_dependent: bool = False
+    # An Extended DNS Error (RFC 8914) as (INFO-CODE, EXTRA-TEXT); sent only to queries with EDNS.
+    ede: tuple[int, str] | None = None
+
+
+# Extended DNS Errors gslbd sends (RFC 8914 section 4; the choices are explained in docs/wire.md).
+EDE_OTHER = 0
+EDE_PROHIBITED = 18
+EDE_NOT_AUTHORITATIVE = 20
+# all_down: servfail. No RFC 8914 code says "the service's endpoints are all unhealthy" (22 No Reachable
+# Authority and 23 Network Error describe a resolver failing to reach servers); Other with a text does.
+EDE_ALL_DOWN = (EDE_OTHER, "no healthy endpoint")
+NOT_AUTHORITATIVE = (EDE_NOT_AUTHORITATIVE, "")
+TRANSFER_PROHIBITED = (EDE_PROHIBITED, "zone transfers are not served")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +285,7 @@ class View:
         if data is None:
             zone = self.find_zone(qname)
             if zone is None:
-                return Answer(Rcode.REFUSED, authoritative=False)
+                return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
             return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         return render(data, data.outcome(rtype), ip, v6, rng, seq)
 
@@ -292,7 +305,7 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
                 Rcode.NOERROR,
                 Rcode.NXDOMAIN,
             )
-            else Answer(outcome.rcode)
+            else Answer(outcome.rcode, ede=EDE_ALL_DOWN if outcome.rcode == Rcode.SERVFAIL else None)
         )
     index = outcome.plan.pick(ip, v6, rng, seq)
     return Answer(

@@ -29,8 +29,22 @@ from typing import NamedTuple
 import dns.name
 import dns.rdatatype
 
-from gslbd.answer import Answer, Chain, Dynamic, NameData, Negative, Outcome, Rr, View, negative_soa, render
+from gslbd.answer import (
+    NOT_AUTHORITATIVE,
+    TRANSFER_PROHIBITED,
+    Answer,
+    Chain,
+    Dynamic,
+    NameData,
+    Negative,
+    Outcome,
+    Rr,
+    View,
+    negative_soa,
+    render,
+)
 from gslbd.types import Rcode
+from gslbd.wire.ede import ede_option
 from gslbd.wire.render import IN, dns_name, rdata, sections_wire
 
 PickFn = Callable[[int, bool, random.Random, int], int]
@@ -46,11 +60,13 @@ _OTHER_TYPE = ""
 
 
 class Variant(NamedTuple):
-    """One possible response: header tails and the records after the question."""
+    """One possible response: header tails, the records after the question, and the EDNS options
+    it adds to the OPT record of a query with EDNS (an Extended DNS Error, RFC 8914), after ECS."""
 
     heads: Heads
     tc_heads: Heads
     sections: bytes
+    options: bytes = b""
 
 
 class Entry(NamedTuple):
@@ -96,7 +112,7 @@ class AnswerTable:
 
     names: dict[bytes, Node]
     zones: dict[bytes, ZoneEntry]
-    refused: Variant
+    refused: Variant  # names outside every zone: REFUSED, EDE 20 (Not Authoritative)
     max_udp_payload: int
     use_client_subnet: bool
     opt_plain: tuple[bytes, bytes]  # our OPT record without options, DO clear / set
@@ -104,6 +120,8 @@ class AnswerTable:
     # Per name (a key of `names`): (policy name, query counter) of every entry a policy decides there,
     # for the per-policy metric.
     policy_counters: Mapping[bytes, PolicyCounters] = field(default_factory=dict)
+    # AXFR and IXFR (at any name in our zones): REFUSED, EDE 18 (Prohibited).
+    refused_transfer: Variant = field(default_factory=lambda: refused_variant(TRANSFER_PROHIBITED))
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -153,6 +171,17 @@ def compile_answer(qname: str, answer: Answer) -> Variant:
         heads(answer.rcode, authoritative=aa, counts=(an, ns, ar)),
         tc_heads(answer.rcode, authoritative=aa),
         sections,
+        ede_option(*answer.ede) if answer.ede is not None else b"",
+    )
+
+
+def refused_variant(ede: tuple[int, str]) -> Variant:
+    """REFUSED without records (not authoritative), with an Extended DNS Error for EDNS queries."""
+    return Variant(
+        heads(Rcode.REFUSED, authoritative=False),
+        tc_heads(Rcode.REFUSED, authoritative=False),
+        b"",
+        ede_option(*ede),
     )
 
 
@@ -330,12 +359,9 @@ def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
 
 def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) -> AnswerTable:
     """Precompile every answer of a view for the fast path."""
-    refused = Variant(
-        heads(Rcode.REFUSED, authoritative=False),
-        tc_heads(Rcode.REFUSED, authoritative=False),
-        b"",
-    )
-    refused_entry = Entry(None, itertools.count(), (refused,), False)
+    refused = refused_variant(NOT_AUTHORITATIVE)
+    refused_transfer = refused_variant(TRANSFER_PROHIBITED)
+    refused_entry = Entry(None, itertools.count(), (refused_transfer,), False)
     names: dict[bytes, Node] = {}
     counters: dict[bytes, PolicyCounters] = {}
     for name, data in view.names.items():
@@ -355,6 +381,7 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         opt_plain=(opt_record(payload, False, 0), opt_record(payload, True, 0)),
         opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
         policy_counters=counters,
+        refused_transfer=refused_transfer,
     )
 
 
@@ -366,7 +393,7 @@ def update_table(
     and ECS setting come from `table`: a config change needs `compile_table`."""
     names = dict(table.names)
     counters = dict(table.policy_counters)
-    refused_entry = Entry(None, itertools.count(), (table.refused,), False)
+    refused_entry = Entry(None, itertools.count(), (table.refused_transfer,), False)
     for name in removed:
         key = _wire_key(name)
         names.pop(key, None)

@@ -26,7 +26,6 @@ _AR1 = b"\x00\x01"
 _NAME_MAX_END = 12 + 255
 # Single bytes, prebuilt.
 _BYTE = tuple(bytes((value,)) for value in range(256))
-_LENGTH = tuple(value.to_bytes(2, "big") for value in range(64))  # an ECS option is at most 24 bytes
 # EDNS options dnspython validates strictly (the fast path leaves queries carrying them to it).
 _STRICT_OPTIONS = frozenset((15, 18, 22, 23, 24, 25))
 _ECS = 8
@@ -132,13 +131,15 @@ def fast_answer(
     if node is not None:
         pick, counter, variants, location_dependent = node.types.get(qtype, node.default)
         if pick is None:
-            heads, tc_heads, sections = variants[0]
+            heads, tc_heads, sections, options = variants[0]
         else:
-            heads, tc_heads, sections = variants[pick(ip, v6, rng, next(counter))]
+            heads, tc_heads, sections, options = variants[pick(ip, v6, rng, next(counter))]
     else:
         location_dependent = False
-        heads, tc_heads, sections = table.refused
-        if qtype not in _ZONE_TRANSFERS:
+        if qtype in _ZONE_TRANSFERS:
+            heads, tc_heads, sections, options = table.refused_transfer
+        else:
+            heads, tc_heads, sections, options = table.refused
             zones = table.zones
             for offset in suffixes:
                 zone = zones.get(key[offset - 12 :])
@@ -146,23 +147,19 @@ def fast_answer(
                     heads = zone.heads
                     tc_heads = zone.tc_heads
                     sections = nx_soa(zone, key, offset, rest)
+                    options = b""
                     break
 
     # The response: ID, header tail, the query's question, records, OPT.
     question = data[12:rest]
     if has_opt:
         index = (data[2] & 1) | 2
+        # Options in the slow path's order: ECS echo, then the variant's own (EDE).
         if ecs_end and table.use_client_subnet:
             scope = _BYTE[ecs_src] if location_dependent else _BYTE[0]
-            opt = b"".join(
-                (
-                    table.opt_prefix[do],
-                    _LENGTH[ecs_end - ecs_at],
-                    data[ecs_at : ecs_at + 7],
-                    scope,
-                    data[ecs_at + 8 : ecs_end],
-                )
-            )
+            options = b"".join((data[ecs_at : ecs_at + 7], scope, data[ecs_at + 8 : ecs_end], options))
+        if options:
+            opt = b"".join((table.opt_prefix[do], len(options).to_bytes(2, "big"), options))
         else:
             opt = table.opt_plain[do]
         limit = 512 if payload < 512 else payload

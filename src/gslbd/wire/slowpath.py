@@ -31,7 +31,7 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 
-from gslbd.answer import Answer, View, negative_soa, render
+from gslbd.answer import NOT_AUTHORITATIVE, TRANSFER_PROHIBITED, Answer, View, negative_soa, render
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
 from gslbd.wire.notify import NotifyHook, notify_response
@@ -140,13 +140,21 @@ def _respond(
     ip, v6 = src_ip, src_v6
     if ecs is not None and ecs.srclen > 0:
         ip, v6 = int(ipaddress.ip_address(ecs.address)), ecs.family == 2
-    if question.rdclass != IN or question.rdtype in ZONE_TRANSFERS:
-        answer = Answer(Rcode.REFUSED, authoritative=False)
+    if question.rdtype in ZONE_TRANSFERS:
+        answer = Answer(Rcode.REFUSED, authoritative=False, ede=TRANSFER_PROHIBITED)
+    elif question.rdclass != IN:
+        answer = Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
     else:
         answer = resolve(view, question.name, question.rdtype, ip=ip, v6=v6, rng=rng, seq=seq)
-    if edns is not None and ecs is not None:
-        scope = ecs.srclen if answer.location_dependent else 0
-        edns = EdnsReply(edns.payload, edns.flags, (dns.edns.ECSOption(ecs.address, ecs.srclen, scope),))
+    if edns is not None:
+        options: list[dns.edns.Option] = []
+        if ecs is not None:
+            scope = ecs.srclen if answer.location_dependent else 0
+            options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
+        if answer.ede is not None:
+            options.append(dns.edns.EDEOption(dns.edns.EDECode.make(answer.ede[0]), answer.ede[1] or None))
+        if options:
+            edns = EdnsReply(edns.payload, edns.flags, tuple(options))
     flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
     msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
     limit = TCP_LIMIT if tcp else udp_limit(has_edns, query.payload, max_udp_payload)
@@ -174,7 +182,7 @@ def resolve(
         if zone is not None:
             return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         if name == dns.name.root:
-            return Answer(Rcode.REFUSED, authoritative=False)
+            return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
         name = name.parent()
 
 
