@@ -102,7 +102,9 @@ def _unique_addresses(r: MapReader, found: list[tuple[ListenAddress, str, int]])
 def read_dns(r: MapReader | None) -> DnsConfig:
     if r is None:
         return DnsConfig()
-    r.check_keys(("listen", "workers", "max_udp_payload", "tcp_idle_timeout", "lame_duck"))
+    r.check_keys(
+        ("listen", "workers", "max_udp_payload", "tcp_idle_timeout", "lame_duck", "identity", "version")
+    )
     listen = DnsConfig().listen
     found = r.list_of("listen", hostport(53, min_port=0))
     if found is not None:
@@ -117,7 +119,35 @@ def read_dns(r: MapReader | None) -> DnsConfig:
         max_udp_payload=r.get("max_udp_payload", integer(512, 65535), 1232),
         tcp_idle_timeout=r.get("tcp_idle_timeout", duration(), 10.0),
         lame_duck=r.get("lame_duck", duration(positive=False), 2.0),
+        identity=r.opt("identity", _identity),
+        version=r.opt("version", _txt_text("version")),
     )
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def _txt_text(what: str) -> Callable[[Node], str]:
+    def conv(node: Node) -> str:
+        value = nonempty_string(node)
+        if len(value.encode("utf-8")) > 250:
+            raise Invalid(f"{what} is {len(value.encode('utf-8'))} bytes; at most 250 (one TXT string)")
+        if not value.isprintable():
+            raise Invalid(f"{what} must be printable text")
+        return value
+
+    return conv
+
+
+def _identity(node: Node) -> str:
+    """`dns.identity`: printable text of at most 250 bytes; the only placeholder is {worker}."""
+    value = _txt_text("identity")(node)
+    for name in _PLACEHOLDER.findall(value):
+        if name != "worker":
+            raise Invalid(f"unknown placeholder {{{name}}} in identity; the only one is {{worker}}")
+    if value.replace("{worker}", "").count("{") or value.replace("{worker}", "").count("}"):
+        raise Invalid("unbalanced brace in identity; the only placeholder is {worker}")
+    return value
 
 
 def read_api(r: MapReader | None) -> ApiConfig | None:

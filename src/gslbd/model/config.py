@@ -40,6 +40,10 @@ class DnsConfig:
     max_udp_payload: int = 1232
     tcp_idle_timeout: float = 10.0
     lame_duck: float = 2.0  # after SIGTERM: /readyz fails while DNS still answers, for this long
+    # NSID (RFC 5001) and CHAOS TXT id.server./hostname.bind.; "{worker}" becomes the worker number.
+    identity: str | None = None
+    # CHAOS TXT version.bind./version.server.; None = hidden (REFUSED).
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ from gslbd.wire import AnswerTable, compile_table, update_table
 class AnswerBuilder:
     """Builds (view, table) pairs for a sequence of snapshots and configs, one process's worth."""
 
-    def __init__(self) -> None:
+    def __init__(self, worker: int = 0) -> None:
+        self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
         self._views = ViewBuilder()
         self._table: AnswerTable | None = None
         self.last_change = Change(True)  # what the last build changed
@@ -39,6 +40,7 @@ class AnswerBuilder:
                 view,
                 max_udp_payload=config.dns.max_udp_payload,
                 use_client_subnet=config.topology.use_client_subnet,
+                worker=self._worker,
             )
         else:
             table = update_table(self._table, view, change.changed, change.removed)

@@ -289,7 +289,7 @@ async def _serve(conn: Connection, index: int) -> None:
         return
     try:
         env = build_env(config, random.Random())
-        builder = AnswerBuilder()
+        builder = AnswerBuilder(worker=index + 1)  # {worker} in dns.identity counts from 1
         view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
         listeners = Listeners(

@@ -122,6 +122,10 @@ class AnswerTable:
     policy_counters: Mapping[bytes, PolicyCounters] = field(default_factory=dict)
     # AXFR and IXFR (at any name in our zones): REFUSED, EDE 18 (Prohibited).
     refused_transfer: Variant = field(default_factory=lambda: refused_variant(TRANSFER_PROHIBITED))
+    # dns.identity with {worker} filled in (None: not configured), and its NSID option (RFC 5001) as
+    # it goes into our OPT record when the query asked for it (b"" when there is no identity).
+    identity: str | None = None
+    nsid: bytes = b""
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -357,8 +361,26 @@ def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
     return head if rdlen is None else head + struct.pack("!H", rdlen)
 
 
-def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) -> AnswerTable:
-    """Precompile every answer of a view for the fast path."""
+def identity_text(identity: str | None, worker: int) -> str | None:
+    """`dns.identity` as worker `worker` says it: "{worker}" replaced by its number."""
+    return identity.replace("{worker}", str(worker)) if identity is not None else None
+
+
+def nsid_option(identity: str | None) -> bytes:
+    """The NSID option (code 3) carrying `identity`, or b"" when there is none."""
+    if identity is None:
+        return b""
+    data = identity.encode("utf-8")
+    return struct.pack("!HH", 3, len(data)) + data
+
+
+def compile_table(
+    view: View, *, max_udp_payload: int, use_client_subnet: bool, worker: int = 0
+) -> AnswerTable:
+    """Precompile every answer of a view for the fast path. `worker` is the number of the DNS worker
+    process that answers from the table (1..dns.workers; 0 in a process without workers): it fills
+    the "{worker}" placeholder of `dns.identity`."""
+    identity = identity_text(view.config.dns.identity, worker)
     refused = refused_variant(NOT_AUTHORITATIVE)
     refused_transfer = refused_variant(TRANSFER_PROHIBITED)
     refused_entry = Entry(None, itertools.count(), (refused_transfer,), False)
@@ -382,6 +404,8 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
         opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
         policy_counters=counters,
         refused_transfer=refused_transfer,
+        identity=identity,
+        nsid=nsid_option(identity),
     )
 
 

@@ -30,6 +30,7 @@ _BYTE = tuple(bytes((value,)) for value in range(256))
 _STRICT_OPTIONS = frozenset((15, 18, 22, 23, 24, 25))
 _ECS = 8
 _COOKIE = 10
+_NSID = 3
 _ZONE_TRANSFERS = (251, 252)
 
 
@@ -83,6 +84,7 @@ def fast_answer(
     ecs_at = 0
     ecs_end = 0
     ecs_src = 0
+    nsid = b""
     ip = src_ip
     v6 = src_v6
     if has_opt:
@@ -121,6 +123,8 @@ def fast_answer(
                 size = after - at - 4
                 if size != 8 and not 16 <= size <= 40:
                     return None
+            elif code == _NSID:
+                nsid = table.nsid
             elif code in _STRICT_OPTIONS:
                 return None
             at = after
@@ -154,10 +158,12 @@ def fast_answer(
     question = data[12:rest]
     if has_opt:
         index = (data[2] & 1) | 2
-        # Options in the slow path's order: ECS echo, then the variant's own (EDE).
+        # Options in the slow path's order: ECS echo, NSID, then the variant's own (EDE).
         if ecs_end and table.use_client_subnet:
             scope = _BYTE[ecs_src] if location_dependent else _BYTE[0]
-            options = b"".join((data[ecs_at : ecs_at + 7], scope, data[ecs_at + 8 : ecs_end], options))
+            options = b"".join((data[ecs_at : ecs_at + 7], scope, data[ecs_at + 8 : ecs_end], nsid, options))
+        elif nsid:
+            options = nsid + options
         if options:
             opt = b"".join((table.opt_prefix[do], len(options).to_bytes(2, "big"), options))
         else:
@@ -236,4 +242,6 @@ class Responder:
             rng=self.rng,
             seq=next(self._slow_seq),
             on_notify=self.on_notify,
+            identity=table.identity,
+            version=view.config.dns.version,
         )

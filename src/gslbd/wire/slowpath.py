@@ -22,16 +22,19 @@ from __future__ import annotations
 import ipaddress
 import random
 import struct
+from dataclasses import dataclass
 
 import dns.edns
 import dns.message
 import dns.name
 import dns.opcode
 import dns.rcode
+import dns.rdata
+import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
-from gslbd.answer import NOT_AUTHORITATIVE, TRANSFER_PROHIBITED, Answer, View, negative_soa, render
+from gslbd.answer import NOT_AUTHORITATIVE, TRANSFER_PROHIBITED, Answer, Rr, View, negative_soa, render
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
 from gslbd.wire.notify import NotifyHook, notify_response
@@ -65,9 +68,13 @@ def slow_response(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None = None,
+    identity: str | None = None,
+    version: str | None = None,
 ) -> bytes | None:
     """The response to one query packet (without the TCP length prefix), or None to drop it.
-    `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode."""
+    `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode.
+    `identity` (dns.identity, {worker} filled in) answers NSID and CHAOS id.server./hostname.bind.;
+    `version` answers CHAOS version.bind./version.server.; None hides them (REFUSED, no NSID)."""
     if len(data) < 12 or data[2] & 0x80:
         return None
     qid = int.from_bytes(data[0:2], "big")
@@ -82,7 +89,19 @@ def slow_response(
     except Exception:  # dnspython raises many kinds of errors on malformed input
         return _unparsed(data, qid, qflags, max_udp_payload)
     wire = _respond(
-        query, qid, qflags, view, src_ip, src_v6, tcp, max_udp_payload, use_client_subnet, rng, seq, on_notify
+        query,
+        qid,
+        qflags,
+        view,
+        src_ip,
+        src_v6,
+        tcp,
+        max_udp_payload,
+        use_client_subnet,
+        rng,
+        seq,
+        on_notify,
+        _Identity(identity, version),
     )
     if not query.had_tsig:
         return wire
@@ -118,6 +137,7 @@ def _respond(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None,
+    ident: _Identity,
 ) -> bytes:
     """The response to a parsed (and, when signed, verified) query."""
     has_edns = query.edns >= 0
@@ -142,6 +162,8 @@ def _respond(
         ip, v6 = int(ipaddress.ip_address(ecs.address)), ecs.family == 2
     if question.rdtype in ZONE_TRANSFERS:
         answer = Answer(Rcode.REFUSED, authoritative=False, ede=TRANSFER_PROHIBITED)
+    elif question.rdclass == CH and (found := ident.chaos(question)) is not None:
+        answer = found
     elif question.rdclass != IN:
         answer = Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
     else:
@@ -151,14 +173,53 @@ def _respond(
         if ecs is not None:
             scope = ecs.srclen if answer.location_dependent else 0
             options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
+        if ident.identity is not None and any(o.otype == dns.edns.NSID for o in query.options):
+            options.append(dns.edns.NSIDOption(ident.identity.encode("utf-8")))
         if answer.ede is not None:
             options.append(dns.edns.EDEOption(dns.edns.EDECode.make(answer.ede[0]), answer.ede[1] or None))
         if options:
             edns = EdnsReply(edns.payload, edns.flags, tuple(options))
     flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
     msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
+    if question.rdclass == CH and answer.answer:
+        msg.answer = chaos_rrsets(answer)
     limit = TCP_LIMIT if tcp else udp_limit(has_edns, query.payload, max_udp_payload)
     return to_wire_limited(msg, limit)
+
+
+CH = dns.rdataclass.CH
+IDENTITY_NAMES = frozenset(dns.name.from_text(n) for n in ("id.server.", "hostname.bind."))
+VERSION_NAMES = frozenset(dns.name.from_text(n) for n in ("version.bind.", "version.server."))
+
+
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    """What this server says about itself: dns.identity ({worker} filled in) and dns.version."""
+
+    identity: str | None
+    version: str | None
+
+    def chaos(self, question: dns.rrset.RRset) -> Answer | None:
+        """The answer to a CHAOS question for id.server./hostname.bind./version.bind./version.server.
+        when configured (TXT or ANY: the text; another type: NODATA); None otherwise (REFUSED)."""
+        name = question.name
+        text = self.identity if name in IDENTITY_NAMES else self.version if name in VERSION_NAMES else None
+        if text is None:
+            return None
+        if question.rdtype not in (dns.rdatatype.TXT, dns.rdatatype.ANY):
+            return Answer(Rcode.NOERROR)
+        quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return Answer(Rcode.NOERROR, answer=(Rr(name.to_text().lower(), "TXT", 0, quoted),))
+
+
+def chaos_rrsets(answer: Answer) -> list[dns.rrset.RRset]:
+    """The answer's TXT records in class CH (the answer model's records are class IN)."""
+    out = []
+    for rr in answer.answer:
+        rrset = dns.rrset.RRset(dns.name.from_text(rr.name), CH, dns.rdatatype.TXT)
+        rrset.add(dns.rdata.from_text(CH, dns.rdatatype.TXT, rr.rdata), rr.ttl)
+        out.append(rrset)
+    return out
 
 
 def resolve(
