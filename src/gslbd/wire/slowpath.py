@@ -22,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import random
 import struct
+import time
 from dataclasses import dataclass
 
 import dns.edns
@@ -49,7 +50,7 @@ from gslbd.wire.render import (
     to_wire_limited,
     udp_limit,
 )
-from gslbd.wire.tsig import TsigRefused, read_signed, sign_reply
+from gslbd.wire.tsig import ERROR_NAMES, TsigRefused, error_reply, read_signed, sign_reply
 
 BADVERS = 16
 OPT_TYPE = 41
@@ -82,10 +83,10 @@ def slow_response(
     key = exchange_key(view)
     try:
         query = read_signed(data, key)
-    except TsigRefused:
+    except TsigRefused as refused:
         if (qflags >> 11) & 0xF == dns.opcode.NOTIFY and on_notify is not None:
             on_notify("", src_ip, src_v6)  # counted as refused, like any NOTIFY it does not accept
-        return _error(qid, qflags, readable_question(data), Rcode.NOTAUTH, None)
+        return _tsig_error(data, qid, qflags, refused, key, max_udp_payload)
     except Exception:  # dnspython raises many kinds of errors on malformed input
         return _unparsed(data, qid, qflags, max_udp_payload)
     wire = _respond(
@@ -256,6 +257,20 @@ def _error(
 ) -> bytes:
     msg = build_message(qid, response_flags(qflags, authoritative=False), question, rcode=rcode, edns=edns)
     return message_wire(msg)
+
+
+def _tsig_error(
+    data: bytes, qid: int, qflags: int, refused: TsigRefused, key: TsigKey | None, max_udp_payload: int
+) -> bytes:
+    """NOTAUTH with the TSIG error record of RFC 8945 5.2 (wire/tsig.py), the question echoed, and our
+    OPT record with an EDE naming the TSIG error when the query had EDNS."""
+    opt = scan_opt(data)
+    edns = None
+    if opt is not None:
+        ede = dns.edns.EDEOption(dns.edns.EDECode.OTHER, f"TSIG error {ERROR_NAMES[refused.error]}")
+        edns = EdnsReply(max_udp_payload, opt[1] & DO, (ede,))
+    wire = _error(qid, qflags, readable_question(data), Rcode.NOTAUTH, edns)
+    return error_reply(wire, data, refused.error, key, int(time.time()))
 
 
 def _unparsed(data: bytes, qid: int, qflags: int, max_udp_payload: int) -> bytes:
