@@ -29,6 +29,7 @@ from gslbd.answer.view import (
     service_outcome,
     soa_rr,
     variant_records,
+    wildcard_at,
 )
 
 __all__ = [
@@ -57,4 +58,5 @@ __all__ = [
     "service_outcome",
     "soa_rr",
     "variant_records",
+    "wildcard_at",
 ]

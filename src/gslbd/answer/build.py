@@ -28,7 +28,18 @@ from gslbd.answer.exchange_names import (
     peer_site_names,
 )
 from gslbd.answer.locality import locality_names
-from gslbd.answer.view import SERVICE_TYPES, NameData, Outcome, Records, Rr, View, service_outcome, soa_rr
+from gslbd.answer.view import (
+    SERVICE_TYPES,
+    NameData,
+    Outcome,
+    Records,
+    Rr,
+    View,
+    https_outcome,
+    service_outcome,
+    soa_rr,
+    srv_outcome,
+)
 from gslbd.model.config import Config
 from gslbd.model.service import Service
 from gslbd.model.zone import Zone
@@ -102,7 +113,12 @@ def service_names(
     endpoints = merged_endpoints(service, snapshot, peer_site_names(config))
     for rtype in SERVICE_TYPES:
         top.outcomes[rtype] = service_outcome(service, rtype, endpoints, snapshot, env)
+    if service.https is not None:
+        top.outcomes["HTTPS"] = https_outcome(service, top.outcomes["A"], top.outcomes["AAAA"])
     out = {service.name: top}
+    if service.srv is not None and service.srv.name not in taken:
+        owner = out.setdefault(service.srv.name, _on_base(service.srv.name, zone, base))
+        owner.outcomes["SRV"] = srv_outcome(service, endpoints, snapshot)
     out.update(locality_names(service, top, taken, config, snapshot, env))
     for name, owner_zone, rtype, rdatas in localtargets_rrsets(config, service, zone, snapshot):
         data = out.get(name)

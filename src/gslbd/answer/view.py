@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -258,6 +258,112 @@ def fallback_outcome(service: Service, rtype: str, why: str) -> Outcome:
     return Records(tuple(Rr(service.name, rtype, service.ttl, a) for a in addrs[: service.max_answers]))
 
 
+def _family_addresses(outcome: Outcome, rtype: str, max_answers: int) -> tuple[tuple[str, ...], ...]:
+    """The addresses of `rtype` each possible answer of `outcome` gives (one tuple per variant)."""
+    if isinstance(outcome, Dynamic):
+        out: list[tuple[str, ...]] = []
+        for variant in outcome.plan.variants:
+            if variant[0].kind is EndpointKind.HOSTNAME:
+                out.append(())
+            else:
+                out.append(tuple(e.address for e in variant if e.rtype == rtype)[:max_answers])
+        return tuple(out)
+    if isinstance(outcome, Records):
+        return (tuple(rr.rdata for rr in outcome.answer if rr.rtype == rtype),)
+    return ((),)
+
+
+def https_outcome(service: Service, a: Outcome, aaaa: Outcome) -> Outcome:
+    """The HTTPS record (RFC 9460) of a service with `https`: ServiceMode, target "." (the name itself),
+    alpn and port as configured, ipv4hint/ipv6hint = the addresses the A and AAAA answers give the
+    same client (both plans pick, as they do for A and AAAA; hints are sorted, so that variants that
+    differ only in order are one). all_down's NXDOMAIN and SERVFAIL answer HTTPS alike."""
+    spec = service.https
+    assert spec is not None
+    both_negative = isinstance(a, Negative) and isinstance(aaaa, Negative)
+    for negative in (a, aaaa):
+        if both_negative and isinstance(negative, Negative) and negative.rcode != Rcode.NOERROR:
+            return negative
+    v4 = _family_addresses(a, "A", service.max_answers)
+    v6 = _family_addresses(aaaa, "AAAA", service.max_answers)
+    params = []
+    if spec.alpn:
+        params.append("alpn=" + ",".join(spec.alpn))
+    if spec.port is not None:
+        params.append(f"port={spec.port}")
+    answers: list[Answer] = []
+    index: dict[Answer, int] = {}
+    table = []
+    dependent = any(isinstance(o, Dynamic) and o.plan.location_dependent for o in (a, aaaa))
+    for four in v4:
+        for six in v6:
+            hints = list(params)
+            if four:
+                hints.append("ipv4hint=" + ",".join(sorted(set(four))))
+            if six:
+                hints.append("ipv6hint=" + ",".join(sorted(set(six))))
+            text = " ".join(["1", ".", *hints])
+            answer = Answer(
+                Rcode.NOERROR,
+                answer=(Rr(service.name, "HTTPS", service.ttl, text),),
+                location_dependent=dependent,
+            )
+            table.append(index.setdefault(answer, len(index)))
+            if len(answers) < len(index):
+                answers.append(answer)
+    pick_a = a.plan.pick if isinstance(a, Dynamic) else None
+    pick_aaaa = aaaa.plan.pick if isinstance(aaaa, Dynamic) else None
+    width = len(v6)
+    slots = tuple(table)
+
+    def pick(ip: int, v6_: bool, rng: random.Random, seq: int) -> int:
+        i = pick_a(ip, v6_, rng, seq) if pick_a is not None else 0
+        j = pick_aaaa(ip, v6_, rng, seq) if pick_aaaa is not None else 0
+        return slots[i * width + j]
+
+    chooses = pick_a is not None or pick_aaaa is not None
+    return Chain(
+        tuple(answers),
+        pick if chooses else None,
+        dependent,
+        f"HTTPS record with the hints of the A and AAAA answers ({len(answers)} possible)",
+        service,
+    )
+
+
+def srv_outcome(service: Service, endpoints: tuple[Endpoint, ...], snapshot: Snapshot) -> Outcome:
+    """SRV records of a service with `srv`: one per healthy hostname endpoint (its priority and
+    weight), and one for the healthy address endpoints together, whose target is the service name
+    itself (its A/AAAA answer then picks among them by the service's policy): priority the lowest of
+    theirs, weight their sum. NODATA when nothing is healthy."""
+    spec = service.srv
+    assert spec is not None
+    healthy = [e for e in endpoints if effective_up(e, snapshot)]
+    records = []
+    addresses = [e for e in healthy if e.kind is not EndpointKind.HOSTNAME]
+    if addresses:
+        priority = min(e.priority for e in addresses)
+        weight = min(sum(e.weight for e in addresses), 65535)
+        records.append(Rr(spec.name, "SRV", service.ttl, f"{priority} {weight} {spec.port} {service.name}"))
+    for e in healthy:
+        if e.kind is EndpointKind.HOSTNAME:
+            rdata = f"{min(e.priority, 65535)} {min(e.weight, 65535)} {spec.port} {e.address}"
+            records.append(Rr(spec.name, "SRV", service.ttl, rdata))
+    if not records:
+        return Negative(Rcode.NOERROR, f"{service.name} has no healthy endpoint for SRV")
+    return Records(tuple(dict.fromkeys(records)))
+
+
+def wildcard_at(answer: Answer, wildcard: str, qname: str) -> Answer:
+    """An answer of the wildcard name `wildcard` synthesized for `qname` (RFC 4592): records owned by
+    the wildcard are owned by the question's name."""
+
+    def owned(rrs: tuple[Rr, ...]) -> tuple[Rr, ...]:
+        return tuple(Rr(qname, rr.rtype, rr.ttl, rr.rdata) if rr.name == wildcard else rr for rr in rrs)
+
+    return replace(answer, answer=owned(answer.answer), additional=owned(answer.additional))
+
+
 @dataclass(slots=True)
 class View:
     """Every name of every served zone with its outcomes. Built by the control plane; read-only after."""
@@ -279,6 +385,16 @@ class View:
             dot = name.find(".")
             name = name[dot + 1 :] or "."
 
+    def wildcard(self, qname: str, origin: str) -> NameData | None:
+        """The wildcard node that answers the nonexistent `qname` of zone `origin` (RFC 4592: `*.` of
+        the closest encloser, the longest existing ancestor), or None."""
+        name = qname
+        while name not in (origin, "."):
+            name = name[name.find(".") + 1 :] or "."
+            if name == origin or name in self.names:
+                return self.names.get("*." + name)
+        return None
+
     def resolve(self, qname: str, rtype: str, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
         """The answer to one question from a client located at (ip, v6)."""
         data = self.names.get(qname)
@@ -286,6 +402,9 @@ class View:
             zone = self.find_zone(qname)
             if zone is None:
                 return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
+            wild = self.wildcard(qname, zone.origin)
+            if wild is not None:
+                return wildcard_at(render(wild, wild.outcome(rtype), ip, v6, rng, seq), wild.name, qname)
             return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         return render(data, data.outcome(rtype), ip, v6, rng, seq)
 

@@ -126,6 +126,9 @@ class AnswerTable:
     # it goes into our OPT record when the query asked for it (b"" when there is no identity).
     identity: str | None = None
     nsid: bytes = b""
+    # The wire keys of the parents of wildcard names (`*.apps.<zone>` -> key of `apps.<zone>`): the fast
+    # path leaves a nonexistent name below one of them to the slow path, which synthesizes the answer.
+    wildcard_parents: frozenset[bytes] = frozenset()
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -406,7 +409,12 @@ def compile_table(
         refused_transfer=refused_transfer,
         identity=identity,
         nsid=nsid_option(identity),
+        wildcard_parents=_wildcard_parents(names),
     )
+
+
+def _wildcard_parents(names: Mapping[bytes, Node]) -> frozenset[bytes]:
+    return frozenset(key[2:] for key in names if key.startswith(b"\x01*"))
 
 
 def update_table(
@@ -431,7 +439,7 @@ def update_table(
             counters[key] = found
         else:
             counters.pop(key, None)
-    return replace(table, names=names, policy_counters=counters)
+    return replace(table, names=names, policy_counters=counters, wildcard_parents=_wildcard_parents(names))
 
 
 def _policy_counters(data: NameData, node: Node) -> PolicyCounters:

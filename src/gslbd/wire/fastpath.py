@@ -145,7 +145,10 @@ def fast_answer(
         else:
             heads, tc_heads, sections, options = table.refused
             zones = table.zones
+            wildcards = table.wildcard_parents
             for offset in suffixes:
+                if wildcards and key[offset - 12 :] in wildcards:
+                    return None  # maybe a wildcard's answer: the slow path decides (RFC 4592)
                 zone = zones.get(key[offset - 12 :])
                 if zone is not None:
                     heads = zone.heads

@@ -35,7 +35,17 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
-from gslbd.answer import NOT_AUTHORITATIVE, TRANSFER_PROHIBITED, Answer, Rr, View, negative_soa, render
+from gslbd.answer import (
+    NOT_AUTHORITATIVE,
+    TRANSFER_PROHIBITED,
+    Answer,
+    NameData,
+    Rr,
+    View,
+    negative_soa,
+    render,
+    wildcard_at,
+)
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
 from gslbd.wire.notify import NotifyHook, notify_response
@@ -242,10 +252,26 @@ def resolve(
     while True:
         zone = view.zones.get(name.to_text())
         if zone is not None:
+            wild = _wildcard(view, qname.canonicalize(), zone.origin)
+            if wild is not None:
+                answer = render(wild, wild.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
+                return wildcard_at(answer, wild.name, qname.canonicalize().to_text())
             return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         if name == dns.name.root:
             return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
         name = name.parent()
+
+
+def _wildcard(view: View, qname: dns.name.Name, origin: str) -> NameData | None:
+    """The wildcard node answering the nonexistent `qname` (RFC 4592: `*.` of the closest encloser),
+    found label by label like the zone."""
+    name = qname
+    while name != dns.name.root:
+        name = name.parent()
+        text = name.to_text()
+        if text == origin or text in view.names:
+            return view.names.get("*." + text)
+    return None
 
 
 def _error(
