@@ -217,10 +217,12 @@ class _Identity:
         text = self.identity if name in IDENTITY_NAMES else self.version if name in VERSION_NAMES else None
         if text is None:
             return None
+        # Not authoritative data (no AA), as Knot and NSD answer these (docs/conformance.md).
         if question.rdtype not in (dns.rdatatype.TXT, dns.rdatatype.ANY):
-            return Answer(Rcode.NOERROR)
+            return Answer(Rcode.NOERROR, authoritative=False)
         quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        return Answer(Rcode.NOERROR, answer=(Rr(name.to_text().lower(), "TXT", 0, quoted),))
+        record = Rr(name.to_text().lower(), "TXT", 0, quoted)
+        return Answer(Rcode.NOERROR, answer=(record,), authoritative=False)
 
 
 def chaos_rrsets(answer: Answer) -> list[dns.rrset.RRset]:
