@@ -195,6 +195,9 @@ def explain(
         lines.extend(answer_lines(view, name, rtype, client)[0])
         return "\n".join(lines) + "\n"
     lines.append(f"zone: {zone.origin}")
+    if data is None and (wild := view.wildcard(name, zone.origin)) is not None:
+        lines.append(f"name: does not exist; the wildcard {wild.name} answers it (RFC 4592)")
+        data = wild
     if data is None:
         lines.append("name: does not exist in the zone -> NXDOMAIN")
         lines.extend(answer_lines(view, name, rtype, client)[0])

@@ -10,6 +10,7 @@ import pytest
 from wire_support import ask, client, query, texts
 
 from gslbd.config import check_config_text, load_config_text
+from gslbd.explain import explain
 from gslbd.policy.locate import build_env
 from gslbd.server.build import compile_answers
 from gslbd.state.snapshot import Snapshot
@@ -116,3 +117,12 @@ def test_wildcards_only_as_the_first_label_of_a_service() -> None:
     host = CONFIG.replace("      - {address: 198.51.100.2}", "      - {address: lb.example.net.}")
     _, problems = check_config_text(host, "c.yaml")
     assert any("an HTTPS record needs address endpoints" in str(p) for p in problems)
+
+
+def test_explain_says_which_wildcard_answers() -> None:
+    cfg = load_config_text(CONFIG)
+    env = build_env(cfg, random.Random(1))
+    view, _ = compile_answers(cfg, Snapshot(), env)
+    text = explain(cfg, view, env, f"a.apps.{ZONE}", "A", "203.0.113.5")
+    assert f"the wildcard *.apps.{ZONE} answers it" in text
+    assert f"a.apps.{ZONE} 30 IN A 198.51.100." in text
