@@ -122,8 +122,9 @@ def _outcome_tree(walk: _Walk, outcome: Outcome, zone: Zone, chain: tuple[Rr, ..
         return [Answer(Rcode.NOERROR, answer=chain + outcome.answer, additional=outcome.additional)], None
     if isinstance(outcome, Negative):
         return [_negative(outcome.rcode, zone, chain)], None
-    if isinstance(outcome, Chain):  # raw outcomes are never chains; a chain stands as it is
-        return list(outcome.answers), outcome.pick
+    if isinstance(outcome, Chain):  # a precompiled answer set (an HTTPS record's): after the CNAMEs
+        walk.dependent |= outcome.location_dependent
+        return [replace(a, answer=chain + a.answer) for a in outcome.answers], outcome.pick
     plan = outcome.plan
     walk.dependent |= plan.location_dependent
     if links and outcome.reason:

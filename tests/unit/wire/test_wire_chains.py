@@ -134,7 +134,7 @@ def test_a_fallback_hostname_in_our_zone_is_followed(responder: Responder) -> No
     "name", [f"www.{ORIGIN}", f"chase.{ORIGIN}", f"c0.{ORIGIN}", f"dangling.{ORIGIN}", f"to-sticky.{ORIGIN}"]
 )
 def test_chains_are_answered_by_the_fast_path_with_the_slow_paths_bytes(name: str) -> None:
-    for rtype in ("A", "AAAA", "TXT", "MX", "CNAME", "ANY"):
+    for rtype in ("A", "AAAA", "TXT", "MX", "CNAME", "ANY", "HTTPS"):
         both(make_responder(), query(name, rtype))
         both(make_responder(), query(name.upper(), rtype, edns=0, ecs="198.51.100.0/24"))
 

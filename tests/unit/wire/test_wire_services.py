@@ -23,6 +23,7 @@ zones:
     nameservers: [{{name: ns1, address: 127.0.0.2}}]
     records:
       - {{name: exact.apps, type: A, value: 192.0.2.200}}
+      - {{name: www, type: CNAME, value: web.{ZONE}}}
 services:
   - name: web
     https: {{alpn: [h2, h3], port: 8443}}
@@ -126,3 +127,13 @@ def test_explain_says_which_wildcard_answers() -> None:
     text = explain(cfg, view, env, f"a.apps.{ZONE}", "A", "203.0.113.5")
     assert f"the wildcard *.apps.{ZONE} answers it" in text
     assert f"a.apps.{ZONE} 30 IN A 198.51.100." in text
+
+
+def test_a_cname_to_a_service_with_https_carries_its_https_record() -> None:
+    r = responder()
+    wire = query(f"www.{ZONE}", "HTTPS", edns=0)
+    msg = ask(r, wire)
+    assert msg.to_wire() == slow(r, wire).to_wire()
+    lines = texts(msg)
+    assert lines[0] == f"www.{ZONE} 30 IN CNAME web.{ZONE}"
+    assert lines[1].startswith(f'web.{ZONE} 30 IN HTTPS 1 . alpn="h2,h3"')

@@ -16,7 +16,7 @@ import dns.rdatatype
 
 from gslbd.answer import View, build_view
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, Service
+from gslbd.model.service import Endpoint, HttpsRecord, Service
 from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.state.snapshot import Snapshot
@@ -104,7 +104,14 @@ SERVICES = (
     svc("solo", "192.0.2.9"),
     svc("big", *(f"10.0.0.{i}" for i in range(1, 41)), max_answers=40),
     svc("alias", "lb.example.net."),
-    svc("sticky", *(f"198.51.100.{i}" for i in range(1, 5)), policy=PolicyName.HASH),
+    svc(
+        "sticky",
+        *(f"198.51.100.{i}" for i in range(1, 5)),
+        "2001:db8::5",
+        "2001:db8::6",
+        policy=PolicyName.HASH,
+        https=HttpsRecord(("h2", "h3"), 8443),  # hints picked per client, like the A/AAAA answers
+    ),
     svc("shuffled", "192.0.2.21", "192.0.2.22", "192.0.2.23", policy=PolicyName.RANDOM),
     svc("split", "192.0.2.31", "192.0.2.32", policy=PolicyName.WEIGHTED),
     svc("primary", "192.0.2.41", "192.0.2.42", policy=PolicyName.FAILOVER),
