@@ -5,13 +5,18 @@ The order of checks (each answers or drops, the first that applies wins):
   2. the message does not parse: NOTIMP for an opcode other than QUERY, else BADVERS when a readable
      OPT record has a version above 0, else FORMERR; the question is echoed when it can be read, an
      OPT record is added when one could be found; a TSIG signature that does not verify with the
-     exchange's key (`peers.tsig`; without one every key is unknown): NOTAUTH, unsigned (wire/tsig.py);
+     exchange's key (`peers.tsig`; without one every key is unknown): NOTAUTH with the TSIG error
+     record of RFC 8945 5.2 and, with EDNS, an EDE naming it (wire/tsig.py);
   3. opcode other than QUERY: NOTIMP (NOTIFY goes to the `on_notify` hook when there is one);
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
   6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
-  7. class other than IN, AXFR, IXFR: REFUSED;
-  8. the view's answer for (name, type) at the client's location.
+  7. AXFR, IXFR: REFUSED (EDE 18); CHAOS id.server./hostname.bind./version.bind./version.server.
+     when dns.identity/dns.version are set: their TXT; any other class than IN: REFUSED (EDE 20);
+  8. the view's answer for (name, type) at the client's location (a nonexistent name below a
+     wildcard service: the wildcard's answer, RFC 4592).
+NSID (RFC 5001) is answered with `identity` when the query asks for it; EDE (RFC 8914) options follow
+ECS and NSID in the OPT record.
 Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
 echoes ECS when `use_client_subnet` is on and the query carried it. The response to a query with a
 verified TSIG signature is signed with the same key.
