@@ -221,7 +221,16 @@ class ChainIndex:
     def refollow(self, names: dict[str, NameData], sources: Iterable[str], find_zone: FindZone) -> set[str]:
         """Follow the chains of `sources` again in `names` (replacing their nodes); the names whose
         node was replaced."""
-        replaced: set[str] = set()
+        replaced = self.refollow_map(names, sources, find_zone)
+        names.update(replaced)
+        return set(replaced)
+
+    def refollow_map(
+        self, names: Mapping[str, NameData], sources: Iterable[str], find_zone: FindZone
+    ) -> dict[str, NameData]:
+        """Follow the chains of `sources` again in `names` (left as it is: a chain reads the nodes it
+        passes through as they are, never their followed chains); the new nodes by name."""
+        replaced: dict[str, NameData] = {}
         for source in sources:
             for target in self.passes.pop(source, ()):
                 users = self.through.get(target)
@@ -232,8 +241,7 @@ class ChainIndex:
                 continue
             new, visited = with_chains(data, names, find_zone)
             if new is not data:
-                names[source] = new
-                replaced.add(source)
+                replaced[source] = new
             if visited:
                 self.passes[source] = visited
                 for target in visited:

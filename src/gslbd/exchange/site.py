@@ -6,7 +6,7 @@ Exchange(config, clock, rng, on_peers=..., on_beat=...)
   notifier  sends NOTIFY to every peer nameserver when this site's publication changes
   heartbeat `on_beat()` every `heartbeat_period` (peers.interval / 2, 2.5 s without peers): the root
             records a health evaluation and refreshes the heartbeat record cheaply
-after_rebuild(config, snapshot)   after every rebuild: NOTIFY peers when the localtargets changed
+after_commit(notify_zones)        after every committed generation: NOTIFY peers about the zones it changed
 notify_received(zone, ip, v6)     the wire layer's NOTIFY hook: accept (and re-poll) or refuse
 """
 
@@ -14,41 +14,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import random
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 
-from gslbd.answer.exchange_names import changed_zones, published, republished
 from gslbd.clock import Clock
-from gslbd.exchange.notify import Notifier, notify_sources
+from gslbd.exchange.notify import Notifier, notify_accepted, notify_sources, source_address
 from gslbd.exchange.peerbook import PeerBook
 from gslbd.exchange.peerstate import PeerState
 from gslbd.exchange.poller import Poller
 from gslbd.metrics import NOTIFY_RECEIVED
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint
-from gslbd.state.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL = 5.0
-
-Publication = dict[str, dict[str, tuple[str, ...]]]
 
 
 def heartbeat_period(config: Config) -> float:
     """How often the heartbeat is refreshed: half the peers' polling interval (default 5 s)."""
     interval = config.peers.interval if config.peers is not None else DEFAULT_INTERVAL
     return interval / 2
-
-
-def source_address(ip: int, v6: bool) -> str:
-    """A sender's address as text; an IPv4-mapped IPv6 address as its IPv4 form."""
-    if not v6:
-        return str(ipaddress.IPv4Address(ip))
-    addr = ipaddress.IPv6Address(ip)
-    return str(addr.ipv4_mapped) if addr.ipv4_mapped is not None else str(addr)
 
 
 class Exchange:
@@ -68,7 +55,7 @@ class Exchange:
         self.poller = Poller(config, clock, random.Random(rng.getrandbits(64)), on_peers)
         self.notifier = Notifier(config, random.Random(rng.getrandbits(64)))
         self._sources = notify_sources(config)
-        self._published: Publication | None = None
+        self._started = False
         self._beat: asyncio.Task[None] | None = None
 
     @property
@@ -87,17 +74,18 @@ class Exchange:
     def peers(self) -> list[PeerState]:
         return self.poller.book.states()
 
-    async def start(self, snapshot: Snapshot) -> None:
-        """Start polling and beating; tell the peers about this site's publication (it may be new)."""
-        self._published = published(self._config, snapshot)
+    async def start(self, publication: Collection[str]) -> None:
+        """Start polling and beating; tell the peers about this site's publication (it may be new):
+        `publication` holds the zones where this site publishes endpoints."""
+        self._started = True
         await self.poller.start()
         self._beat = asyncio.get_running_loop().create_task(self._beat_loop(), name="gslbd-heartbeat")
         peers = self._config.peers
-        if peers is not None and peers.notify and self._published:
-            self.notifier.send(list(self._published))
+        if peers is not None and peers.notify and publication:
+            self.notifier.send(list(publication))
 
     async def stop(self) -> None:
-        self._published = None  # stopped: rebuilds announce nothing any more
+        self._started = False  # stopped: commits announce nothing any more
         beat, self._beat = self._beat, None
         if beat is not None:
             beat.cancel()
@@ -115,29 +103,25 @@ class Exchange:
         self.notifier.update(config)
         return self.poller.update(config)
 
-    def after_rebuild(self, config: Config, snapshot: Snapshot, only: Collection[str] | None = None) -> None:
-        """Called after every rebuild: NOTIFY the peers about zones whose localtargets changed. `only`:
-        the services that may have changed since the previous rebuild (None: any, or a new config)."""
-        if self._published is None:  # not started: nothing was announced yet
-            return
-        if only is None:
-            now = published(config, snapshot)
-        else:
-            now = republished(self._published, config, snapshot, only)
-        zones = changed_zones(self._published, now)
-        self._published = now
-        peers = config.peers
-        if zones and peers is not None and peers.notify:
-            self.notifier.send(zones)
+    def after_commit(self, notify_zones: Sequence[str]) -> None:
+        """A generation was committed: NOTIFY the peers about the zones whose publication it changed
+        (the generation decided which; nothing is compared here)."""
+        peers = self._config.peers
+        if self._started and notify_zones and peers is not None and peers.notify:
+            self.notifier.send(list(notify_zones))
 
     def notify_accepted(self, zone: str, ip: int, v6: bool) -> bool:
         """Would `notify_received` accept this NOTIFY? Reads only; safe from the DNS threads."""
-        return bool(zone) and bool(self._sources.get(source_address(ip, v6), ()))
+        return notify_accepted(self._sources, zone, ip, v6)
 
     def notify_received(self, zone: str, ip: int, v6: bool) -> bool:
         """A NOTIFY for `zone` ("" when it names no served zone) came from (ip, v6): accept it and poll
         the peer(s) behind that address at once, or refuse it. Counted either way."""
-        names = self._sources.get(source_address(ip, v6), ()) if zone else ()
+        names = (
+            self._sources.get(source_address(ip, v6), ())
+            if notify_accepted(self._sources, zone, ip, v6)
+            else ()
+        )
         poked = [name for name in names if self.poller.poke(name)]
         NOTIFY_RECEIVED.labels(result="accepted" if poked else "refused").inc()
         return bool(poked)
