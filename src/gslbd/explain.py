@@ -144,7 +144,8 @@ def decision_lines(outcome: Outcome, service: Service | None, rtype: str, client
             return [f"decision: no healthy {rtype} candidates; all_down=fallback answers the fallback"]
         return ["decision: records of the zone, served as they are"]
     lines = [f"decision: {outcome.reason}" if outcome.reason else "decision:"]
-    lines.extend(f"  {line}" for line in outcome.plan.explain(client.ip, client.v6))
+    if isinstance(outcome, Dynamic):
+        lines.extend(f"  {line}" for line in outcome.plan.explain(client.ip, client.v6))
     return lines
 
 
@@ -194,6 +195,9 @@ def explain(
         lines.extend(answer_lines(view, name, rtype, client)[0])
         return "\n".join(lines) + "\n"
     lines.append(f"zone: {zone.origin}")
+    if data is None and (wild := view.wildcard(name, zone.origin)) is not None:
+        lines.append(f"name: does not exist; the wildcard {wild.name} answers it (RFC 4592)")
+        data = wild
     if data is None:
         lines.append("name: does not exist in the zone -> NXDOMAIN")
         lines.extend(answer_lines(view, name, rtype, client)[0])

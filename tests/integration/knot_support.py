@@ -2,7 +2,8 @@
 
 Everything lives in the test's directory: no user switch, no control socket; `knotd` runs in the
 foreground with the configuration written here and is stopped by the test. `modules` is extra
-configuration text (module sections) and `zone_modules` the modules of the zone, e.g. "mod-cookies/c".
+configuration text (module sections), `zone_modules` the modules of the zone, e.g. "mod-cookies/c", and
+`server_extra` more lines of the `server:` section (indented by four spaces).
 """
 
 from __future__ import annotations
@@ -38,11 +39,20 @@ class Knot:
         return self.log_path.read_text(errors="replace")
 
 
-def knot_conf(workdir: Path, port: int, origin: str, modules: str, zone_modules: tuple[str, ...]) -> str:
+def knot_conf(
+    workdir: Path,
+    port: int,
+    origin: str,
+    modules: str,
+    zone_modules: tuple[str, ...],
+    server_extra: str = "",
+) -> str:
     module_line = f"    module: [{', '.join(zone_modules)}]\n" if zone_modules else ""
+    extra = server_extra.rstrip("\n") + "\n" if server_extra.strip() else ""
     return (
         f'server:\n    rundir: "{workdir}"\n    listen: 127.0.0.1@{port}\n'
         "    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n"
+        f"{extra}"
         f'database:\n    storage: "{workdir}"\n'
         "log:\n  - target: stderr\n    any: info\n"
         f"{modules}"
@@ -52,7 +62,13 @@ def knot_conf(workdir: Path, port: int, origin: str, modules: str, zone_modules:
 
 @contextlib.contextmanager
 def running_knot(
-    workdir: Path, origin: str, zone_text: str, *, modules: str = "", zone_modules: tuple[str, ...] = ()
+    workdir: Path,
+    origin: str,
+    zone_text: str,
+    server_extra: str = "",
+    *,
+    modules: str = "",
+    zone_modules: tuple[str, ...] = (),
 ) -> Iterator[Knot]:
     """Serve `zone_text` as `origin` with knotd on 127.0.0.1 (a free port) until the block ends."""
     binary = knotd_binary()
@@ -62,7 +78,7 @@ def running_knot(
     (workdir / "zone.db").write_text(zone_text)
     port = free_port()
     conf = workdir / "knot.conf"
-    conf.write_text(knot_conf(workdir, port, origin, modules, zone_modules))
+    conf.write_text(knot_conf(workdir, port, origin, modules, zone_modules, server_extra))
     log_path = workdir / "knot.out"
     with daemon([binary, "-c", str(conf)], log_path) as proc:
         server = Knot(port, log_path)

@@ -29,7 +29,7 @@ def nsd_binary() -> str | None:
     return shutil.which("nsd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
 
 
-def nsd_conf(workdir: Path, port: int, origin: str, zonefile: str) -> str:
+def nsd_conf(workdir: Path, port: int, origin: str, zonefile: str, server_extra: str = "") -> str:
     return f"""server:
     ip-address: 127.0.0.1@{port}
     port: {port}
@@ -45,6 +45,7 @@ def nsd_conf(workdir: Path, port: int, origin: str, zonefile: str) -> str:
     logfile: "{workdir}/nsd.log"
     verbosity: 1
     server-count: 1
+{server_extra}
 remote-control:
     control-enable: no
 zone:
@@ -64,8 +65,9 @@ class Nsd:
 
 
 @contextlib.contextmanager
-def running_nsd(workdir: Path, origin: str, zone_text: str) -> Iterator[Nsd]:
-    """Serve `zone_text` as `origin` with NSD on 127.0.0.1 (a free port) until the block ends."""
+def running_nsd(workdir: Path, origin: str, zone_text: str, server_extra: str = "") -> Iterator[Nsd]:
+    """Serve `zone_text` as `origin` with NSD on 127.0.0.1 (a free port) until the block ends.
+    `server_extra`: more lines of the `server:` section (indented by four spaces)."""
     binary = nsd_binary()
     if binary is None:
         raise RuntimeError("nsd is not installed (scripts/test installs the Debian package nsd)")
@@ -73,7 +75,7 @@ def running_nsd(workdir: Path, origin: str, zone_text: str) -> Iterator[Nsd]:
     (workdir / "parent.zone").write_text(zone_text)
     port = free_port()
     conf = workdir / "nsd.conf"
-    conf.write_text(nsd_conf(workdir, port, origin, "parent.zone"))
+    conf.write_text(nsd_conf(workdir, port, origin, "parent.zone", server_extra))
     log_path = workdir / "nsd.out"
     with daemon([binary, "-d", "-c", str(conf)], log_path) as proc:
         server = Nsd(proc, port, log_path)

@@ -59,7 +59,7 @@ def test_sites_sharing_the_key_learn_each_other_and_refuse_a_site_with_another_k
     wait_for(lambda: addresses(running["eu"], f"all.{ZONE}") == {EU, US}, 10)
     wait_for(lambda: addresses(running["us"], f"all.{ZONE}") == {EU, US}, 10)
     # ap's answers are signed with another key: not trusted, so its endpoint never joins the union...
-    wait_for(lambda: "TSIG: the reply is not signed" in str(peers_of(apis["eu"])["ap"]["detail"]), 10)
+    wait_for(lambda: "(BADSIG)" in str(peers_of(apis["eu"])["ap"]["detail"]), 10)  # ap's TSIG error
     ap = peers_of(apis["eu"])["ap"]
     assert ap["failing"] is True and ap["last_answer"] is None, ap
     assert addresses(running["eu"], f"all.{ZONE}") == {EU, US}
@@ -73,7 +73,7 @@ def test_sites_sharing_the_key_learn_each_other_and_refuse_a_site_with_another_k
         if ln.startswith('gslbd_exchange_notify_received_total{result="accepted"}')
     ]
     assert accepted and float(accepted[0].split()[-1]) >= 1
-    # ...and ap, whose polls eu and us cannot verify (they answer NOTAUTH, unsigned), learns nothing.
+    # ...and ap, whose polls eu and us cannot verify (NOTAUTH with TSIG error BADSIG), learns nothing.
     wait_for(lambda: "TSIG" in str(peers_of(apis["ap"])["eu"]["detail"]), 10)
     assert peers_of(apis["ap"])["eu"]["last_answer"] is None
     assert addresses(running["ap"], f"all.{ZONE}") == {AP}
@@ -92,7 +92,10 @@ def test_a_signed_query_gets_a_signed_answer_and_a_badly_signed_one_notauth(site
     wrong = dns.message.make_query(f"localtargets-all.{ZONE}", "A")
     wrong.use_tsig(dns.tsigkeyring.from_text({"gslb-exchange.": OTHER}), keyname="gslb-exchange.")
     raw = eu.send_raw_udp(wrong.to_wire())
-    assert raw is not None and dns.message.from_wire(raw).rcode() == dns.rcode.NOTAUTH
+    assert raw is not None
+    refused = dns.message.from_wire(raw, keyring=False)
+    assert refused.rcode() == dns.rcode.NOTAUTH
+    assert refused.tsig is not None and refused.tsig[0].error == dns.rcode.BADSIG  # RFC 8945 5.2
     # Ordinary resolvers keep getting ordinary answers.
     assert eu.ask(f"all.{ZONE}").rcode() == dns.rcode.NOERROR
 
@@ -119,6 +122,19 @@ def test_dig_verifies_the_signed_answer(sites: Sites) -> None:
         timeout=10,
     ).stdout
     assert "status: NOTAUTH" in bad
+    unknown = subprocess.run(
+        [*base, "-y", f"hmac-sha256:someone-else:{SECRET}", f"localtargets-all.{ZONE}", "A"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    # dig reads the TSIG error record of RFC 8945 5.2 (BADKEY for a key the server does not know).
+    assert "status: NOTAUTH" in unknown.stdout or "BADKEY" in unknown.stdout + unknown.stderr
+    assert (
+        "BADKEY" in unknown.stdout + unknown.stderr
+        or "tsig indicates error" in unknown.stdout + unknown.stderr
+    )
 
 
 def test_doctor_says_which_peers_share_the_key(sites: Sites) -> None:

@@ -12,7 +12,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import dns.edns
 import dns.message
+import dns.query
 import dns.rdatatype
 import pytest
 from dns_config import CONFIG, ZONE
@@ -226,3 +228,17 @@ def test_workers_that_cannot_bind_make_serve_exit_1(tmp_path: Path) -> None:
     )
     assert out.returncode == 1
     assert "gslbd: cannot listen on 192.0.2.1:5399: worker 0: [Errno 99]" in out.stderr
+
+
+def test_each_worker_names_itself_in_the_nsid(tmp_path: Path) -> None:
+    config = WORKERS_CONFIG.replace("  workers: 2\n", '  workers: 2\n  identity: "ns-w{worker}"\n')
+    with running_gslbd(tmp_path, config, zone=ZONE) as server:
+        deadline = time.monotonic() + 10
+        while len(worker_pids(server)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen = set()
+        for _ in range(60):  # each query from a fresh socket: the kernel spreads them over the workers
+            query = dns.message.make_query(f"app.{ZONE}", "A", use_edns=0, options=[dns.edns.NSIDOption(b"")])
+            reply = dns.query.udp(query, server.host, port=server.port, timeout=2)
+            seen.update(o.to_wire() for o in reply.options if o.otype == dns.edns.NSID)
+        assert seen == {b"ns-w1", b"ns-w2"}

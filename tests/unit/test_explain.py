@@ -206,7 +206,7 @@ def test_missing_name_is_nxdomain() -> None:
         "zone: gslb.example.com.\n"
         "name: does not exist in the zone -> NXDOMAIN\n"
         "answer: NXDOMAIN, authoritative\n"
-        "  authority: gslb.example.com. 60 IN SOA ns1.gslb.example.com. hostmaster.example.com. "
+        "  authority: gslb.example.com. 30 IN SOA ns1.gslb.example.com. hostmaster.example.com. "
         "1 3600 600 604800 30\n"
     )
 

@@ -46,6 +46,7 @@ zones:
     records:
       - {{name: info.deep, type: TXT, value: "static"}}
       - {{name: www, type: CNAME, value: app.{ZONE}}}
+      - {{name: web-alias, type: CNAME, value: web.{ZONE}}}
 sites:
   eu: {{locality: {{region: europe, zone: europe-b}}}}
   us: {{locality: {{region: america, zone: america-a}}}}
@@ -78,6 +79,10 @@ services:
     endpoints:
       - {{address: target.example.net.}}
       - {{address: 192.0.2.7}}
+  - name: chase
+    endpoints:
+      - {{address: api.deep.{ZONE}}}
+      - {{address: hashed.{ZONE}}}
   - name: hashed
     policy: hash
     all_down: servfail
@@ -259,6 +264,7 @@ def test_a_verdict_recompiles_only_the_names_of_its_service() -> None:
     recompiled = {view2.names[n].name for n in view2.names if view.names.get(n) is not view2.names[n]}
     assert recompiled == {
         f"web.{ZONE}",
+        f"web-alias.{ZONE}",  # its CNAME chain passes through web (answer/chain.py)
         f"localtargets-web.{ZONE}",
         f"web.europe.{ZONE}",
         f"web.europe-b.europe.{ZONE}",

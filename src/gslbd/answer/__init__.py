@@ -7,8 +7,12 @@ or rebuilds only what a new snapshot changed (`ViewBuilder`).
 
 from gslbd.answer.build import Change, ViewBuilder, build_view
 from gslbd.answer.view import (
+    EDE_ALL_DOWN,
+    NOT_AUTHORITATIVE,
     SERVICE_TYPES,
+    TRANSFER_PROHIBITED,
     Answer,
+    Chain,
     Dynamic,
     NameData,
     Negative,
@@ -19,15 +23,22 @@ from gslbd.answer.view import (
     all_down_outcome,
     fallback_outcome,
     family_candidates,
+    negative_soa,
+    negative_soa_ttl,
     render,
     service_outcome,
     soa_rr,
     variant_records,
+    wildcard_at,
 )
 
 __all__ = [
+    "EDE_ALL_DOWN",
+    "NOT_AUTHORITATIVE",
     "SERVICE_TYPES",
+    "TRANSFER_PROHIBITED",
     "Answer",
+    "Chain",
     "Change",
     "Dynamic",
     "NameData",
@@ -41,8 +52,11 @@ __all__ = [
     "build_view",
     "fallback_outcome",
     "family_candidates",
+    "negative_soa",
+    "negative_soa_ttl",
     "render",
     "service_outcome",
     "soa_rr",
     "variant_records",
+    "wildcard_at",
 ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Container, Iterable, Mapping
 from dataclasses import dataclass
 
+from gslbd.answer.chain import ChainIndex, follow_all
 from gslbd.answer.exchange_names import (
     heartbeat_rrsets,
     localtargets_rrsets,
@@ -27,7 +28,18 @@ from gslbd.answer.exchange_names import (
     peer_site_names,
 )
 from gslbd.answer.locality import locality_names
-from gslbd.answer.view import SERVICE_TYPES, NameData, Outcome, Records, Rr, View, service_outcome, soa_rr
+from gslbd.answer.view import (
+    SERVICE_TYPES,
+    NameData,
+    Outcome,
+    Records,
+    Rr,
+    View,
+    https_outcome,
+    service_outcome,
+    soa_rr,
+    srv_outcome,
+)
 from gslbd.cow import CowMap
 from gslbd.model.config import Config
 from gslbd.model.service import Service
@@ -119,7 +131,12 @@ def service_names(
     endpoints = merged_endpoints(service, snapshot, peer_site_names(config))
     for rtype in SERVICE_TYPES:
         top.outcomes[rtype] = service_outcome(service, rtype, endpoints, snapshot, env)
+    if service.https is not None:
+        top.outcomes["HTTPS"] = https_outcome(service, top.outcomes["A"], top.outcomes["AAAA"])
     out = {service.name: top}
+    if service.srv is not None and service.srv.name not in taken:
+        owner = out.setdefault(service.srv.name, _on_base(service.srv.name, zone, base))
+        owner.outcomes["SRV"] = srv_outcome(service, endpoints, snapshot)
     out.update(locality_names(service, top, taken, config, snapshot, env))
     for name, owner_zone, rtype, rdatas in localtargets_rrsets(config, service, zone, snapshot):
         data = out.get(name)
@@ -205,6 +222,7 @@ class ViewBuilder:
         self._services: dict[str, Service] = {}
         self._ents: frozenset[str] = frozenset()
         self._beat = -1.0
+        self._chains = ChainIndex()
 
     def build(
         self, config: Config, snapshot: Snapshot, env: PolicyEnv, touched: Collection[str] | None = None
@@ -257,6 +275,13 @@ class ViewBuilder:
             names.update((name, view.names[name]) for name in self._ents)
         merged = names.commit()
         removed = frozenset(n for n in gone if n not in merged)
+        # CNAME chains: follow again those of the changed names and of every name whose chain passes
+        # through a changed or removed name (answer/chain.py).
+        sources = {n for n in changed if n in merged} | self._chains.affected(changed | gone)
+        replaced = self._chains.refollow_map(merged, sources, view.find_zone)
+        if replaced:
+            changed.update(replaced)
+            merged = merged.evolve(replaced, ())
         self._view = View(view.zones, merged, config, snapshot)
         rebuilt = frozenset(s.name for s in dirty)
         return self._view, Change(False, frozenset(changed), removed, rebuilt)
@@ -281,8 +306,22 @@ class ViewBuilder:
         ents = empty_non_terminals(names)
         names.update(ents)
         self._ents = frozenset(ents)
-        self._view = View({z.origin: z for z in config.zones}, CowMap(names), config, snapshot)
+        zones = {z.origin: z for z in config.zones}
+        self._chains = follow_all(names, lambda name: _find_zone(zones, name))
+        self._view = View(zones, CowMap(names), config, snapshot)
         return self._view
+
+
+def _find_zone(zones: Mapping[str, Zone], qname: str) -> Zone | None:
+    """The most specific zone of `zones` that contains `qname` (as View.find_zone)."""
+    name = qname
+    while True:
+        zone = zones.get(name)
+        if zone is not None:
+            return zone
+        if name == ".":
+            return None
+        name = name[name.find(".") + 1 :] or "."
 
 
 class _Overlay(Container[str]):

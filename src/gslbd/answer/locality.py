@@ -10,11 +10,11 @@ For every service with `locality_names: true` (naming and declared localities: `
   or points onwards is decided for the name as a whole, never per type.
 - the global name keeps the service's policy, and its `all_down` when nothing is healthy anywhere.
 
-The CNAME chain is followed inside the zone, as authoritative servers do (RFC 1034 4.3.2): an A or
-AAAA question at a level that points onwards is answered with the CNAME(s) and the records of the
-first level that answers, so a resolver gets the whole chain in one round trip. When the chain ends
-in a negative answer (NODATA, all_down's NXDOMAIN or SERVFAIL) only the CNAMEs are sent and the
-resolver asks the target itself, which answers with its own rcode and SOA.
+The CNAME chain is followed inside the zone like every in-zone CNAME (answer/chain.py, RFC 1034
+4.3.2): a question at a level that points onwards is answered with the CNAME(s) and the answer of the
+first level that answers, so a resolver gets the whole chain in one round trip. A chain that ends in
+NODATA or all_down's NXDOMAIN carries that rcode and the zone's SOA; one that ends in all_down's
+SERVFAIL is the CNAMEs alone, and the resolver asks the target itself.
 
 The level's policy is the service's one for round_robin, random, weighted, hash and failover (site
 order and priority tiers among the level's candidates); geo becomes round_robin, because the level
@@ -29,7 +29,7 @@ localities that only peers publish lose to everything the config defines.
 from __future__ import annotations
 
 from collections.abc import Container
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gslbd.answer.exchange_names import merged_endpoints, peer_site_names
 from gslbd.answer.view import (
@@ -41,7 +41,6 @@ from gslbd.answer.view import (
     Records,
     Rr,
     family_candidates,
-    variant_records,
 )
 from gslbd.config.locality import MAX_NAME_TEXT, Level, levels, site_localities
 from gslbd.model.config import Config
@@ -53,22 +52,11 @@ from gslbd.types import PolicyName, Rcode
 
 # Policies that make no sense inside one level, and what the level uses instead.
 LEVEL_POLICY = {PolicyName.GEO: PolicyName.ROUND_ROBIN}
-_CHASED_TYPES = ("A", "AAAA")
 
 
 def level_policy(policy: PolicyName) -> PolicyName:
     """The policy that orders the endpoints of one locality level of a service with `policy`."""
     return LEVEL_POLICY.get(policy, policy)
-
-
-@dataclass(frozen=True, slots=True)
-class Chained(Dynamic):
-    """A CNAME chain inside the zone, then the policy answer of the level it ends at."""
-
-    chain: tuple[Rr, ...] = ()
-
-    def records(self, index: int) -> tuple[Rr, ...]:
-        return self.chain + variant_records(self.service, self.plan.variants[index], self.rtype)
 
 
 def locality_names(
@@ -140,24 +128,9 @@ def _level_outcomes(
         return out
     cname = Rr(level.name, "CNAME", service.ttl, parent.name)
     pointer = Records((cname,))
+    # Every type but CNAME and ANY follows the CNAME inside the zone (answer/chain.py).
     out["CNAME"] = out["ANY"] = pointer
-    why = f"{where} has no healthy endpoint ({len(members)} declared): CNAME to {parent.name}"
-    for rtype in _CHASED_TYPES:
-        out[rtype] = _chase(cname, parent.outcome(rtype), why)
     return out
-
-
-def _chase(cname: Rr, target: Outcome, why: str) -> Outcome:
-    """The CNAME followed by the target's answer when that is positive, else the CNAME alone."""
-    if isinstance(target, Chained):
-        return Chained(
-            target.service, target.rtype, target.plan, f"{why}; {target.reason}", (cname, *target.chain)
-        )
-    if isinstance(target, Dynamic):
-        return Chained(target.service, target.rtype, target.plan, f"{why}; {target.reason}", (cname,))
-    if isinstance(target, Records):
-        return Records((cname, *target.answer), target.additional)
-    return Records((cname,))
 
 
 def _region_name(declared: tuple[Level, ...], level: Level) -> str:

@@ -12,8 +12,8 @@ Names are absolute, lower case text ("app.gslb.example.com."); types are mnemoni
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -47,6 +47,19 @@ class Answer:
     additional: tuple[Rr, ...] = ()
     authoritative: bool = True
     location_dependent: bool = False
+    # An Extended DNS Error (RFC 8914) as (INFO-CODE, EXTRA-TEXT); sent only to queries with EDNS.
+    ede: tuple[int, str] | None = None
+
+
+# Extended DNS Errors gslbd sends (RFC 8914 section 4; the choices are explained in docs/wire.md).
+EDE_OTHER = 0
+EDE_PROHIBITED = 18
+EDE_NOT_AUTHORITATIVE = 20
+# all_down: servfail. No RFC 8914 code says "the service's endpoints are all unhealthy" (22 No Reachable
+# Authority and 23 Network Error describe a resolver failing to reach servers); Other with a text does.
+EDE_ALL_DOWN = (EDE_OTHER, "no healthy endpoint")
+NOT_AUTHORITATIVE = (EDE_NOT_AUTHORITATIVE, "")
+TRANSFER_PROHIBITED = (EDE_PROHIBITED, "zone transfers are not served")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +91,29 @@ class Dynamic:
         return variant_records(self.service, self.plan.variants[index], self.rtype)
 
 
-Outcome = Records | Negative | Dynamic
+PickFn = Callable[[int, bool, random.Random, int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """An in-zone CNAME chain followed (RFC 1034 4.3.2, answer/chain.py): every possible answer,
+    and `pick` choosing one per query like a plan (None when there is one answer). `service` is the
+    service whose policy decides first (None for a static CNAME)."""
+
+    answers: tuple[Answer, ...]
+    pick: PickFn | None
+    location_dependent: bool
+    reason: str
+    service: Service | None = None
+
+    def answer(self, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
+        index = self.pick(ip, v6, rng, seq) if self.pick is not None else 0
+        return self.answers[index]
+
+
+Outcome = Records | Negative | Dynamic | Chain
+# Question types for which a CNAME is the answer itself and is never followed.
+UNFOLLOWED_TYPES = frozenset(("CNAME", "ANY", "SOA", "NS"))
 
 
 @dataclass(slots=True)
@@ -89,9 +124,26 @@ class NameData:
     zone: Zone
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     service: Service | None = None
+    # The outcomes with in-zone CNAME chains followed (answer/chain.py), by type; "" stands for every
+    # type not listed. None when no answer here starts with a CNAME into our zones.
+    chained: dict[str, Outcome] | None = None
 
     def outcome(self, rtype: str) -> Outcome:
-        """The outcome for a type at this name (NODATA when it has none)."""
+        """The outcome for a type at this name (NODATA when it has none), chains followed."""
+        chained = self.chained
+        if chained is not None and rtype not in UNFOLLOWED_TYPES:
+            found = chained.get(rtype)
+            return found if found is not None else chained[""]
+        return self.raw_outcome(rtype)
+
+    def special_types(self) -> tuple[str, ...]:
+        """The types this name answers otherwise than its default (every other type)."""
+        if self.chained is None:
+            return tuple(self.outcomes)
+        return tuple(dict.fromkeys((*self.outcomes, *(t for t in self.chained if t))))
+
+    def raw_outcome(self, rtype: str) -> Outcome:
+        """The outcome of this name alone: a CNAME is not followed."""
         found = self.outcomes.get(rtype)
         if found is not None:
             return found
@@ -132,6 +184,17 @@ def soa_rr(zone: Zone, ttl: int) -> Rr:
         ttl,
         f"{s.mname} {s.rname} {s.serial} {s.refresh} {s.retry} {s.expire} {s.minimum}",
     )
+
+
+def negative_soa_ttl(zone: Zone) -> int:
+    """The TTL of the SOA in a negative answer (RFC 2308 section 3): the smaller of the SOA record's
+    own TTL (the zone's `ttl`) and its MINIMUM field (`negative_ttl`: the loader makes them one)."""
+    return min(zone.ttl, zone.soa.minimum, zone.negative_ttl)
+
+
+def negative_soa(zone: Zone) -> Rr:
+    """The SOA record that goes in the authority section of an NXDOMAIN or NODATA answer."""
+    return soa_rr(zone, negative_soa_ttl(zone))
 
 
 def family_candidates(endpoints: Iterable[Endpoint], rtype: str) -> tuple[Endpoint, ...]:
@@ -195,6 +258,112 @@ def fallback_outcome(service: Service, rtype: str, why: str) -> Outcome:
     return Records(tuple(Rr(service.name, rtype, service.ttl, a) for a in addrs[: service.max_answers]))
 
 
+def _family_addresses(outcome: Outcome, rtype: str, max_answers: int) -> tuple[tuple[str, ...], ...]:
+    """The addresses of `rtype` each possible answer of `outcome` gives (one tuple per variant)."""
+    if isinstance(outcome, Dynamic):
+        out: list[tuple[str, ...]] = []
+        for variant in outcome.plan.variants:
+            if variant[0].kind is EndpointKind.HOSTNAME:
+                out.append(())
+            else:
+                out.append(tuple(e.address for e in variant if e.rtype == rtype)[:max_answers])
+        return tuple(out)
+    if isinstance(outcome, Records):
+        return (tuple(rr.rdata for rr in outcome.answer if rr.rtype == rtype),)
+    return ((),)
+
+
+def https_outcome(service: Service, a: Outcome, aaaa: Outcome) -> Outcome:
+    """The HTTPS record (RFC 9460) of a service with `https`: ServiceMode, target "." (the name itself),
+    alpn and port as configured, ipv4hint/ipv6hint = the addresses the A and AAAA answers give the
+    same client (both plans pick, as they do for A and AAAA; hints are sorted, so that variants that
+    differ only in order are one). all_down's NXDOMAIN and SERVFAIL answer HTTPS alike."""
+    spec = service.https
+    assert spec is not None
+    both_negative = isinstance(a, Negative) and isinstance(aaaa, Negative)
+    for negative in (a, aaaa):
+        if both_negative and isinstance(negative, Negative) and negative.rcode != Rcode.NOERROR:
+            return negative
+    v4 = _family_addresses(a, "A", service.max_answers)
+    v6 = _family_addresses(aaaa, "AAAA", service.max_answers)
+    params = []
+    if spec.alpn:
+        params.append("alpn=" + ",".join(spec.alpn))
+    if spec.port is not None:
+        params.append(f"port={spec.port}")
+    answers: list[Answer] = []
+    index: dict[Answer, int] = {}
+    table = []
+    dependent = any(isinstance(o, Dynamic) and o.plan.location_dependent for o in (a, aaaa))
+    for four in v4:
+        for six in v6:
+            hints = list(params)
+            if four:
+                hints.append("ipv4hint=" + ",".join(sorted(set(four))))
+            if six:
+                hints.append("ipv6hint=" + ",".join(sorted(set(six))))
+            text = " ".join(["1", ".", *hints])
+            answer = Answer(
+                Rcode.NOERROR,
+                answer=(Rr(service.name, "HTTPS", service.ttl, text),),
+                location_dependent=dependent,
+            )
+            table.append(index.setdefault(answer, len(index)))
+            if len(answers) < len(index):
+                answers.append(answer)
+    pick_a = a.plan.pick if isinstance(a, Dynamic) else None
+    pick_aaaa = aaaa.plan.pick if isinstance(aaaa, Dynamic) else None
+    width = len(v6)
+    slots = tuple(table)
+
+    def pick(ip: int, v6_: bool, rng: random.Random, seq: int) -> int:
+        i = pick_a(ip, v6_, rng, seq) if pick_a is not None else 0
+        j = pick_aaaa(ip, v6_, rng, seq) if pick_aaaa is not None else 0
+        return slots[i * width + j]
+
+    chooses = pick_a is not None or pick_aaaa is not None
+    return Chain(
+        tuple(answers),
+        pick if chooses else None,
+        dependent,
+        f"HTTPS record with the hints of the A and AAAA answers ({len(answers)} possible)",
+        service,
+    )
+
+
+def srv_outcome(service: Service, endpoints: tuple[Endpoint, ...], snapshot: Snapshot) -> Outcome:
+    """SRV records of a service with `srv`: one per healthy hostname endpoint (its priority and
+    weight), and one for the healthy address endpoints together, whose target is the service name
+    itself (its A/AAAA answer then picks among them by the service's policy): priority the lowest of
+    theirs, weight their sum. NODATA when nothing is healthy."""
+    spec = service.srv
+    assert spec is not None
+    healthy = [e for e in endpoints if effective_up(e, snapshot)]
+    records = []
+    addresses = [e for e in healthy if e.kind is not EndpointKind.HOSTNAME]
+    if addresses:
+        priority = min(e.priority for e in addresses)
+        weight = min(sum(e.weight for e in addresses), 65535)
+        records.append(Rr(spec.name, "SRV", service.ttl, f"{priority} {weight} {spec.port} {service.name}"))
+    for e in healthy:
+        if e.kind is EndpointKind.HOSTNAME:
+            rdata = f"{min(e.priority, 65535)} {min(e.weight, 65535)} {spec.port} {e.address}"
+            records.append(Rr(spec.name, "SRV", service.ttl, rdata))
+    if not records:
+        return Negative(Rcode.NOERROR, f"{service.name} has no healthy endpoint for SRV")
+    return Records(tuple(dict.fromkeys(records)))
+
+
+def wildcard_at(answer: Answer, wildcard: str, qname: str) -> Answer:
+    """An answer of the wildcard name `wildcard` synthesized for `qname` (RFC 4592): records owned by
+    the wildcard are owned by the question's name."""
+
+    def owned(rrs: tuple[Rr, ...]) -> tuple[Rr, ...]:
+        return tuple(Rr(qname, rr.rtype, rr.ttl, rr.rdata) if rr.name == wildcard else rr for rr in rrs)
+
+    return replace(answer, answer=owned(answer.answer), additional=owned(answer.additional))
+
+
 @dataclass(slots=True)
 class View:
     """Every name of every served zone with its outcomes. Built by the control plane; read-only after."""
@@ -216,14 +385,27 @@ class View:
             dot = name.find(".")
             name = name[dot + 1 :] or "."
 
+    def wildcard(self, qname: str, origin: str) -> NameData | None:
+        """The wildcard node that answers the nonexistent `qname` of zone `origin` (RFC 4592: `*.` of
+        the closest encloser, the longest existing ancestor), or None."""
+        name = qname
+        while name not in (origin, "."):
+            name = name[name.find(".") + 1 :] or "."
+            if name == origin or name in self.names:
+                return self.names.get("*." + name)
+        return None
+
     def resolve(self, qname: str, rtype: str, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
         """The answer to one question from a client located at (ip, v6)."""
         data = self.names.get(qname)
         if data is None:
             zone = self.find_zone(qname)
             if zone is None:
-                return Answer(Rcode.REFUSED, authoritative=False)
-            return Answer(Rcode.NXDOMAIN, authority=(soa_rr(zone, zone.negative_ttl),))
+                return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
+            wild = self.wildcard(qname, zone.origin)
+            if wild is not None:
+                return wildcard_at(render(wild, wild.outcome(rtype), ip, v6, rng, seq), wild.name, qname)
+            return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         return render(data, data.outcome(rtype), ip, v6, rng, seq)
 
 
@@ -232,15 +414,17 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
     zone = data.zone
     if isinstance(outcome, Records):
         return Answer(Rcode.NOERROR, answer=outcome.answer, additional=outcome.additional)
+    if isinstance(outcome, Chain):
+        return outcome.answer(ip, v6, rng, seq)
     if isinstance(outcome, Negative):
         return (
-            Answer(outcome.rcode, authority=(soa_rr(zone, zone.negative_ttl),))
+            Answer(outcome.rcode, authority=(negative_soa(zone),))
             if outcome.rcode
             in (
                 Rcode.NOERROR,
                 Rcode.NXDOMAIN,
             )
-            else Answer(outcome.rcode)
+            else Answer(outcome.rcode, ede=EDE_ALL_DOWN if outcome.rcode == Rcode.SERVFAIL else None)
         )
     index = outcome.plan.pick(ip, v6, rng, seq)
     return Answer(

@@ -25,20 +25,24 @@ def absolute(name: str) -> str:
     return name if name.endswith(".") else name + "."
 
 
-def check_absolute(name: str) -> str:
-    """Validate an absolute name (with its trailing dot); returns it lower case."""
+def check_absolute(name: str, *, wildcard: bool = False) -> str:
+    """Validate an absolute name (with its trailing dot); returns it lower case. With `wildcard`, a
+    first label `*` is allowed (a wildcard service name)."""
     name = name.lower()
     if name == ".":
         return name
     if len(name) > _MAX_NAME:
         raise Invalid(f"name {name!r} is longer than 253 characters")
-    for label in name[:-1].split("."):
+    for index, label in enumerate(name[:-1].split(".")):
         if not label:
             raise Invalid(f"name {name!r} has an empty label")
         if len(label) > 63:
             raise Invalid(f"label {label!r} of {name!r} is longer than 63 characters")
+        if label == "*" and wildcard and index == 0:
+            continue
         if label == "*":
-            raise Invalid(f"wildcard names are not supported: {name!r}")
+            why = "only as the first label of a service name" if wildcard else "only for service names"
+            raise Invalid(f"wildcard names are supported {why}: {name!r}")
         if not _LABEL.match(label):
             raise Invalid(f"name {name!r}: labels may hold only letters, digits, '-' and '_'")
     return name
@@ -56,7 +60,7 @@ def relative_to(name: str, origin: str) -> str:
     return name[: len(name) - len(origin) - 1] if origin != "." else name[:-1]
 
 
-def make_name(text: str, origin: str | None) -> str:
+def make_name(text: str, origin: str | None, *, wildcard: bool = False) -> str:
     """An absolute name from config text: absolute as written, else relative to `origin`."""
     text = text.strip()
     if not text:
@@ -66,10 +70,10 @@ def make_name(text: str, origin: str | None) -> str:
             raise Invalid("'@' needs a zone")
         return origin
     if text.endswith("."):
-        return check_absolute(text)
+        return check_absolute(text, wildcard=wildcard)
     if origin is None:
         raise Invalid(f"name {text!r} must be absolute (end with a dot)")
-    return check_absolute(text + "." + origin if origin != "." else text + ".")
+    return check_absolute(text + "." + origin if origin != "." else text + ".", wildcard=wildcard)
 
 
 def relative_warning(text: str, origin: str) -> str | None:

@@ -114,6 +114,8 @@ def read_dns(r: MapReader | None) -> DnsConfig:
             "tcp_backlog",
             "rrl",
             "cookies",
+            "identity",
+            "version",
         )
     )
     listen = DnsConfig().listen
@@ -133,7 +135,35 @@ def read_dns(r: MapReader | None) -> DnsConfig:
         tcp_backlog=r.get("tcp_backlog", integer(1, 65535), 1024),
         rrl=read_rrl(r.sub("rrl")),
         cookies=read_cookies(r.sub("cookies")),
+        identity=r.opt("identity", _identity),
+        version=r.opt("version", _txt_text("version")),
     )
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def _txt_text(what: str) -> Callable[[Node], str]:
+    def conv(node: Node) -> str:
+        value = nonempty_string(node)
+        if len(value.encode("utf-8")) > 250:
+            raise Invalid(f"{what} is {len(value.encode('utf-8'))} bytes; at most 250 (one TXT string)")
+        if not value.isprintable():
+            raise Invalid(f"{what} must be printable text")
+        return value
+
+    return conv
+
+
+def _identity(node: Node) -> str:
+    """`dns.identity`: printable text of at most 250 bytes; the only placeholder is {worker}."""
+    value = _txt_text("identity")(node)
+    for name in _PLACEHOLDER.findall(value):
+        if name != "worker":
+            raise Invalid(f"unknown placeholder {{{name}}} in identity; the only one is {{worker}}")
+    if value.replace("{worker}", "").count("{") or value.replace("{worker}", "").count("}"):
+        raise Invalid("unbalanced brace in identity; the only placeholder is {worker}")
+    return value
 
 
 def read_api(r: MapReader | None) -> ApiConfig | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -19,12 +20,12 @@ from gslbd.config.fields import (
     string,
     ttl,
 )
-from gslbd.config.loader import Map, Scalar, Seq
+from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.names import in_zone, ip_address, make_name, origin_name, relative_to, target
 from gslbd.config.network import opt_locality
 from gslbd.config.zones import ZoneInfo, reserved_message
 from gslbd.model.check import Check
-from gslbd.model.service import Endpoint, Service
+from gslbd.model.service import Endpoint, HttpsRecord, Service, SrvRecord
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
 
@@ -41,6 +42,8 @@ _SERVICE_KEYS = (
     "locality_names",
     "check",
     "endpoints",
+    "https",
+    "srv",
 )
 _ENDPOINT_KEYS = ("address", "site", "locality", "weight", "priority", "check", "probe_address", "admin")
 _MAX_EXCHANGE_LABEL = 63 - len("localtargets-")
@@ -81,7 +84,7 @@ def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str |
             return None, None
         explicit = ctx.zones[0].zone.origin
     try:
-        name = make_name(text, explicit)
+        name = make_name(text, explicit, wildcard=True)
     except Invalid as exc:
         r.error("name", exc.message)
         return None, None
@@ -261,9 +264,58 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         fallback=_fallback(r, all_down),
         locality_names=r.get("locality_names", boolean, False),
         endpoints=tuple(_read_endpoints(ctx, r, fqdn, default_check)),
+        https=_https(r.sub("https")),
+        srv=_srv(r.sub("srv"), fqdn, info.zone.origin if info is not None else None),
     )
+    if service.https is not None and any(e.kind is EndpointKind.HOSTNAME for e in service.endpoints):
+        r.error("https", "an HTTPS record needs address endpoints (a hostname endpoint is a CNAME)")
+    if service.wildcard and service.locality_names:
+        r.error("locality_names", "a wildcard service has no locality names")
     _site_warnings(ctx, r, service, order)
     return service if ok else None
+
+
+_ALPN = re.compile(r"[\x21-\x7e]{1,255}\Z")
+
+
+def _alpn_id(node: Node) -> str:
+    value = string(node)
+    if not _ALPN.match(value) or "," in value or "\\" in value:
+        raise Invalid(f"invalid ALPN id {value!r}: printable, no comma or backslash, 1-255 characters")
+    return value
+
+
+def _https(r: MapReader | None) -> HttpsRecord | None:
+    """`https: {alpn: [h2, h3], port: 443}`: the HTTPS record at the service name."""
+    if r is None:
+        return None
+    r.check_keys(("alpn", "port"))
+    alpn = tuple(dict.fromkeys(a for a, _, _ in r.list_of("alpn", _alpn_id) or []))
+    return HttpsRecord(alpn, r.opt("port", integer(1, 65535)))
+
+
+def _srv(r: MapReader | None, service: str, origin: str | None) -> SrvRecord | None:
+    """`srv: {name: _http._tcp, port: 443}`: SRV records at the name (relative to the service name,
+    or absolute inside the service's zone)."""
+    if r is None:
+        return None
+    r.check_keys(("name", "port"))
+    text = r.req("name", string)
+    port = r.req("port", integer(0, 65535))
+    if text is None or port is None:
+        return None
+    try:
+        name = make_name(text, service.removeprefix("*.") if not text.strip().endswith(".") else None)
+    except Invalid as exc:
+        r.error("name", exc.message)
+        return None
+    if service.startswith("*."):
+        r.error("name", "a wildcard service cannot have SRV records")
+        return None
+    if origin is not None and not in_zone(name, origin):
+        r.error("name", f"{name!r} is not inside the service's zone {origin!r}")
+        return None
+    return SrvRecord(name, port)
 
 
 def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:

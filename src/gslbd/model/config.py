@@ -70,6 +70,10 @@ class DnsConfig:
     tcp_backlog: int = 1024  # listen(2) backlog of every TCP socket
     rrl: RrlConfig | None = None  # off when absent
     cookies: CookieConfig | None = None  # off when absent
+    # NSID (RFC 5001) and CHAOS TXT id.server./hostname.bind.; "{worker}" becomes the worker number.
+    identity: str | None = None
+    # CHAOS TXT version.bind./version.server.; None = hidden (REFUSED).
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,23 @@ class Endpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class HttpsRecord:
+    """`services[].https`: an HTTPS record (RFC 9460, type 65) at the service name, ServiceMode with
+    the service itself as target; hints are the addresses the A/AAAA answer gives the client."""
+
+    alpn: tuple[str, ...] = ()
+    port: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SrvRecord:
+    """`services[].srv`: SRV records at `name` (absolute) for the healthy endpoints, on `port`."""
+
+    name: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
 class Service:
     """A load-balanced name. `name` is absolute and lower case; `zone` is the origin holding it;
     `label` is the name relative to the zone ("app" for app.gslb.example.com. in gslb.example.com.)."""
@@ -62,3 +79,10 @@ class Service:
     fallback: tuple[str, ...] = ()  # addresses, or one absolute hostname (answered as CNAME)
     locality_names: bool = False
     endpoints: tuple[Endpoint, ...] = ()
+    https: HttpsRecord | None = None
+    srv: SrvRecord | None = None
+
+    @property
+    def wildcard(self) -> bool:
+        """A wildcard service (`*.apps.<zone>`) answers every name below its parent (RFC 4592)."""
+        return self.name.startswith("*.")

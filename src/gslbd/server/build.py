@@ -22,7 +22,8 @@ from gslbd.wire.dnssec import Signer, signer_for
 class AnswerBuilder:
     """Builds (view, table) pairs for a sequence of snapshots and configs, one process's worth."""
 
-    def __init__(self, clock: Clock | None = None, signer: Signer | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, signer: Signer | None = None, worker: int = 0) -> None:
+        self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
         self._views = ViewBuilder()
         self._table: AnswerTable | None = None
         self.last_change = Change(True)  # what the last build changed
@@ -66,6 +67,7 @@ class AnswerBuilder:
                 max_udp_payload=config.dns.max_udp_payload,
                 use_client_subnet=config.topology.use_client_subnet,
                 signer=self.signer,
+                worker=self._worker,
             )
         else:
             table = update_table(self._table, view, change.changed, change.removed)

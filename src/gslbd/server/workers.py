@@ -355,7 +355,7 @@ async def _serve(conn: Connection, index: int) -> None:
     config, snapshot = first.config, _full_snapshot(first)
     try:
         env = build_env(config, random.Random())
-        builder = AnswerBuilder()
+        builder = AnswerBuilder(worker=index + 1)  # {worker} in dns.identity counts from 1
         view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
         stats = ServerStats()

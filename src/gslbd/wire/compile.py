@@ -26,13 +26,29 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
 
+import dns.name
 import dns.rdatatype
 import dns.rrset
 
-from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Records, Rr, View, render, soa_rr
+from gslbd.answer import (
+    NOT_AUTHORITATIVE,
+    TRANSFER_PROHIBITED,
+    Answer,
+    Chain,
+    Dynamic,
+    NameData,
+    Negative,
+    Outcome,
+    Records,
+    Rr,
+    View,
+    negative_soa,
+    render,
+)
 from gslbd.cow import CowMap
 from gslbd.types import Rcode
 from gslbd.wire.dnssec import NSEC, RRSIG, SignedReply, Signer, ZoneKeys, existing_types, type_bitmap
+from gslbd.wire.ede import ede_option
 from gslbd.wire.render import IN, QR, build_message, dns_name, message_wire, rdata, sections_wire
 
 PickFn = Callable[[int, bool, random.Random, int], int]
@@ -49,11 +65,13 @@ _SERIALS = itertools.count(1)
 
 
 class Variant(NamedTuple):
-    """One possible response: header tails and the records after the question."""
+    """One possible response: header tails, the records after the question, and the EDNS options
+    it adds to the OPT record of a query with EDNS (an Extended DNS Error, RFC 8914), after ECS."""
 
     heads: Heads
     tc_heads: Heads
     sections: bytes
+    options: bytes = b""
 
 
 class Entry(NamedTuple):
@@ -73,11 +91,23 @@ class Node(NamedTuple):
 
 
 class ZoneEntry(NamedTuple):
-    """A served zone's NXDOMAIN: header tails and the SOA record after its owner name."""
+    """A served zone's NXDOMAIN: header tails and the SOA record, compressed per query (`nx_soa`).
+
+    `mname` and `rname` are the SOA's names as label lists (wire form, as written); `numbers` the
+    five 32-bit fields; `risky` the lower-case wire forms of the suffixes of MNAME and RNAME that lie
+    below the origin: when the query's own name has such a suffix the names compress against it, so
+    the cached form (which depends only on where the origin and the SOA start) does not apply.
+    `tails` caches the record by (origin offset, record offset); it is filled on first use."""
 
     heads: Heads
     tc_heads: Heads
-    soa_tail: bytes
+    origin: bytes  # the zone's wire key
+    rr_head: bytes  # type, class, TTL of the SOA record (RDLENGTH follows)
+    mname: tuple[bytes, ...]
+    rname: tuple[bytes, ...]
+    numbers: bytes
+    risky: frozenset[bytes]
+    tails: dict[tuple[int, int], bytes]
 
 
 class SignedZone(NamedTuple):
@@ -102,7 +132,7 @@ class AnswerTable:
 
     names: CowMap[bytes, Node]
     zones: dict[bytes, ZoneEntry]
-    refused: Variant
+    refused: Variant  # names outside every zone: REFUSED, EDE 20 (Not Authoritative)
     max_udp_payload: int
     use_client_subnet: bool
     opt_plain: tuple[bytes, bytes]  # our OPT record without options, DO clear / set
@@ -121,6 +151,15 @@ class AnswerTable:
     signed_names: CowMap[bytes, Node] = field(default_factory=CowMap)
     signed_zones: Mapping[bytes, SignedZone] = field(default_factory=dict)
     signer: Signer | None = None
+    # AXFR and IXFR (at any name in our zones): REFUSED, EDE 18 (Prohibited).
+    refused_transfer: Variant = field(default_factory=lambda: refused_variant(TRANSFER_PROHIBITED))
+    # dns.identity with {worker} filled in (None: not configured), and its NSID option (RFC 5001) as
+    # it goes into our OPT record when the query asked for it (b"" when there is no identity).
+    identity: str | None = None
+    nsid: bytes = b""
+    # The wire keys of the parents of wildcard names (`*.apps.<zone>` -> key of `apps.<zone>`): the fast
+    # path leaves a nonexistent name below one of them to the slow path, which synthesizes the answer.
+    wildcard_parents: frozenset[bytes] = frozenset()
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -219,6 +258,17 @@ def _compile_answer(qname: str, answer: Answer) -> Variant:
         heads(answer.rcode, authoritative=aa, counts=(an, ns, ar)),
         tc_heads(answer.rcode, authoritative=aa),
         sections,
+        ede_option(*answer.ede) if answer.ede is not None else b"",
+    )
+
+
+def refused_variant(ede: tuple[int, str]) -> Variant:
+    """REFUSED without records (not authoritative), with an Extended DNS Error for EDNS queries."""
+    return Variant(
+        heads(Rcode.REFUSED, authoritative=False),
+        tc_heads(Rcode.REFUSED, authoritative=False),
+        b"",
+        ede_option(*ede),
     )
 
 
@@ -254,6 +304,9 @@ def compile_outcome(data: NameData, outcome: Outcome) -> Entry:
 
     A policy's entry always has a `pick` (even with one variant) so that its counter also counts
     the answers the policy decided, for the per-policy metric."""
+    if isinstance(outcome, Chain):
+        variants = tuple(compile_answer(data.name, answer) for answer in outcome.answers)
+        return Entry(outcome.pick, itertools.count(), variants, outcome.location_dependent)
     if isinstance(outcome, Dynamic):
         plan = outcome.plan
         variants = tuple(compile_records(data.name, outcome.records(i)) for i in range(len(plan.variants)))
@@ -282,7 +335,7 @@ def compile_node(data: NameData, refused: Entry) -> Node:
             found = compiled[key] = compile_outcome(data, outcome)
         return found
 
-    for rtype in (*data.outcomes, *ALWAYS_TYPES):
+    for rtype in (*data.special_types(), *ALWAYS_TYPES):
         types[_type_code(rtype)] = entry_of(rtype)
     default = entry_of(_OTHER_TYPE)
     for rdtype in ZONE_TRANSFER_TYPES:
@@ -291,17 +344,96 @@ def compile_node(data: NameData, refused: Entry) -> Node:
 
 
 def compile_zone(origin: str, view: View) -> ZoneEntry:
-    """A zone's NXDOMAIN variant: the SOA with TTL negative_ttl, its owner left to the fast path."""
+    """A zone's NXDOMAIN: the SOA with the negative TTL; its names are compressed per query (`nx_soa`)."""
     zone = view.zones[origin]
-    soa = soa_rr(zone, zone.negative_ttl)
-    rdata_wire = rdata("SOA", soa.rdata).to_wire()
-    assert rdata_wire is not None  # to_wire() without a file returns the bytes
-    tail = struct.pack("!HHIH", dns.rdatatype.SOA, IN, soa.ttl, len(rdata_wire)) + rdata_wire
+    soa = negative_soa(zone)
+    rd = rdata("SOA", soa.rdata)
+    mname = _name_labels(rd.mname)  # type: ignore[attr-defined]
+    rname = _name_labels(rd.rname)  # type: ignore[attr-defined]
+    origin_key = _wire_key(origin)
+    risky = frozenset(
+        key
+        for labels in (mname, rname)
+        for key in _suffix_keys(labels)
+        if len(key) > len(origin_key) and key.endswith(origin_key)
+    )
+    s = zone.soa
     return ZoneEntry(
         heads(Rcode.NXDOMAIN, authoritative=True, counts=(0, 1, 0)),
         tc_heads(Rcode.NXDOMAIN, authoritative=True),
-        tail,
+        origin_key,
+        struct.pack("!HHI", dns.rdatatype.SOA, IN, soa.ttl),
+        mname,
+        rname,
+        struct.pack("!IIIII", s.serial, s.refresh, s.retry, s.expire, s.minimum),
+        risky,
+        {},
     )
+
+
+def _name_labels(name: dns.name.Name) -> tuple[bytes, ...]:
+    """A name's labels in wire form (length byte + label), without the root."""
+    return tuple(bytes((len(label),)) + label for label in name.labels if label)
+
+
+def _suffix_keys(labels: tuple[bytes, ...]) -> Iterator[bytes]:
+    """The lower-case wire forms of a name's suffixes (the root left out), longest first."""
+    for i in range(len(labels)):
+        yield b"".join(labels[i:]).lower() + b"\x00"
+
+
+_MAX_CACHED_TAILS = 4096
+
+
+def nx_soa(zone: ZoneEntry, key: bytes, offset: int, rest: int) -> bytes:
+    """The SOA record of an NXDOMAIN answer, written where the question (lower-case wire form `key`,
+    at offset 12, ending at `rest` with its type and class) is followed by it, the zone's origin
+    starting at `offset` inside the question. Names are compressed exactly as dnspython compresses
+    them (the longest suffix already written, the question's suffixes first), so the fast path and
+    the slow path write the same bytes."""
+    cache_key = (offset, rest)
+    risky = zone.risky
+    if risky:
+        at = 0
+        while at < offset - 12:
+            if key[at:] in risky:
+                return _nx_soa(zone, key, rest)
+            at += key[at] + 1
+    found = zone.tails.get(cache_key)
+    if found is None:
+        found = _nx_soa(zone, key, rest)
+        if len(zone.tails) < _MAX_CACHED_TAILS:
+            zone.tails[cache_key] = found
+    return found
+
+
+def _nx_soa(zone: ZoneEntry, key: bytes, rest: int) -> bytes:
+    known: dict[bytes, int] = {}
+    at = 0
+    while key[at]:
+        known.setdefault(key[at:], 12 + at)
+        at += key[at] + 1
+    owner = struct.pack("!H", 0xC000 | known[zone.origin])
+    pos = rest + 2 + 10
+    names = []
+    for labels in (zone.mname, zone.rname):
+        out = []
+        for i, suffix in enumerate(_suffix_keys(labels)):
+            found = known.get(suffix)
+            if found is not None:
+                out.append(struct.pack("!H", 0xC000 | found))
+                pos += 2
+                break
+            if pos <= 0x3FFF:
+                known[suffix] = pos
+            out.append(labels[i])
+            pos += len(labels[i])
+        else:
+            out.append(b"\x00")
+            pos += 1
+        names.append(b"".join(out))
+    rdata_wire = names[0] + names[1] + zone.numbers
+    return owner + zone.rr_head + struct.pack("!H", len(rdata_wire)) + rdata_wire
 
 
 def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
@@ -311,16 +443,34 @@ def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
     return head if rdlen is None else head + struct.pack("!H", rdlen)
 
 
+def identity_text(identity: str | None, worker: int) -> str | None:
+    """`dns.identity` as worker `worker` says it: "{worker}" replaced by its number."""
+    return identity.replace("{worker}", str(worker)) if identity is not None else None
+
+
+def nsid_option(identity: str | None) -> bytes:
+    """The NSID option (code 3) carrying `identity`, or b"" when there is none."""
+    if identity is None:
+        return b""
+    data = identity.encode("utf-8")
+    return struct.pack("!HH", 3, len(data)) + data
+
+
 def compile_table(
-    view: View, *, max_udp_payload: int, use_client_subnet: bool, signer: Signer | None = None
+    view: View,
+    *,
+    max_udp_payload: int,
+    use_client_subnet: bool,
+    signer: Signer | None = None,
+    worker: int = 0,
 ) -> AnswerTable:
-    """Precompile every answer of a view for the fast path."""
-    refused = Variant(
-        heads(Rcode.REFUSED, authoritative=False),
-        tc_heads(Rcode.REFUSED, authoritative=False),
-        b"",
-    )
-    refused_entry = Entry(None, itertools.count(), (refused,), False)
+    """Precompile every answer of a view for the fast path. `worker` is the number of the DNS worker
+    process that answers from the table (1..dns.workers; 0 in a process without workers): it fills
+    the "{worker}" placeholder of `dns.identity`."""
+    identity = identity_text(view.config.dns.identity, worker)
+    refused = refused_variant(NOT_AUTHORITATIVE)
+    refused_transfer = refused_variant(TRANSFER_PROHIBITED)
+    refused_entry = Entry(None, itertools.count(), (refused_transfer,), False)
     names: dict[bytes, Node] = {}
     counters: dict[bytes, PolicyCounters] = {}
     for name, data in view.names.items():
@@ -355,7 +505,15 @@ def compile_table(
         signed_names=CowMap(signed_names),
         signed_zones=signed_zones,
         signer=signer,
+        refused_transfer=refused_transfer,
+        identity=identity,
+        nsid=nsid_option(identity),
+        wildcard_parents=_wildcard_parents(names),
     )
+
+
+def _wildcard_parents(names: Mapping[bytes, Node]) -> frozenset[bytes]:
+    return frozenset(key[2:] for key in names if key.startswith(b"\x01*"))
 
 
 def update_table(
@@ -367,7 +525,7 @@ def update_table(
     names: dict[bytes, Node] = {}
     counters: dict[bytes, PolicyCounters] = {}
     dropped: list[bytes] = []
-    refused_entry = Entry(None, itertools.count(), (table.refused,), False)
+    refused_entry = Entry(None, itertools.count(), (table.refused_transfer,), False)
     for name in removed:
         dropped.append(_wire_key(name))
     signed: dict[bytes, Node] = {}
@@ -386,14 +544,19 @@ def update_table(
             dropped.append(key)
     old = table.policy_counters
     retired = tuple(pc for key in (*names, *dropped) for pc in old.get(key, ()))
+    new_names = table.names.evolve(names, (k for k in dropped if k not in names))
+    wildcards = set(table.wildcard_parents)
+    wildcards.update(key[2:] for key in names if key.startswith(b"\x01*"))
+    wildcards.difference_update(key[2:] for key in dropped if key.startswith(b"\x01*") and key not in names)
     return replace(
         table,
-        names=table.names.evolve(names, (k for k in dropped if k not in names)),
+        names=new_names,
         signed_names=table.signed_names.evolve(signed, (k for k in dropped if k not in signed)),
         policy_counters=old.evolve(counters, (k for k in dropped if k not in counters)),
         serial=next(_SERIALS),
         derived_from=table.serial,
         retired=retired,
+        wildcard_parents=frozenset(wildcards),
     )
 
 
@@ -459,6 +622,7 @@ def compile_signed_answer(data: NameData, answer: Answer, signer: Signer, unsign
         heads(reply.rcode, authoritative=True, counts=(an, ns, ar)),
         tc_heads(reply.rcode, authoritative=True),
         sections,
+        unsigned.options,
     )
 
 
@@ -525,7 +689,12 @@ def compile_signed_node(
         found = done.get(id(entry))
         if found is not None:
             return found
-        if isinstance(outcome, Dynamic):
+        if isinstance(outcome, Chain):  # a CNAME chain: every RRset of each possible answer signed
+            variants = tuple(
+                compile_signed_answer(data, answer, signer, entry.variants[i])
+                for i, answer in enumerate(outcome.answers)
+            )
+        elif isinstance(outcome, Dynamic):
             variants = tuple(
                 compile_signed_records(data, outcome.records(i), signer, zone, entry.variants[i])
                 for i in range(len(entry.variants))
@@ -546,8 +715,8 @@ def compile_signed_node(
         return found
 
     types: dict[int, Entry] = {}
-    for rtype in (*data.outcomes, *ALWAYS_TYPES):
-        rdtype = int(dns.rdatatype.from_text(rtype))
+    for rtype in (*data.special_types(), *ALWAYS_TYPES):  # the types compile_node answers specially
+        rdtype = _type_code(rtype)
         types[rdtype] = signed(node.types[rdtype], data.outcome(rtype))
     for rdtype, entry in node.types.items():
         types.setdefault(rdtype, entry)  # zone transfers: REFUSED
@@ -560,13 +729,13 @@ def compile_signed_zone(origin: str, view: View, signer: Signer) -> SignedZone |
     if keys is None:
         return None
     zone = view.zones[origin]
-    soa = soa_rr(zone, zone.negative_ttl)
+    soa = negative_soa(zone)  # TTL min(SOA TTL, MINIMUM) as in every negative answer (RFC 2308 3)
     rdata_wire = rdata("SOA", soa.rdata).to_wire()
     assert rdata_wire is not None
     sigs = signer.rrsig_rdatas(keys, keys.origin_wire, dns.rdatatype.SOA, soa.ttl, (rdata_wire,))
     tails = [struct.pack("!HHIH", dns.rdatatype.SOA, IN, soa.ttl, len(rdata_wire)) + rdata_wire]
     tails += [struct.pack("!HHIH", RRSIG, IN, soa.ttl, len(sig)) + sig for sig in sigs]
-    ttl = zone.negative_ttl
+    ttl = soa.ttl
 
     def denial(qname: bytes) -> bytes:
         return signer.denial_records(keys, qname, ttl)

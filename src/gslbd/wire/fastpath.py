@@ -17,7 +17,7 @@ import random
 
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
-from gslbd.wire.compile import AnswerTable, count_answers
+from gslbd.wire.compile import AnswerTable, count_answers, nx_soa
 from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
@@ -27,14 +27,13 @@ _COUNTS = b"\x00\x01\x00\x00\x00\x00"
 _AR0 = b"\x00\x00"
 _AR1 = b"\x00\x01"
 _NAME_MAX_END = 12 + 255
-# Compression pointers to offsets inside the question, and single bytes, prebuilt.
-_POINTER = tuple(bytes((0xC0 | (offset >> 8), offset & 0xFF)) for offset in range(_NAME_MAX_END + 1))
+# Single bytes, prebuilt.
 _BYTE = tuple(bytes((value,)) for value in range(256))
-_LENGTH = tuple(value.to_bytes(2, "big") for value in range(64))  # an ECS option is at most 24 bytes
 # EDNS options dnspython validates strictly (the fast path leaves queries carrying them to it).
 _STRICT_OPTIONS = frozenset((15, 18, 22, 23, 24, 25))
 _ECS = 8
 _COOKIE = 10
+_NSID = 3
 _ZONE_TRANSFERS = (251, 252)
 _NXNAME = 128  # RFC 9824's meta-type
 _CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
@@ -93,6 +92,7 @@ def fast_answer(
     ecs_end = 0
     ecs_src = 0
     do = 0
+    nsid = b""
     ip = src_ip
     v6 = src_v6
     if has_opt:
@@ -133,6 +133,8 @@ def fast_answer(
                 size = after - at - 4
                 if size != 8 and not 16 <= size <= 40:
                     return None
+            elif code == _NSID:
+                nsid = table.nsid
             elif code in _STRICT_OPTIONS:
                 return None
             at = after
@@ -145,43 +147,47 @@ def fast_answer(
             node = table.signed_names.get(key, node)
         pick, counter, variants, location_dependent = node.types.get(qtype, node.default)
         if pick is None:
-            heads, tc_heads, sections = variants[0]
+            heads, tc_heads, sections, options = variants[0]
         else:
-            heads, tc_heads, sections = variants[pick(ip, v6, rng, next(counter))]
+            heads, tc_heads, sections, options = variants[pick(ip, v6, rng, next(counter))]
     else:
         location_dependent = False
-        heads, tc_heads, sections = table.refused
-        if qtype not in _ZONE_TRANSFERS:
+        if qtype in _ZONE_TRANSFERS:
+            heads, tc_heads, sections, options = table.refused_transfer
+        else:
+            heads, tc_heads, sections, options = table.refused
             zones = table.zones
+            wildcards = table.wildcard_parents
             for offset in suffixes:
                 zone_key = key[offset - 12 :]
+                if wildcards and zone_key in wildcards:
+                    return None  # maybe a wildcard's answer: the slow path decides (RFC 4592)
                 zone = zones.get(zone_key)
                 if zone is not None:
+                    options = b""
                     signed = table.signed_zones.get(zone_key) if do else None
                     if signed is not None:  # RFC 9824 compact denial
                         heads, tc_heads, _, soa_at, denials, denial = signed
                         found = denials.get(key)
                         sections = soa_at[offset] + (found if found is not None else denial(key))
                         break
-                    heads, tc_heads, soa_tail = zone
-                    sections = _POINTER[offset] + soa_tail
+                    heads = zone.heads
+                    tc_heads = zone.tc_heads
+                    sections = nx_soa(zone, key, offset, rest)
                     break
 
     # The response: ID, header tail, the query's question, records, OPT.
     question = data[12:rest]
     if has_opt:
         index = (data[2] & 1) | 2
+        # Options in the slow path's order: ECS echo, NSID, then the variant's own (EDE).
         if ecs_end and table.use_client_subnet:
             scope = _BYTE[ecs_src] if location_dependent else _BYTE[0]
-            opt = b"".join(
-                (
-                    table.opt_prefix[do],
-                    _LENGTH[ecs_end - ecs_at],
-                    data[ecs_at : ecs_at + 7],
-                    scope,
-                    data[ecs_at + 8 : ecs_end],
-                )
-            )
+            options = b"".join((data[ecs_at : ecs_at + 7], scope, data[ecs_at + 8 : ecs_end], nsid, options))
+        elif nsid:
+            options = nsid + options
+        if options:
+            opt = b"".join((table.opt_prefix[do], len(options).to_bytes(2, "big"), options))
         else:
             opt = table.opt_plain[do]
         limit = 512 if payload < 512 else payload
@@ -288,4 +294,6 @@ class Responder:
             rng=self.rng,
             seq=next(self._slow_seq),
             on_notify=self.on_notify,
+            identity=table.identity,
+            version=view.config.dns.version,
         )

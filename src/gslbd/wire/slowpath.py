@@ -5,13 +5,19 @@ The order of checks (each answers or drops, the first that applies wins):
   2. the message does not parse: NOTIMP for an opcode other than QUERY, else BADVERS when a readable
      OPT record has a version above 0, else FORMERR; the question is echoed when it can be read, an
      OPT record is added when one could be found; a TSIG signature that does not verify with the
-     exchange's key (`peers.tsig`; without one every key is unknown): NOTAUTH, unsigned (wire/tsig.py);
+     exchange's key (`peers.tsig`; without one every key is unknown): NOTAUTH with the TSIG error
+     record of RFC 8945 5.2 and, with EDNS, an EDE naming it (wire/tsig.py);
   3. opcode other than QUERY: NOTIMP (NOTIFY goes to the `on_notify` hook when there is one);
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
   6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
-  7. type NXNAME (128, RFC 9824): FORMERR; class other than IN, AXFR, IXFR: REFUSED;
-  8. the view's answer for (name, type) at the client's location.
+  7. type NXNAME (128, RFC 9824): FORMERR; AXFR, IXFR: REFUSED (EDE 18); CHAOS id.server.,
+     hostname.bind., version.bind., version.server. when dns.identity/dns.version are set: their TXT;
+     any other class than IN: REFUSED (EDE 20);
+  8. the view's answer for (name, type) at the client's location (a nonexistent name below a
+     wildcard service: the wildcard's answer, RFC 4592).
+NSID (RFC 5001) is answered with `identity` when the query asks for it; EDE (RFC 8914) options follow
+ECS and NSID in the OPT record.
 Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
 echoes ECS when `use_client_subnet` is on and the query carried it. The response to a query with a
 verified TSIG signature is signed with the same key.
@@ -22,16 +28,30 @@ from __future__ import annotations
 import ipaddress
 import random
 import struct
+import time
+from dataclasses import dataclass
 
 import dns.edns
 import dns.message
 import dns.name
 import dns.opcode
 import dns.rcode
+import dns.rdata
+import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
-from gslbd.answer import Answer, View, render, soa_rr
+from gslbd.answer import (
+    NOT_AUTHORITATIVE,
+    TRANSFER_PROHIBITED,
+    Answer,
+    NameData,
+    Rr,
+    View,
+    negative_soa,
+    render,
+    wildcard_at,
+)
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
 from gslbd.wire.dnssec import CO, NXNAME, Signer
@@ -47,7 +67,7 @@ from gslbd.wire.render import (
     to_wire_limited,
     udp_limit,
 )
-from gslbd.wire.tsig import TsigRefused, read_signed, sign_reply
+from gslbd.wire.tsig import ERROR_NAMES, TsigRefused, error_reply, read_signed, sign_reply
 
 BADVERS = 16
 OPT_TYPE = 41
@@ -66,10 +86,14 @@ def slow_response(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None = None,
+    identity: str | None = None,
+    version: str | None = None,
     signer: Signer | None = None,
 ) -> bytes | None:
     """The response to one query packet (without the TCP length prefix), or None to drop it.
-    `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode."""
+    `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode.
+    `identity` (dns.identity, {worker} filled in) answers NSID and CHAOS id.server./hostname.bind.;
+    `version` answers CHAOS version.bind./version.server.; None hides them (REFUSED, no NSID)."""
     if len(data) < 12 or data[2] & 0x80:
         return None
     qid = int.from_bytes(data[0:2], "big")
@@ -77,10 +101,10 @@ def slow_response(
     key = exchange_key(view)
     try:
         query = read_signed(data, key)
-    except TsigRefused:
+    except TsigRefused as refused:
         if (qflags >> 11) & 0xF == dns.opcode.NOTIFY and on_notify is not None:
             on_notify("", src_ip, src_v6)  # counted as refused, like any NOTIFY it does not accept
-        return _error(qid, qflags, readable_question(data), Rcode.NOTAUTH, None)
+        return _tsig_error(data, qid, qflags, refused, key, max_udp_payload)
     except Exception:  # dnspython raises many kinds of errors on malformed input
         return _unparsed(data, qid, qflags, max_udp_payload)
     wire = _respond(
@@ -96,6 +120,7 @@ def slow_response(
         rng,
         seq,
         on_notify,
+        _Identity(identity, version),
         signer,
     )
     if not query.had_tsig:
@@ -132,6 +157,7 @@ def _respond(
     rng: random.Random,
     seq: int,
     on_notify: NotifyHook | None,
+    ident: _Identity,
     signer: Signer | None = None,
 ) -> bytes:
     """The response to a parsed (and, when signed, verified) query."""
@@ -157,16 +183,34 @@ def _respond(
         ip, v6 = int(ipaddress.ip_address(ecs.address)), ecs.family == 2
     if question.rdtype == NXNAME:  # RFC 9824 3.5: a meta-type that is never asked
         return _error(qid, qflags, [question], Rcode.FORMERR, edns)
-    if question.rdclass != IN or question.rdtype in ZONE_TRANSFERS:
-        answer = Answer(Rcode.REFUSED, authoritative=False)
+    if question.rdtype in ZONE_TRANSFERS:
+        answer = Answer(Rcode.REFUSED, authoritative=False, ede=TRANSFER_PROHIBITED)
+    elif question.rdclass == CH and (found := ident.chaos(question)) is not None:
+        answer = found
+    elif question.rdclass != IN:
+        answer = Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
     else:
         answer = resolve(view, question.name, question.rdtype, ip=ip, v6=v6, rng=rng, seq=seq)
-    if edns is not None and ecs is not None:
-        scope = ecs.srclen if answer.location_dependent else 0
-        edns = EdnsReply(edns.payload, edns.flags, (dns.edns.ECSOption(ecs.address, ecs.srclen, scope),))
+    if edns is not None:
+        options: list[dns.edns.Option] = []
+        if ecs is not None:
+            scope = ecs.srclen if answer.location_dependent else 0
+            options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
+        if ident.identity is not None and any(o.otype == dns.edns.NSID for o in query.options):
+            options.append(dns.edns.NSIDOption(ident.identity.encode("utf-8")))
+        if answer.ede is not None:
+            options.append(dns.edns.EDEOption(dns.edns.EDECode.make(answer.ede[0]), answer.ede[1] or None))
+        if options:
+            edns = EdnsReply(edns.payload, edns.flags, tuple(options))
     flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
     signed = None
-    if signer is not None and edns is not None and edns.flags & DO and answer.rcode != Rcode.REFUSED:
+    if (
+        signer is not None
+        and edns is not None
+        and edns.flags & DO
+        and answer.rcode != Rcode.REFUSED
+        and question.rdclass == IN
+    ):
         qname = question.name.canonicalize().to_text()
         compact_ok = bool(query.ednsflags & CO)
         signed = signer.signed_reply(qname, view.names.get(qname), answer, compact_ok=compact_ok)
@@ -177,8 +221,47 @@ def _respond(
         msg.answer, msg.authority, msg.additional = signed.answer, signed.authority, signed.additional
     else:
         msg = build_message(qid, flags, [question], rcode=answer.rcode, answer=answer, edns=edns)
+        if question.rdclass == CH and answer.answer:
+            msg.answer = chaos_rrsets(answer)
     limit = TCP_LIMIT if tcp else udp_limit(has_edns, query.payload, max_udp_payload)
     return to_wire_limited(msg, limit)
+
+
+CH = dns.rdataclass.CH
+IDENTITY_NAMES = frozenset(dns.name.from_text(n) for n in ("id.server.", "hostname.bind."))
+VERSION_NAMES = frozenset(dns.name.from_text(n) for n in ("version.bind.", "version.server."))
+
+
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    """What this server says about itself: dns.identity ({worker} filled in) and dns.version."""
+
+    identity: str | None
+    version: str | None
+
+    def chaos(self, question: dns.rrset.RRset) -> Answer | None:
+        """The answer to a CHAOS question for id.server./hostname.bind./version.bind./version.server.
+        when configured (TXT or ANY: the text; another type: NODATA); None otherwise (REFUSED)."""
+        name = question.name
+        text = self.identity if name in IDENTITY_NAMES else self.version if name in VERSION_NAMES else None
+        if text is None:
+            return None
+        # Not authoritative data (no AA), as Knot and NSD answer these (docs/conformance.md).
+        if question.rdtype not in (dns.rdatatype.TXT, dns.rdatatype.ANY):
+            return Answer(Rcode.NOERROR, authoritative=False)
+        quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        record = Rr(name.to_text().lower(), "TXT", 0, quoted)
+        return Answer(Rcode.NOERROR, answer=(record,), authoritative=False)
+
+
+def chaos_rrsets(answer: Answer) -> list[dns.rrset.RRset]:
+    """The answer's TXT records in class CH (the answer model's records are class IN)."""
+    out = []
+    for rr in answer.answer:
+        rrset = dns.rrset.RRset(dns.name.from_text(rr.name), CH, dns.rdatatype.TXT)
+        rrset.add(dns.rdata.from_text(CH, dns.rdatatype.TXT, rr.rdata), rr.ttl)
+        out.append(rrset)
+    return out
 
 
 def resolve(
@@ -200,10 +283,26 @@ def resolve(
     while True:
         zone = view.zones.get(name.to_text())
         if zone is not None:
-            return Answer(Rcode.NXDOMAIN, authority=(soa_rr(zone, zone.negative_ttl),))
+            wild = _wildcard(view, qname.canonicalize(), zone.origin)
+            if wild is not None:
+                answer = render(wild, wild.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
+                return wildcard_at(answer, wild.name, qname.canonicalize().to_text())
+            return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         if name == dns.name.root:
-            return Answer(Rcode.REFUSED, authoritative=False)
+            return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
         name = name.parent()
+
+
+def _wildcard(view: View, qname: dns.name.Name, origin: str) -> NameData | None:
+    """The wildcard node answering the nonexistent `qname` (RFC 4592: `*.` of the closest encloser),
+    found label by label like the zone."""
+    name = qname
+    while name != dns.name.root:
+        name = name.parent()
+        text = name.to_text()
+        if text == origin or text in view.names:
+            return view.names.get("*." + text)
+    return None
 
 
 def _error(
@@ -215,6 +314,20 @@ def _error(
 ) -> bytes:
     msg = build_message(qid, response_flags(qflags, authoritative=False), question, rcode=rcode, edns=edns)
     return message_wire(msg)
+
+
+def _tsig_error(
+    data: bytes, qid: int, qflags: int, refused: TsigRefused, key: TsigKey | None, max_udp_payload: int
+) -> bytes:
+    """NOTAUTH with the TSIG error record of RFC 8945 5.2 (wire/tsig.py), the question echoed, and our
+    OPT record with an EDE naming the TSIG error when the query had EDNS."""
+    opt = scan_opt(data)
+    edns = None
+    if opt is not None:
+        ede = dns.edns.EDEOption(dns.edns.EDECode.OTHER, f"TSIG error {ERROR_NAMES[refused.error]}")
+        edns = EdnsReply(max_udp_payload, opt[1] & DO, (ede,))
+    wire = _error(qid, qflags, readable_question(data), Rcode.NOTAUTH, edns)
+    return error_reply(wire, data, refused.error, key, int(time.time()))
 
 
 def _unparsed(data: bytes, qid: int, qflags: int, max_udp_payload: int) -> bytes:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import ipaddress
 import random
+import struct
+import time
 from pathlib import Path
 
 import dns.flags
 import dns.message
 import dns.opcode
 import dns.rcode
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.TSIG
 import dns.tsig
 import dns.tsigkeyring
 import pytest
@@ -91,17 +96,21 @@ def test_unsigned_queries_are_still_answered_unsigned() -> None:
 
 
 @pytest.mark.parametrize(
-    ("secret", "keyname"),
-    [(OTHER, "gslb-exchange."), (SECRET, "someone-else.")],
+    ("secret", "keyname", "error"),
+    [(OTHER, "gslb-exchange.", dns.rcode.BADSIG), (SECRET, "someone-else.", dns.rcode.BADKEY)],
     ids=["wrong secret", "unknown key name"],
 )
-def test_a_query_that_does_not_verify_gets_notauth_unsigned(secret: str, keyname: str) -> None:
+def test_a_query_that_does_not_verify_gets_notauth_with_an_unsigned_tsig_error(
+    secret: str, keyname: str, error: int
+) -> None:
     r, _ = responder()
     wire = r.handle(signed(LOCALTARGETS, "A", secret, keyname).to_wire(), PEER_IP, False)
-    reply = dns.message.from_wire(wire or b"")
+    reply = dns.message.from_wire(wire or b"", keyring=False)
     assert reply.rcode() == dns.rcode.NOTAUTH
-    assert not reply.answer and not reply.had_tsig
+    assert not reply.answer
     assert [q.name.to_text() for q in reply.question] == [LOCALTARGETS]
+    assert reply.tsig is not None and reply.tsig.name.to_text() == keyname  # RFC 8945 5.2: the error
+    assert (reply.tsig[0].error, reply.tsig[0].mac) == (error, b"")  # unsigned
 
 
 def test_with_a_key_an_unsigned_notify_is_refused_and_a_signed_one_accepted_with_a_signed_reply() -> None:
@@ -116,7 +125,7 @@ def test_with_a_key_an_unsigned_notify_is_refused_and_a_signed_one_accepted_with
     assert accepted == ["", "gslb.test."]
     # One signed with another key gets NOTAUTH, and the hook still sees it (to count it as refused).
     message, _ = sign(notify_message("gslb.test.", 7), TsigKey("gslb-exchange.", OTHER))
-    reply = dns.message.from_wire(r.handle(message, PEER_IP, False) or b"")
+    reply = dns.message.from_wire(r.handle(message, PEER_IP, False) or b"", keyring=False)
     assert reply.rcode() == dns.rcode.NOTAUTH and accepted == ["", "gslb.test.", ""]
 
 
@@ -133,10 +142,10 @@ def test_the_poller_rejects_an_unsigned_or_wrongly_signed_reply_and_takes_a_good
     unkeyed, _ = responder(PEERS)
     wrong, _ = responder(PEERS + TSIG.replace(SECRET, OTHER))
     assert checked(good.handle(message, PEER_IP, False) or b"", q, 77, KEY, mac).data == ("192.0.2.1",)
-    with pytest.raises(BadReply, match=r"^TSIG: the reply is not signed$"):
+    with pytest.raises(BadReply, match=r"^TSIG: the peer does not know our key \(BADKEY\)$"):
         checked(unkeyed.handle(message, PEER_IP, False) or b"", q, 77, KEY, mac)
-    with pytest.raises(BadReply, match=r"^TSIG: the reply is not signed$"):  # NOTAUTH, unsigned
-        checked(wrong.handle(message, PEER_IP, False) or b"", q, 77, KEY, mac)
+    with pytest.raises(BadReply, match=r"^TSIG: the peer says our signature is bad \(BADSIG\)$"):
+        checked(wrong.handle(message, PEER_IP, False) or b"", q, 77, KEY, mac)  # NOTAUTH + TSIG error
     # A reply is bound to the MAC of the query it answers: checked against another query's, it fails.
     reply = good.handle(message, PEER_IP, False) or b""
     with pytest.raises(BadReply, match=r"^TSIG: the reply's TSIG signature does not verify$"):
@@ -173,3 +182,40 @@ def test_a_key_file_gives_name_and_algorithm_and_the_config_may_not_contradict_i
     assert load_with_key_file(tmp_path, bind, "{name: other, secret_file: exchange.key}")[1] == [
         f"gslbd.yaml:7: peers.tsig.name: 'other.' but the key file {key_file!r} holds key 'gslb-exchange.'"
     ]
+
+
+def query_signed_at(time_signed: int, qid: int = 4321) -> tuple[bytes, bytes]:
+    """A query signed with KEY as if at `time_signed` (seconds since the epoch), and its MAC."""
+    wire = dns.message.make_query(LOCALTARGETS, "A", use_edns=0, id=qid).to_wire()
+    key = dns.tsig.Key("gslb-exchange.", SECRET)
+    template = dns.rdtypes.ANY.TSIG.TSIG(
+        dns.rdataclass.ANY, dns.rdatatype.TSIG, key.algorithm, 0, 300, b"", qid, 0, b""
+    )
+    rdata, _ = dns.tsig.sign(wire, key, template, time_signed)
+    rdata_wire = rdata.to_wire()
+    record = key.name.to_wire() + struct.pack("!HHIH", 250, 255, 0, len(rdata_wire)) + rdata_wire
+    return wire[:10] + b"\x00\x02" + wire[12:] + record, rdata.mac
+
+
+def test_a_query_signed_too_long_ago_gets_badtime_signed_with_our_time() -> None:
+    r, _ = responder()
+    asked_at = int(time.time()) - 3600
+    wire, mac = query_signed_at(asked_at)
+    before = int(time.time())
+    raw = r.handle(wire, PEER_IP, False) or b""
+    reply = dns.message.from_wire(raw, keyring=False)
+    assert reply.rcode() == dns.rcode.NOTAUTH and reply.edns == 0  # OPT kept
+    tsig = reply.tsig[0]
+    assert tsig.error == dns.rcode.BADTIME and tsig.time_signed == asked_at
+    ours = int.from_bytes(tsig.other, "big")
+    assert before <= ours <= int(time.time())
+    # Signed with the key over the query's MAC (RFC 8945 5.2.3): recompute the MAC and compare.
+    unsigned = (
+        raw[:10]
+        + (int.from_bytes(raw[10:12], "big") - 1).to_bytes(2, "big")
+        + raw[12 : raw.rindex(b"\x0dgslb-exchange")]
+    )
+    expected, _ = dns.tsig.sign(
+        unsigned, dns.tsig.Key("gslb-exchange.", SECRET), tsig.replace(mac=b""), asked_at, mac
+    )
+    assert tsig.mac == expected.mac and tsig.mac

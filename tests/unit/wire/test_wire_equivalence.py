@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
+from dataclasses import replace
 from typing import Any
 
 import dns.edns
@@ -11,11 +12,14 @@ import dns.message
 import dns.name
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wire_support import INNER, ORIGIN, OTHER, make_view, query
+from wire_support import CONFIG, INNER, ORIGIN, OTHER, make_view, query
 
+from gslbd.model.config import DnsConfig
 from gslbd.wire import Responder, compile_table, slow_response
 
 VIEW = make_view()
+# The same world with dns.identity and dns.version set: NSID answered on both paths.
+VIEW_ID = make_view(replace(CONFIG, dns=DnsConfig(identity="ns1-w{worker}", version="gslbd")))
 EXISTING = sorted(VIEW.names)
 ZONES = sorted(VIEW.zones)
 LABEL = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)
@@ -111,7 +115,11 @@ def test_fast_and_slow_paths_give_the_same_response(data: st.DataObject) -> None
     edns = data.draw(st.sampled_from([None, 0]), "edns")
     ecs = data.draw(ecs_texts(), "ecs") if edns is not None else None
     cookie = data.draw(st.booleans(), "cookie") and edns is not None
-    options = (dns.edns.CookieOption(b"cookie!!", b""),) if cookie else ()
+    options: tuple[dns.edns.Option, ...] = (dns.edns.CookieOption(b"cookie!!", b""),) if cookie else ()
+    if edns is not None and data.draw(st.booleans(), "nsid"):
+        options += (dns.edns.NSIDOption(b""),)
+    view = data.draw(st.sampled_from([VIEW, VIEW_ID]), "view")
+    worker = data.draw(st.integers(0, 4), "worker")
     wire = query(
         name,
         rtype,
@@ -129,13 +137,15 @@ def test_fast_and_slow_paths_give_the_same_response(data: st.DataObject) -> None
     ip, v6 = data.draw(sources(), "source")
     seed = data.draw(st.integers(0, 2**32), "seed")
 
-    table = compile_table(VIEW, max_udp_payload=max_udp_payload, use_client_subnet=use_client_subnet)
-    responder = Responder(table, VIEW, random.Random(seed))
+    table = compile_table(
+        view, max_udp_payload=max_udp_payload, use_client_subnet=use_client_subnet, worker=worker
+    )
+    responder = Responder(table, view, random.Random(seed))
     fast = responder.handle(wire, ip, v6, tcp)
     assert responder.slow_count == 0, "the fast path must answer every well-formed query"
     slow = slow_response(
         wire,
-        VIEW,
+        view,
         ip,
         v6,
         tcp=tcp,
@@ -143,9 +153,12 @@ def test_fast_and_slow_paths_give_the_same_response(data: st.DataObject) -> None
         use_client_subnet=use_client_subnet,
         rng=random.Random(seed),
         seq=0,
+        identity=table.identity,
+        version=view.config.dns.version,
     )
     assert fast is not None and slow is not None
     assert normalized(fast) == normalized(slow)
+    assert fast == slow, "the fast path writes the slow path's bytes"
     if not tcp:
         limit = (
             512 if edns is None else min(max(int(dns.message.from_wire(wire).payload), 512), max_udp_payload)

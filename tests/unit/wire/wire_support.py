@@ -16,7 +16,7 @@ import dns.rdatatype
 
 from gslbd.answer import View, build_view
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, Service
+from gslbd.model.service import Endpoint, HttpsRecord, Service
 from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.state.snapshot import Snapshot
@@ -50,6 +50,20 @@ ZONE = Zone(
         StaticRecord("info.gslb.example.com.", "TXT", '"world"', 120),
         StaticRecord("mail.gslb.example.com.", "MX", "10 mx.example.net.", 120),
         StaticRecord("x.deep.gslb.example.com.", "A", "192.0.2.99", 120),
+        # In-zone CNAME chains (answer/chain.py): to a policy, NXDOMAIN, SERVFAIL, a loop, too long.
+        StaticRecord("to-sticky.gslb.example.com.", "CNAME", "sticky.gslb.example.com.", 120),
+        StaticRecord("to-info.gslb.example.com.", "CNAME", "info.gslb.example.com.", 120),
+        StaticRecord("dangling.gslb.example.com.", "CNAME", "missing.gslb.example.com.", 120),
+        StaticRecord("to-sf.gslb.example.com.", "CNAME", "sf.gslb.example.com.", 120),
+        StaticRecord("to-nx.gslb.example.com.", "CNAME", "nx.gslb.example.com.", 120),
+        StaticRecord("to-inner.gslb.example.com.", "CNAME", "svc.inner.gslb.example.com.", 120),
+        StaticRecord("loop1.gslb.example.com.", "CNAME", "loop2.gslb.example.com.", 120),
+        StaticRecord("loop2.gslb.example.com.", "CNAME", "loop1.gslb.example.com.", 120),
+        *(
+            StaticRecord(f"c{i}.gslb.example.com.", "CNAME", f"c{i + 1}.gslb.example.com.", 120)
+            for i in range(10)
+        ),
+        StaticRecord("c10.gslb.example.com.", "A", "192.0.2.110", 120),
     ),
 )
 INNER_ZONE = Zone(
@@ -90,7 +104,14 @@ SERVICES = (
     svc("solo", "192.0.2.9"),
     svc("big", *(f"10.0.0.{i}" for i in range(1, 41)), max_answers=40),
     svc("alias", "lb.example.net."),
-    svc("sticky", *(f"198.51.100.{i}" for i in range(1, 5)), policy=PolicyName.HASH),
+    svc(
+        "sticky",
+        *(f"198.51.100.{i}" for i in range(1, 5)),
+        "2001:db8::5",
+        "2001:db8::6",
+        policy=PolicyName.HASH,
+        https=HttpsRecord(("h2", "h3"), 8443),  # hints picked per client, like the A/AAAA answers
+    ),
     svc("shuffled", "192.0.2.21", "192.0.2.22", "192.0.2.23", policy=PolicyName.RANDOM),
     svc("split", "192.0.2.31", "192.0.2.32", policy=PolicyName.WEIGHTED),
     svc("primary", "192.0.2.41", "192.0.2.42", policy=PolicyName.FAILOVER),
@@ -107,8 +128,11 @@ SERVICES = (
     ),
     svc("serveall", "192.0.2.64", "192.0.2.65"),
     svc("svc", "192.0.2.70", "2001:db8::70", zone=INNER),
+    # Hostname endpoints inside our zones: the policy's CNAME, then the target's own policy.
+    svc("chase", "sticky.gslb.example.com.", "shuffled.gslb.example.com.", "lb.example.net."),
+    svc("fbchase", "192.0.2.66", all_down=AllDown.FALLBACK, fallback=("app.gslb.example.com.",)),
 )
-DEAD = ("sf", "nx", "nd", "fb", "serveall")
+DEAD = ("sf", "nx", "nd", "fb", "serveall", "fbchase")
 CONFIG = Config(zones=(ZONE, INNER_ZONE, OTHER_ZONE), services=SERVICES)
 
 

@@ -1,0 +1,90 @@
+"""Extended DNS Errors (RFC 8914): which responses carry which code, only with EDNS, on both paths."""
+
+from __future__ import annotations
+
+import random
+
+import dns.edns
+import dns.flags
+import dns.message
+import dns.rcode
+import dns.rdataclass
+import pytest
+from wire_support import ORIGIN, ask, ask_wire, client, query
+
+from gslbd.wire import Responder, slow_response
+from gslbd.wire.ede import RATE_LIMITED, rate_limited_truncation
+
+
+def edes(msg: dns.message.Message) -> list[tuple[int, str | None]]:
+    return [(int(o.code), o.text) for o in msg.options if isinstance(o, dns.edns.EDEOption)]
+
+
+def same_on_both_paths(responder: Responder, wire: bytes) -> dns.message.Message:
+    fast = ask_wire(responder, wire)
+    ip, v6 = client("203.0.113.5")
+    slow = slow_response(
+        wire,
+        responder.view,
+        ip,
+        v6,
+        tcp=False,
+        max_udp_payload=1232,
+        use_client_subnet=True,
+        rng=random.Random(1),
+        seq=0,
+    )
+    assert fast == slow
+    assert fast is not None
+    return dns.message.from_wire(fast)
+
+
+def test_refused_outside_our_zones_says_not_authoritative(responder: Responder) -> None:
+    msg = same_on_both_paths(responder, query("www.example.net.", edns=0))
+    assert msg.rcode() == dns.rcode.REFUSED and edes(msg) == [(20, None)]
+    assert responder.slow_count == 0
+
+
+def test_no_ede_without_edns(responder: Responder) -> None:
+    msg = ask(responder, query("www.example.net."))
+    assert msg.rcode() == dns.rcode.REFUSED and msg.edns == -1
+
+
+@pytest.mark.parametrize("name", [ORIGIN, f"app.{ORIGIN}", f"nope.{ORIGIN}", "www.example.net."])
+def test_zone_transfers_are_prohibited(responder: Responder, name: str) -> None:
+    msg = same_on_both_paths(responder, query(name, "AXFR", edns=0))
+    assert msg.rcode() == dns.rcode.REFUSED
+    assert edes(msg) == [(18, "zone transfers are not served")]
+
+
+def test_other_classes_are_not_authoritative(responder: Responder) -> None:
+    msg = ask(responder, query(f"app.{ORIGIN}", edns=0, rdclass=dns.rdataclass.HS))
+    assert msg.rcode() == dns.rcode.REFUSED and edes(msg) == [(20, None)]
+
+
+def test_all_down_servfail_says_why(responder: Responder) -> None:
+    msg = same_on_both_paths(responder, query(f"sf.{ORIGIN}", edns=0, ecs="198.51.100.0/24"))
+    assert msg.rcode() == dns.rcode.SERVFAIL
+    assert edes(msg) == [(0, "no healthy endpoint")]
+    assert [o.otype for o in msg.options] == [dns.edns.ECS, dns.edns.EDE]  # ECS first, as the slow path
+
+
+def test_positive_and_negative_answers_carry_no_ede(responder: Responder) -> None:
+    for name in (f"app.{ORIGIN}", f"nope.{ORIGIN}", f"info.{ORIGIN}"):
+        assert edes(same_on_both_paths(responder, query(name, edns=0))) == []
+
+
+def test_rate_limited_truncation_is_tc_with_the_question_and_ede_only_with_edns() -> None:
+    wire = query(f"App.{ORIGIN}", edns=0, dnssec_ok=True, qid=77)
+    out = rate_limited_truncation(wire, 1232)
+    assert out is not None
+    msg = dns.message.from_wire(out)
+    assert msg.id == 77 and msg.flags & dns.flags.TC and not msg.flags & dns.flags.AA
+    assert msg.question[0].name.to_text() == f"App.{ORIGIN}"
+    assert (msg.answer, msg.authority) == ([], [])
+    assert msg.ednsflags & dns.flags.DO and msg.payload == 1232
+    assert edes(msg) == [RATE_LIMITED]
+    plain = rate_limited_truncation(query(f"app.{ORIGIN}"), 1232)
+    assert plain is not None and dns.message.from_wire(plain).edns == -1
+    assert rate_limited_truncation(b"\x00" * 11, 1232) is None
+    assert rate_limited_truncation(wire[:20], 1232) is None
