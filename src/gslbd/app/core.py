@@ -204,6 +204,7 @@ class App:
         if self.workers is not None:  # the workers answer NOTIFY themselves and pass it on
             self.workers.on_notify = self.exchange.notify_received
         await self.exchange.start(self._snapshot)
+        self.responder.on_exchange = self.exchange.hook()  # serves this site's exchange zones
         self._ready = True
         log.info("ready: %d endpoints probed", len(self._probed))
 
@@ -363,6 +364,8 @@ class App:
             self._rebuild()
         else:
             self.apply_snapshot(self._snapshot)
+        if self.running:
+            self.responder.on_exchange = self.exchange.hook()  # peers.transfer may have changed
         if self.running and config.cluster != old.cluster:
             log.warning("cluster changes take effect at the next restart")
         if self.cluster is not None:

@@ -18,10 +18,12 @@ import contextlib
 import ipaddress
 import logging
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gslbd.exchange.transport import UdpChannel, sign, signature_problem
 from gslbd.exchange.wireformat import NOTIFY_OPCODE, notify_message
+from gslbd.exchange.xfrwire import notify_with_serial
+from gslbd.exchange.zone import exchange_apex
 from gslbd.metrics import NOTIFY_SENT
 from gslbd.model.config import Config, ListenAddress
 
@@ -37,6 +39,14 @@ def normal_ip(text: str) -> str:
         return str(ipaddress.ip_address(text))
     except ValueError:
         return text
+
+
+def source_address(ip: int, v6: bool) -> str:
+    """A sender's address as text; an IPv4-mapped IPv6 address as its IPv4 form."""
+    if not v6:
+        return str(ipaddress.IPv4Address(ip))
+    addr = ipaddress.IPv6Address(ip)
+    return str(addr.ipv4_mapped) if addr.ipv4_mapped is not None else str(addr)
 
 
 def notify_sources(config: Config) -> dict[str, tuple[str, ...]]:
@@ -78,6 +88,9 @@ class Notifier:
         self._tasks: dict[tuple[str, ListenAddress], asyncio.Task[None]] = {}
         self._again: set[tuple[str, ListenAddress]] = set()
         self._failing: set[ListenAddress] = set()
+        # zone origin -> this site's exchange zone serial for it (None: no exchange zone): carried in
+        # the NOTIFY's answer section so that the peer need not ask the SOA (exchange/xfrserve.py)
+        self.serial: Callable[[str], int | None] = lambda origin: None
 
     def update(self, config: Config) -> None:
         self._config = config
@@ -127,7 +140,12 @@ class Notifier:
         try:
             for _ in range(ATTEMPTS):
                 qid = channel.new_id()
-                message, mac = sign(notify_message(zone, qid), key)
+                serial = self.serial(zone)
+                if serial is None:
+                    wire = notify_message(zone, qid)
+                else:
+                    wire = notify_with_serial(zone, qid, exchange_apex(self._config.site.name, zone), serial)
+                message, mac = sign(wire, key)
                 try:
                     reply = await channel.exchange(message, qid, timeout)
                 except TimeoutError:

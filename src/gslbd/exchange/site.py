@@ -6,29 +6,36 @@ Exchange(config, clock, rng, on_peers=..., on_beat=...)
   notifier  sends NOTIFY to every peer nameserver when this site's publication changes
   heartbeat `on_beat()` every `heartbeat_period` (peers.interval / 2, 2.5 s without peers): the root
             records a health evaluation and refreshes the heartbeat record cheaply
-after_rebuild(config, snapshot)   after every rebuild: NOTIFY peers when the localtargets changed
+after_rebuild(config, snapshot)   after every rebuild: NOTIFY peers when the localtargets changed, and
+                                  record the change in this site's exchange zones (a new serial)
 notify_received(zone, ip, v6)     the wire layer's NOTIFY hook: accept (and re-poll) or refuse
+hook()                            the responder's exchange hook (wire/transfer.py) that serves this
+                                  site's exchange zones (SOA, AXFR, IXFR; exchange/xfrserve.py), or
+                                  None when there is none (no peers, peers.transfer false, not started)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import random
 from collections.abc import Callable, Collection, Mapping
 
 from gslbd.answer.exchange_names import changed_zones, published, republished
 from gslbd.clock import Clock
-from gslbd.exchange.notify import Notifier, notify_sources
+from gslbd.exchange.notify import Notifier, notify_sources, source_address
 from gslbd.exchange.peerbook import PeerBook
 from gslbd.exchange.peerstate import PeerState
 from gslbd.exchange.poller import Poller
+from gslbd.exchange.xfrserve import ExchangeZones
 from gslbd.metrics import NOTIFY_RECEIVED
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint
 from gslbd.state.snapshot import Snapshot
+from gslbd.wire.transfer import ExchangeHook
+
+__all__ = ["Exchange", "heartbeat_period", "source_address"]
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +48,6 @@ def heartbeat_period(config: Config) -> float:
     """How often the heartbeat is refreshed: half the peers' polling interval (default 5 s)."""
     interval = config.peers.interval if config.peers is not None else DEFAULT_INTERVAL
     return interval / 2
-
-
-def source_address(ip: int, v6: bool) -> str:
-    """A sender's address as text; an IPv4-mapped IPv6 address as its IPv4 form."""
-    if not v6:
-        return str(ipaddress.IPv4Address(ip))
-    addr = ipaddress.IPv6Address(ip)
-    return str(addr.ipv4_mapped) if addr.ipv4_mapped is not None else str(addr)
 
 
 class Exchange:
@@ -64,9 +63,12 @@ class Exchange:
         on_beat: Callable[[], None],
     ) -> None:
         self._config = config
+        self._clock = clock
         self._on_beat = on_beat
+        self.zones: ExchangeZones | None = None  # this site's exchange zones, once started
         self.poller = Poller(config, clock, random.Random(rng.getrandbits(64)), on_peers)
         self.notifier = Notifier(config, random.Random(rng.getrandbits(64)))
+        self.notifier.serial = self._serial
         self._sources = notify_sources(config)
         self._published: Publication | None = None
         self._beat: asyncio.Task[None] | None = None
@@ -90,6 +92,8 @@ class Exchange:
     async def start(self, snapshot: Snapshot) -> None:
         """Start polling and beating; tell the peers about this site's publication (it may be new)."""
         self._published = published(self._config, snapshot)
+        if self._config.peers is not None and self._config.peers.transfer:
+            self.zones = ExchangeZones(self._config, self._published, self._clock.wall(), self.poller.carried)
         await self.poller.start()
         self._beat = asyncio.get_running_loop().create_task(self._beat_loop(), name="gslbd-heartbeat")
         peers = self._config.peers
@@ -98,6 +102,7 @@ class Exchange:
 
     async def stop(self) -> None:
         self._published = None  # stopped: rebuilds announce nothing any more
+        self.zones = None
         beat, self._beat = self._beat, None
         if beat is not None:
             beat.cancel()
@@ -126,9 +131,35 @@ class Exchange:
             now = republished(self._published, config, snapshot, only)
         zones = changed_zones(self._published, now)
         self._published = now
+        self._follow(config, now, only, zones)
         peers = config.peers
         if zones and peers is not None and peers.notify:
             self.notifier.send(zones)
+
+    def hook(self) -> ExchangeHook | None:
+        """What the responder asks about exchange-zone questions (wire/transfer.py), or None."""
+        zones = self.zones
+        return zones.handle if zones is not None else None
+
+    def _follow(
+        self, config: Config, now: Publication, only: Collection[str] | None, zones: list[str]
+    ) -> None:
+        """Keep the exchange zones in step with the publication (and with a new configuration)."""
+        peers = config.peers
+        wanted = peers is not None and peers.transfer
+        wall = self._clock.wall()
+        if not wanted:
+            self.zones = None
+        elif self.zones is None:
+            self.zones = ExchangeZones(config, now, wall, self.poller.carried)
+        elif self.zones.config is not config:
+            self.zones.configure(config, now, wall)
+        elif zones:
+            self.zones.update(now, only, zones, wall)
+
+    def _serial(self, origin: str) -> int | None:
+        zones = self.zones
+        return zones.serial(origin) if zones is not None else None
 
     def notify_accepted(self, zone: str, ip: int, v6: bool) -> bool:
         """Would `notify_received` accept this NOTIFY? Reads only; safe from the DNS threads."""

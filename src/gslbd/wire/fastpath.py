@@ -18,6 +18,7 @@ from gslbd.answer import View
 from gslbd.wire.compile import AnswerTable, count_answers
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
+from gslbd.wire.transfer import ExchangeHook
 
 # Header bytes 4..10 of a plain query: QDCOUNT=1, ANCOUNT=0, NSCOUNT=0.
 _COUNTS = b"\x00\x01\x00\x00\x00\x00"
@@ -180,7 +181,7 @@ def fast_answer(
 class Responder:
     """Answers query packets from the current answer table and view; `swap` replaces both at once."""
 
-    __slots__ = ("_policy_totals", "_slow_seq", "_state", "on_notify", "rng", "slow_count")
+    __slots__ = ("_policy_totals", "_slow_seq", "_state", "on_exchange", "on_notify", "rng", "slow_count")
 
     def __init__(self, table: AnswerTable, view: View, rng: random.Random) -> None:
         self._state = (table, view)
@@ -189,6 +190,7 @@ class Responder:
         self._slow_seq = itertools.count()
         self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
         self.on_notify: NotifyHook | None = None  # answers DNS NOTIFY when set (wire/notify.py)
+        self.on_exchange: ExchangeHook | None = None  # serves the exchange zone when set (wire/transfer.py)
 
     def swap(self, table: AnswerTable, view: View) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new.
@@ -225,9 +227,18 @@ class Responder:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:
             out = None
+        hook = self.on_exchange
         if out is not None:
+            if hook is not None and out[3] & 0xF in (3, 5):  # NXDOMAIN, REFUSED: maybe the exchange zone
+                own = hook(data, view.snapshot.evaluated_at, src_ip, src_v6, tcp)
+                if own is not None:
+                    return own
             return out
         self.slow_count += 1
+        if hook is not None:
+            own = hook(data, view.snapshot.evaluated_at, src_ip, src_v6, tcp)
+            if own is not None:
+                return own
         return slow_response(
             data,
             view,
