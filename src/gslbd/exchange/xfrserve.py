@@ -156,11 +156,12 @@ class ExchangeZones:
         return self._journals.get(origin)
 
     def _content(self, origin: str, published: Mapping[str, tuple[str, ...]]) -> dict[Key, RRset]:
-        content = content_of(origin, published, self._ttls)
+        content: dict[Key, RRset] = {}
         zone = next((z for z in self._config.zones if z.origin == origin), None)
-        if zone is not None and zone.nameservers:
+        if zone is not None and zone.nameservers:  # first, so that AXFR lists them after the SOA
             rdatas = tuple(sorted({name_wire(ns.name) for ns in zone.nameservers}))
             content[("", NS)] = (zone.ttl, rdatas)
+        content.update(content_of(origin, published, self._ttls))
         return content
 
     def _publish_serials(self) -> None:

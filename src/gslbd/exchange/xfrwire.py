@@ -108,9 +108,11 @@ def response_flags(qflags: int, rcode: int, *, authoritative: bool = True) -> in
 
 
 def messages(
-    qid: int, flags: int, question: bytes, records: Iterable[bytes], target: int = MESSAGE_TARGET
+    qid: int, flags: int, question: bytes, records: Iterable[bytes], target: int | None = None
 ) -> Iterator[bytes]:
-    """The records cut into messages of about `target` bytes each, every one with the question."""
+    """The records cut into messages of about `target` (MESSAGE_TARGET) bytes each, each with the
+    question."""
+    target = target if target is not None else MESSAGE_TARGET
     chunk: list[bytes] = []
     size = 0
     for rr in records:

@@ -30,6 +30,7 @@ from gslbd.answer.exchange_names import LOCALTARGETS_PREFIX
 EXCHANGE_PREFIX = "_gslbd-exchange-"
 A, NS, SOA, AAAA, TXT = 1, 2, 6, 28, 16
 SERIAL_MODULO = 2**32
+SLACK = 1024  # changed RRsets the journal may hold beyond the zone's size
 
 # (owner label relative to the apex, type): one RRset of the content
 Key = tuple[str, int]
@@ -103,7 +104,8 @@ class ZoneJournal:
     """The content of one exchange zone, its serial, and the last `limit` steps (for IXFR).
 
     Steps are also dropped (oldest first) while they hold more changed RRsets in all than the zone has
-    RRsets: a difference that large costs more than the whole zone."""
+    RRsets plus SLACK: the journal never holds much more than a second copy of the zone, and a
+    difference that large would cost about as much as the whole zone."""
 
     def __init__(self, content: dict[Key, RRset], wall: float, limit: int) -> None:
         self.content = content
@@ -130,7 +132,7 @@ class ZoneJournal:
         self.steps.append(Step(self.serial, after, real))
         self._held += len(real)
         self.serial = after
-        while self.steps and (len(self.steps) > self.limit or self._held > max(len(self.content), 1)):
+        while self.steps and (len(self.steps) > self.limit or self._held > len(self.content) + SLACK):
             self._held -= len(self.steps.popleft().changes)
         return True
 
