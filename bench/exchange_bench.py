@@ -1,0 +1,468 @@
+"""What one peer costs per polling interval: the bulk exchange channel (SOA serial + IXFR) against per-name
+polling (A and AAAA of every service's localtargets name), with real gslbd processes.
+
+Two sites on loopback: `pub` (127.0.0.2) publishes N services (one IPv4 endpoint each) and `poll`
+(127.0.0.3) learns them. Everything `poll` sends to `pub` goes through a counting proxy in this process
+(127.0.0.5, UDP and TCP; it connects onwards from 127.0.0.6, which `pub` lists as its peer's nameserver
+where nothing listens, so that `pub`'s own polls of `poll` cost nothing and transfers are allowed), which
+counts queries (UDP datagrams and TCP messages towards `pub`) and bytes both ways. Each interval
+the bench makes `--changes` admin changes at `pub` (an endpoint down, or back up) through its API. NOTIFY
+is off in the measured runs, so every figure is polling cost; `--notify` adds a run with NOTIFY on (the
+NOTIFYs go straight from pub to poll and are not counted by the proxy; every change then causes a poll).
+
+    python bench/exchange_bench.py --services 100000            # the issue's scale (slow to start)
+    python bench/exchange_bench.py --services 2000 --intervals 4
+
+Printed: a table of queries, bytes and the poller's CPU per interval per peer for each mode, the ratio
+per-name / bulk in the same invocation, and whether `poll` ended with `pub`'s publication (it must).
+Exit status 0 after a valid measurement, 2 when a site did not start or did not converge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.message
+import dns.query
+import dns.rdatatype
+
+PUB, POLL, PROXY, RELAY = "127.0.0.2", "127.0.0.3", "127.0.0.5", "127.0.0.6"
+ZONE = "bench.test."
+TOKEN = "bench-token"
+
+
+def free_port(hosts: tuple[str, ...]) -> int:
+    for _ in range(200):
+        port = random.randrange(20000, 60000)
+        try:
+            for host in hosts:
+                for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+                    with socket.socket(socket.AF_INET, kind) as s:
+                        s.bind((host, port))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port")
+
+
+def address(n: int) -> str:
+    return f"10.{n // 62500}.{n // 250 % 250}.{n % 250 + 1}"
+
+
+def services_yaml(count: int) -> str:
+    return "\n".join(
+        f"  - {{name: s{n}, endpoints: [{{address: {address(n)}, site: pub}}]}}" for n in range(count)
+    )
+
+
+def site_config(
+    site: str,
+    port: int,
+    api_port: int,
+    peer: str,
+    peer_servers: list[str],
+    services: str,
+    *,
+    transfer: bool,
+    notify: bool,
+    interval: float,
+) -> str:
+    host = PUB if site == "pub" else POLL
+    servers = ", ".join(f'"{s}"' for s in peer_servers)
+    return f"""\
+site: {{name: {site}}}
+dns: {{listen: ["{host}:{port}"], lame_duck: 0s}}
+api: {{listen: "{host}:{api_port}", token: {TOKEN}}}
+zones:
+  - origin: {ZONE}
+    ttl: 30
+    nameservers:
+      - {{name: ns1.{ZONE}, address: {PUB}}}
+services:
+{services}
+peers:
+  interval: {interval:g}s
+  timeout: {min(1.0, interval / 2):g}s
+  stale_after: {max(300.0, interval * 10):g}s
+  notify: {"true" if notify else "false"}
+  transfer: {"true" if transfer else "false"}
+  sites:
+    - {{name: {peer}, nameservers: [{servers}]}}
+"""
+
+
+# -- the counting proxy ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Counts:
+    queries: int = 0
+    sent: int = 0  # bytes towards pub
+    received: int = 0  # bytes from pub
+
+
+class Proxy:
+    """UDP and TCP from PROXY:port to PUB:port, from POLL's address, counting what goes through."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.counts = Counts()
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._ready = threading.Event()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(10)
+
+    def take(self) -> Counts:
+        with self._lock:
+            counts, self.counts = self.counts, Counts()
+        return counts
+
+    def _add(self, queries: int = 0, sent: int = 0, received: int = 0) -> None:
+        with self._lock:
+            self.counts.queries += queries
+            self.counts.sent += sent
+            self.counts.received += received
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._serve())
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        proxy = self
+
+        class Upstream(asyncio.DatagramProtocol):
+            def __init__(self, front: asyncio.DatagramTransport, client: tuple[str, int]) -> None:
+                self.front, self.client = front, client
+
+            def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+                proxy._add(received=len(data))
+                self.front.sendto(data, self.client)
+
+        class Front(asyncio.DatagramProtocol):
+            def __init__(self) -> None:
+                self.transport: asyncio.DatagramTransport | None = None
+                self.ups: dict[tuple[str, int], asyncio.DatagramTransport] = {}
+                self.waiting: dict[tuple[str, int], list[bytes]] = {}
+                self.tasks: set[asyncio.Task[None]] = set()
+
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                self.transport = transport  # type: ignore[assignment]
+
+            def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+                proxy._add(queries=1, sent=len(data))
+                up = self.ups.get(addr)
+                if up is not None:
+                    up.sendto(data)
+                    return
+                waiting = self.waiting.get(addr)
+                if waiting is not None:  # the upstream socket is being opened
+                    waiting.append(data)
+                    return
+                self.waiting[addr] = [data]
+                task = loop.create_task(self._open(addr))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+
+            async def _open(self, addr: tuple[str, int]) -> None:
+                assert self.transport is not None
+                up, _ = await loop.create_datagram_endpoint(
+                    lambda: Upstream(self.transport, addr),  # type: ignore[arg-type]
+                    local_addr=(RELAY, 0),
+                    remote_addr=(PUB, proxy.port),
+                )
+                self.ups[addr] = up
+                for data in self.waiting.pop(addr):
+                    up.sendto(data)
+
+        await loop.create_datagram_endpoint(Front, local_addr=(PROXY, self.port))
+
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: bool) -> None:
+            buf = b""
+            try:
+                while data := await reader.read(65536):
+                    if upstream:
+                        buf += data
+                        while len(buf) >= 2 and len(buf) >= 2 + int.from_bytes(buf[:2], "big"):
+                            proxy._add(queries=1)
+                            buf = buf[2 + int.from_bytes(buf[:2], "big") :]
+                        proxy._add(sent=len(data))
+                    else:
+                        proxy._add(received=len(data))
+                    writer.write(data)
+                    await writer.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                writer.close()
+
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            up_reader, up_writer = await asyncio.open_connection(PUB, self.port, local_addr=(RELAY, 0))
+            await asyncio.gather(pipe(reader, up_writer, True), pipe(up_reader, writer, False))
+
+        await asyncio.start_server(accept, PROXY, self.port)
+
+
+# -- processes -------------------------------------------------------------------------------------------
+
+
+class Site:
+    def __init__(self, name: str, config: str, workdir: Path, host: str, port: int, api_port: int) -> None:
+        self.name, self.host, self.port, self.api = name, host, port, f"http://{host}:{api_port}"
+        path = workdir / f"{name}.yaml"
+        path.write_text(config)
+        self.log = workdir / f"{name}.log"
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gslbd", "serve", "--config", str(path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def ask(self, name: str) -> set[str]:
+        query = dns.message.make_query(name, dns.rdatatype.A)
+        try:
+            reply = dns.query.udp(query, self.host, port=self.port, timeout=2)
+        except Exception:
+            return set()
+        return {rd.to_text() for rrset in reply.answer for rd in rrset}
+
+    def wait(self, check: object, timeout: float, what: str) -> float:
+        began = time.monotonic()
+        while time.monotonic() - began < timeout:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{self.name} exited; see {self.log}")
+            if check():  # type: ignore[operator]
+                return time.monotonic() - began
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.name}: {what} not within {timeout:g}s; see {self.log}")
+
+    def cpu(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def admin(self, service: str, addr: str, state: str) -> None:
+        request = urllib.request.Request(
+            f"{self.api}/api/v1/services/{service}/endpoints/{addr}/admin",
+            data=json.dumps({"state": state}).encode(),
+            method="PUT",
+            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30):
+            pass
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@dataclass
+class Row:
+    mode: str
+    queries: float
+    sent: float
+    received: float
+    poller_cpu: float
+    publisher_cpu: float
+    converged: bool
+
+
+def measure(
+    mode: str,
+    pub: Site,
+    poll: Site,
+    proxy: Proxy,
+    services: int,
+    intervals: int,
+    changes: int,
+    interval: float,
+    rng: random.Random,
+) -> Row:
+    last = f"s{services - 1}.{ZONE}"
+    poll.wait(lambda: poll.ask(last) == {address(services - 1)}, 3600, "learning pub's endpoints")
+    time.sleep(interval * 1.5)  # one whole poll after learning (the first one may be a full transfer)
+    proxy.take()
+    cpu_poll, cpu_pub = poll.cpu(), pub.cpu()
+    began = time.monotonic()
+    down: list[int] = []
+    touched: set[int] = set()
+    for _ in range(intervals):
+        start = time.monotonic()
+        for k in range(changes):
+            if down and (len(down) >= changes or k % 2):
+                n = down.pop(0)
+                pub.admin(f"s{n}.{ZONE}", address(n), "obey")
+            else:
+                n = rng.randrange(services)
+                pub.admin(f"s{n}.{ZONE}", address(n), "down")
+                down.append(n)
+            touched.add(n)
+        time.sleep(max(0.0, start + interval - time.monotonic()))
+    elapsed = time.monotonic() - began
+    counts = proxy.take()
+    per = interval / elapsed
+    cpu = (poll.cpu() - cpu_poll) * per, (pub.cpu() - cpu_pub) * per
+    # within one more interval `poll` must answer exactly what pub publishes for every service changed
+    converged = True
+    try:
+        poll.wait(
+            lambda: all(poll.ask(f"s{n}.{ZONE}") == (set() if n in down else {address(n)}) for n in touched),
+            interval * 3,
+            "converging",
+        )
+    except TimeoutError:
+        converged = False
+    return Row(
+        mode, counts.queries * per, counts.sent * per, counts.received * per, cpu[0], cpu[1], converged
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    workdir = Path(tempfile.mkdtemp(prefix="exchange-bench-"))
+    port = free_port((PUB, POLL, PROXY))
+    api_pub, api_poll = free_port((PUB,)), free_port((POLL,))
+    services = services_yaml(args.services)
+    proxy = Proxy(port)
+    proxy.start()
+    rng = random.Random(args.seed)
+    modes = [("per-name", False, False), ("bulk (SOA + IXFR)", True, False)]
+    if args.notify:
+        modes.append(("bulk + NOTIFY", True, True))
+    pub_config = site_config(
+        "pub",
+        port,
+        api_pub,
+        "poll",
+        [f"{RELAY}:{port}"],
+        services,
+        transfer=True,
+        notify=False,
+        interval=args.interval,
+    )
+    rows: list[Row] = []
+    pub = Site("pub", pub_config, workdir, PUB, port, api_pub)
+    try:
+        began = time.monotonic()
+        pub.wait(lambda: pub.ask(f"s0.{ZONE}") != set(), 3600, "answering")
+        print(f"pub answers {args.services} services after {time.monotonic() - began:.1f} s", flush=True)
+        for mode, transfer, notify in modes:
+            servers = [f"{PROXY}:{port}"] + ([f"{PUB}:{port}"] if notify else [])
+            text = site_config(
+                "poll",
+                port,
+                api_poll,
+                "pub",
+                servers,
+                services,
+                transfer=transfer,
+                notify=False,
+                interval=args.interval,
+            )
+            if notify:  # pub must send NOTIFY: restart it with notify on
+                pub.stop()
+                notifying = pub_config.replace("notify: false", "notify: true").replace(
+                    f'"{RELAY}:{port}"', f'"{RELAY}:{port}", "{POLL}:{port}"'
+                )
+                pub = Site(
+                    "pub",
+                    notifying,
+                    workdir,
+                    PUB,
+                    port,
+                    api_pub,
+                )
+                pub.wait(lambda p=pub: p.ask(f"s0.{ZONE}") != set(), 3600, "answering")
+            poll = Site("poll", text, workdir, POLL, port, api_poll)
+            try:
+                poll.wait(lambda p=poll: p.ask(f"s0.{ZONE}") != set(), 3600, "answering")
+                rows.append(
+                    measure(
+                        mode,
+                        pub,
+                        poll,
+                        proxy,
+                        args.services,
+                        args.intervals,
+                        args.changes,
+                        args.interval,
+                        rng,
+                    )
+                )
+                print(f"  measured {mode}", flush=True)
+            finally:
+                poll.stop()
+    except (TimeoutError, SystemExit) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        pub.stop()
+    print()
+    print(
+        f"{args.services} services, {args.changes} changes per interval of {args.interval:g} s, one peer, "
+        f"{args.intervals} intervals"
+    )
+    head = (
+        f"{'mode':<20} {'queries/interval':>17} {'bytes sent':>12} {'bytes received':>15} "
+        f"{'poller CPU s':>13} {'pub CPU s':>10}  converged"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r.mode:<20} {r.queries:>17,.0f} {r.sent:>12,.0f} {r.received:>15,.0f} {r.poller_cpu:>13.3f} "
+            f"{r.publisher_cpu:>10.3f}  {'yes' if r.converged else 'NO'}"
+        )
+    if len(rows) >= 2 and rows[1].queries:
+        per, bulk = rows[0], rows[1]
+        print(
+            f"per-name / bulk: queries x{per.queries / bulk.queries:,.0f}, "
+            f"bytes x{(per.sent + per.received) / max(1.0, bulk.sent + bulk.received):,.0f}, "
+            f"poller CPU x{per.poller_cpu / max(1e-3, bulk.poller_cpu):,.1f}"
+        )
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if all(r.converged for r in rows) else 2
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--services", type=int, default=100_000)
+    parser.add_argument("--changes", type=int, default=10, help="admin changes at pub per interval")
+    parser.add_argument("--interval", type=float, default=5.0, help="peers.interval, seconds")
+    parser.add_argument("--intervals", type=int, default=4, help="intervals measured per mode")
+    parser.add_argument("--notify", action="store_true", help="add a run with NOTIFY on")
+    parser.add_argument("--seed", type=int, default=1)
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
