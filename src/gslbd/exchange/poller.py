@@ -184,6 +184,7 @@ class Poller:
         self._sites: dict[str, PeerSite] = {}
         self._running = False
         self._copies: dict[str, dict[str, ZoneCopy]] = {}  # peer -> origin -> its exchange zone
+        self._targets: dict[str, dict[str, tuple[str, ...]]] = {}  # peer -> its copies merged
         self._carried: dict[tuple[str, str], int] = {}  # (peer, origin) -> serial its NOTIFY carried
         self._per_name: dict[str, int] = {}  # peer -> polls left before its exchange zone is asked again
         self.mode: dict[str, str] = {}  # peer -> "channel" or "per-name": how its last poll went
@@ -237,6 +238,7 @@ class Poller:
                 self._wake.pop(name, None)
         for name in set(self._copies) - set(wanted):
             del self._copies[name]
+            self._targets.pop(name, None)
         loop = asyncio.get_running_loop()
         for name, site in wanted.items():
             self._sites[name] = site
@@ -300,6 +302,7 @@ class Poller:
                     log.info("peer %s offers no exchange zone (%s): polling it name by name", site.name, exc)
                 self._per_name[site.name] = REPROBE_POLLS
                 self._copies.pop(site.name, None)
+                self._targets.pop(site.name, None)
             except PollFailed as exc:
                 return self.book.failure(site.name, str(exc), poll.errors)
             except TimeoutError:
@@ -352,7 +355,11 @@ class Poller:
         self._per_name.pop(site.name, None)
         summary = next((k for k in ("axfr", "ixfr") if k in kinds), "unchanged")
         PEER_CHANNEL_POLLS.labels(peer=site.name, kind=summary).inc()
-        answer = PeerAnswer(merged_targets(copies.values()), heartbeat, str(poll.channels[poll.first].server))
+        targets = self._targets.get(site.name)
+        if targets is None or any(k != "unchanged" for k in kinds):
+            targets = merged_targets(copies.values())
+            self._targets[site.name] = targets
+        answer = PeerAnswer(targets, heartbeat, str(poll.channels[poll.first].server))
         return self.book.answer(site.name, answer, poll.errors)
 
 

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import ipaddress
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gslbd.exchange.transport import sign, signature_problem
@@ -62,11 +62,6 @@ class ZoneCopy:
     serial: int
     records: dict[tuple[str, int], set[bytes]] = field(default_factory=dict)
     targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def copy(self) -> ZoneCopy:
-        return ZoneCopy(
-            self.origin, self.serial, {k: set(v) for k, v in self.records.items()}, dict(self.targets)
-        )
 
     def refresh(self, labels: Iterable[str]) -> None:
         """Recompute the addresses of the services behind `labels` from the records."""
@@ -154,7 +149,9 @@ async def transfer(
 
 
 class _Builder:
-    """Reads the messages of one transfer (RFC 1995 / 5936) into a new ZoneCopy."""
+    """Reads the messages of one transfer (RFC 1995 / 5936): a new ZoneCopy for a full transfer; for an
+    incremental one the changes are collected and applied to `have` (in place) once the transfer is
+    complete, so that a broken transfer leaves `have` as it was and ten changes cost ten updates."""
 
     def __init__(self, apex: str, origin: str, have: ZoneCopy | None) -> None:
         self.apex = name_labels(apex)
@@ -168,6 +165,7 @@ class _Builder:
         self._adding = False
         self._copy: ZoneCopy | None = None
         self._touched: set[str] = set()
+        self._edits: list[tuple[bool, str, int, bytes]] = []  # incremental: (add?, label, type, rdata)
 
     def feed(self, data: bytes, qid: int, verifier: StreamVerifier | None) -> None:
         try:
@@ -211,8 +209,7 @@ class _Builder:
         if self._count == 2:
             if serial is not None and self.have is not None and serial == self.have.serial:
                 self._mode, self.kind = "incremental", "ixfr"
-                self._copy = self.have.copy()
-                self._copy.serial = serial
+                self._copy = self.have
                 self._adding = False
                 return
             if serial is not None and serial == self._serial:  # an empty zone
@@ -234,23 +231,13 @@ class _Builder:
             return
         if serial is not None:
             if self._adding and serial == self._serial:
-                copy.serial = serial
                 self._finish()
                 return
             self._adding = not self._adding
-            copy.serial = serial
             return
-        if self._adding:
-            self._add(copy, rr.owner, rr.rtype, rr.rdata)
-        else:
-            label = self._label(rr.owner)
-            if label is not None and rr.rtype in (A, AAAA):
-                held = copy.records.get((label, rr.rtype))
-                if held is not None:
-                    held.discard(rr.rdata)
-                    if not held:
-                        del copy.records[(label, rr.rtype)]
-                self._touched.add(label)
+        label = self._label(rr.owner)
+        if label is not None and rr.rtype in (A, AAAA) and len(rr.rdata) == (4 if rr.rtype == A else 16):
+            self._edits.append((self._adding, label, rr.rtype, rr.rdata))
 
     def _add(self, copy: ZoneCopy, owner: tuple[bytes, ...], rtype: int, rdata: bytes) -> None:
         if rtype not in (A, AAAA) or len(rdata) != (4 if rtype == A else 16):
@@ -270,8 +257,18 @@ class _Builder:
     def _finish(self) -> None:
         copy = self._copy
         assert copy is not None
-        if self._mode == "full":
-            copy.targets = {}
+        if self._mode == "incremental":
+            for add, label, rtype, rdata in self._edits:
+                if add:
+                    copy.records.setdefault((label, rtype), set()).add(rdata)
+                else:
+                    held = copy.records.get((label, rtype))
+                    if held is not None:
+                        held.discard(rdata)
+                        if not held:
+                            del copy.records[(label, rtype)]
+                self._touched.add(label)
+            copy.serial = self._serial if self._serial is not None else copy.serial
         copy.refresh(self._touched)
         self.done = True
 
@@ -279,7 +276,3 @@ class _Builder:
         if self._copy is None:
             raise TransferFailed("the transfer ended early")
         return self._copy
-
-
-def as_targets(copies: Mapping[str, ZoneCopy]) -> dict[str, tuple[str, ...]]:
-    return merged_targets(copies.values())

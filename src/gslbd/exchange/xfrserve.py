@@ -95,6 +95,7 @@ class ExchangeZones:
         self._labels: dict[str, bytes] = {}
         self._config = config
         self._ttls: dict[str, int] = {}
+        self._services: dict[str, tuple[str, str, str]] = {}  # service -> (zone, label, localtargets)
         self._serials: Mapping[tuple[bytes, ...], tuple[str, int]] = MappingProxyType({})
         self._peers: Mapping[str, tuple[str, ...]] = {}
         self.configure(config, publication, wall)
@@ -105,6 +106,7 @@ class ExchangeZones:
         """A (new) configuration: every zone's content follows the publication; zones come and go."""
         self._config = config
         self._ttls = service_ttls(config)
+        self._services = {s.name: (s.zone, s.label, localtargets_name(s)) for s in config.services}
         self._peers = notify_sources(config)
         limit = config.peers.journal if config.peers is not None else 1000
         journals: dict[str, ZoneJournal] = {}
@@ -129,7 +131,7 @@ class ExchangeZones:
     ) -> None:
         """This site's publication changed in `zones`; `only`: the services that may have changed
         (None: any)."""
-        names = None if only is None else _localtargets_by_zone(self._config, only)
+        names = None if only is None else self._by_zone(only)
         for origin in zones:
             journal = self._journals.get(origin)
             if journal is None:
@@ -147,6 +149,15 @@ class ExchangeZones:
                     changes.update(rrsets_of(label, addresses, self._ttls.get(name, 0)))
             journal.update(changes, wall)
         self._publish_serials()
+
+    def _by_zone(self, only: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+        """Zone origin -> (label, localtargets name) of the services named in `only`."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for name in only:
+            found = self._services.get(name)
+            if found is not None:
+                out.setdefault(found[0], []).append((found[1], found[2]))
+        return out
 
     def serial(self, origin: str) -> int | None:
         journal = self._journals.get(origin)
@@ -327,16 +338,6 @@ class ExchangeZones:
                     return
                 origin = ".".join(p.decode("ascii", "replace") for p in zone) + "."
                 self._on_serial(peer, origin, serial)
-
-
-def _localtargets_by_zone(config: Config, only: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
-    """Zone origin -> (label, localtargets name) of the services named in `only`."""
-    wanted = set(only)
-    out: dict[str, list[tuple[str, str]]] = {}
-    for service in config.services:
-        if service.name in wanted:
-            out.setdefault(service.zone, []).append((service.label, localtargets_name(service)))
-    return out
 
 
 def _question_end(data: bytes) -> int:
