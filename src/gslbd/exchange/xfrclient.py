@@ -189,10 +189,9 @@ class _Builder:
             self._record(data, message, rr)
             if self.done:
                 return
-        if self._count == 1 and self._serial is not None and self.have is not None:
-            # IXFR: one SOA alone in the first message means we are current (RFC 1995 4)
-            if self._serial != self.have.serial:
-                raise TransferFailed("the transfer sent only a SOA with another serial")
+        if self._count == 1 and self.have is not None and self._serial == self.have.serial:
+            # IXFR: the SOA alone, of the version we hold, means we are current (RFC 1995 4); any other
+            # first message of one record is the start of a longer stream
             self.kind = "current"
             self._copy = self.have
             self.done = True
