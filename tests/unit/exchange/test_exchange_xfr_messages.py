@@ -19,13 +19,14 @@ from exchange_support import config, env
 from gslbd.answer.exchange_names import published
 from gslbd.errors import ConfigError
 from gslbd.exchange import xfrwire
+from gslbd.exchange.notify import Notifier
 from gslbd.exchange.poller import _Poll, _poll_zone
 from gslbd.exchange.transport import sign
 from gslbd.exchange.wireformat import notify_message
 from gslbd.exchange.xfrclient import NoChannel, TransferFailed, ZoneCopy, _Builder, read_soa_reply
 from gslbd.exchange.xfrserve import ExchangeZones
 from gslbd.exchange.xfrwire import AXFR, IXFR, StreamVerifier, notify_with_serial, soa_query, transfer_query
-from gslbd.model.config import Config, PeerSite
+from gslbd.model.config import Config, ListenAddress, PeerSite
 from gslbd.model.tsig import TsigKey
 from gslbd.server.build import compile_answers
 from gslbd.state.snapshot import Snapshot
@@ -253,3 +254,37 @@ def test_an_incremental_transfer_that_breaks_off_leaves_the_copy_as_it_was(
         builder.feed(message, 2, None)
     assert not builder.done
     assert (copy.serial, copy.targets, copy.records) == before
+
+
+def test_the_notify_a_site_sends_carries_its_exchange_serial() -> None:
+    cfg = config(peers=PEERS)
+
+    async def scenario() -> bytes:
+        loop = asyncio.get_running_loop()
+        got: asyncio.Future[bytes] = loop.create_future()
+
+        class Peer(asyncio.DatagramProtocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                self.transport = transport
+
+            def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+                reply = bytearray(data[:12])
+                reply[2] |= 0x80
+                self.transport.sendto(bytes(reply) + data[12:], addr)  # type: ignore[attr-defined]
+                if not got.done():
+                    got.set_result(data)
+
+        transport, _ = await loop.create_datagram_endpoint(Peer, local_addr=("127.0.0.1", 0))
+        port = transport.get_extra_info("sockname")[1]
+        notifier = Notifier(cfg, random.Random(1))
+        notifier.serial = lambda origin: 4242 if origin == ZONE else None
+        notifier.send([ZONE], [ListenAddress("127.0.0.1", port)])
+        try:
+            return await asyncio.wait_for(got, 5)
+        finally:
+            await notifier.stop()
+            transport.close()
+
+    message = dns.message.from_wire(asyncio.run(scenario()))
+    assert [(q.name.to_text(), q.rdtype) for q in message.question] == [(ZONE, dns.rdatatype.SOA)]
+    assert [(r.name.to_text(), r[0].serial) for r in message.answer] == [(APEX, 4242)]
