@@ -3,15 +3,18 @@ and transferred by IXFR/AXFR under the shared TSIG key; per-name polling for a s
 
 eu and us serve their exchange zones (us keeps a journal of one step only); ap has `peers.transfer:
 false`, so it neither serves one nor asks for one: eu and us poll it name by name, as a k8gb peer.
-Checked with the sites' answers, their metrics and `dig AXFR`/`dig IXFR=N`.
+Checked with the sites' answers, their metrics, `dig AXFR`/`dig IXFR=N`, and BIND's named as a secondary
+of eu's exchange zone (transferring from us's address with the key).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from bind_harness import key_statement, running_bind
 from exchange_sites import (
     HOSTS,
     TOKEN,
@@ -175,3 +178,37 @@ def test_ixfr_is_incremental_within_the_journal_and_the_whole_zone_beyond_it(sit
     assert (f"all.{apex('us')}", "A", US) in whole and (f"app.{apex('us')}", "A", "198.51.100.7") in whole
     current = records(us.dig("-y", KEY, "-b", HOSTS["eu"], f"IXFR={third}", apex("us")))
     assert [t for _, t, _ in current] == ["SOA"], current
+
+
+def test_a_bind_secondary_copies_the_exchange_zone_and_follows_a_change_by_ixfr(
+    sites: Sites, tmp_path: Path
+) -> None:
+    running, apis = sites
+    eu = running["eu"]
+    zone = apex("eu").rstrip(".")
+    secondary = f"""\
+{key_statement("gslb-exchange", SECRET)}
+zone "{zone}" {{
+    type secondary;
+    primaries port {eu.port} {{ {HOSTS["eu"]} key gslb-exchange; }};
+    file "exchange-eu.db";
+    request-ixfr yes;
+    min-refresh-time 1;
+    max-refresh-time 1;
+    check-names ignore;
+}};
+"""
+    before = served(apis["eu"], "ixfr")
+    # transfers and SOA checks from us's address, which eu lists as a peer nameserver
+    with running_bind(tmp_path, options=f"transfer-source {HOSTS['us']};", extra=secondary) as named:
+        wait_for(lambda: named.records(f"app.{apex('eu')}", "A") == {"192.0.2.7"}, 15)
+        assert named.records(f"all.{apex('eu')}", "AAAA") == {"2001:db8::1"}
+        set_admin(apis["eu"], "app.gslb.test", "192.0.2.7", "down")
+        try:
+            wait_for(lambda: named.records(f"app.{apex('eu')}", "A") == set(), 15)
+        finally:
+            set_admin(apis["eu"], "app.gslb.test", "192.0.2.7", "obey")
+        wait_for(lambda: named.records(f"app.{apex('eu')}", "A") == {"192.0.2.7"}, 15)
+        log = named.log()
+    assert "Transfer status: success" in log and "TSIG 'gslb-exchange'" in log, log[-3000:]
+    assert served(apis["eu"], "ixfr") >= before + 2, log[-3000:]  # named followed both changes by IXFR

@@ -191,7 +191,7 @@ class ExchangeZones:
         peers = self._config.peers
         refresh = max(1, round(peers.interval)) if peers is not None else 5
         expire = max(1, round(peers.stale_after)) if peers is not None else 300
-        return Soa(mname, f"hostmaster.{apex}", serial, refresh, refresh, expire, 0)
+        return Soa(mname, f"hostmaster.{origin}", serial, refresh, refresh, expire, 0)
 
     # -- answering -------------------------------------------------------------------------------
 
