@@ -483,6 +483,95 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(r.converged for r in rows) else 2
 
 
+def wire_figures(count: int, changes: int) -> int:
+    """The channel's own cost at `count` services, in this process (no YAML, no answer table): the bytes
+    of a SOA poll, of the first AXFR and of an IXFR of `changes` changes, and the CPU each costs the
+    serving and the reading side (ExchangeZones and the poller's transfer reader, as gslbd runs them)."""
+    from dataclasses import replace
+
+    from gslbd.answer.exchange_names import localtargets_name
+    from gslbd.config import load_config_text
+    from gslbd.exchange.xfrclient import _Builder
+    from gslbd.exchange.xfrserve import ExchangeZones
+    from gslbd.exchange.xfrwire import AXFR, IXFR, soa_query, transfer_query
+    from gslbd.model.service import Endpoint, Service
+    from gslbd.types import EndpointKind
+
+    base = load_config_text(
+        site_config(
+            "pub",
+            53,
+            8080,
+            "poll",
+            [f"{RELAY}:53"],
+            services_yaml(1),
+            transfer=True,
+            notify=False,
+            interval=5.0,
+        )
+    )
+    services = tuple(
+        Service(
+            f"s{n}.{ZONE}",
+            ZONE,
+            f"s{n}",
+            endpoints=(Endpoint(f"s{n}.{ZONE}", address(n), EndpointKind.IPV4, "pub"),),
+        )
+        for n in range(count)
+    )
+    config = replace(base, services=services)
+    publication = {ZONE: {localtargets_name(s): (address(n),) for n, s in enumerate(services)}}
+    wall = time.time()
+    began = time.process_time()
+    zones = ExchangeZones(config, publication, wall, lambda *a: None)
+    build = time.process_time() - began
+    apex = f"_gslbd-exchange-pub.{ZONE}"
+    peer = int.from_bytes(socket.inet_aton(RELAY), "big")
+    soa_q = soa_query(apex, 1)
+    soa_a = zones.handle(soa_q, wall, peer, False, False) or b""
+
+    def transfer(query: bytes, have: object) -> tuple[int, int, float, float, object]:
+        t0 = time.process_time()
+        stream = zones.handle(query, wall, peer, False, True) or b""
+        t1 = time.process_time()
+        builder = _Builder(apex, ZONE, have)  # type: ignore[arg-type]
+        pos = messages = 0
+        while pos < len(stream):
+            size = int.from_bytes(stream[pos : pos + 2], "big")
+            builder.feed(stream[pos + 2 : pos + 2 + size], int.from_bytes(query[:2], "big"), None)
+            pos += 2 + size
+            messages += 1
+        t2 = time.process_time()
+        return len(stream), messages, t1 - t0, t2 - t1, builder.result()
+
+    axfr = transfer(transfer_query(apex, AXFR, 2), None)
+    copy = axfr[4]
+    rng = random.Random(1)
+    changed = {}
+    for n in rng.sample(range(count), changes):
+        changed[localtargets_name(services[n])] = ()
+    now = {ZONE: {k: v for k, v in publication[ZONE].items() if k not in changed}}
+    began = time.process_time()
+    zones.update(now, [f"{name.removeprefix('localtargets-')}" for name in changed], [ZONE], wall + 5)
+    journal = time.process_time() - began
+    ixfr = transfer(transfer_query(apex, IXFR, 3, copy.serial), copy)  # type: ignore[attr-defined]
+    print(f"{count:,} services, in process (ExchangeZones + the poller's transfer reader)")
+    print(
+        f"  journal and zone built:            {build:.2f} s CPU; {changes} changes recorded in {journal * 1000:.1f} ms"
+    )
+    print(f"  SOA poll:                          {len(soa_q)} + {len(soa_a)} bytes, 1 query")
+    print(
+        f"  first AXFR:                        {axfr[0]:,} bytes in {axfr[1]} messages; "
+        f"server {axfr[2]:.2f} s, reader {axfr[3]:.2f} s CPU"
+    )
+    print(
+        f"  IXFR of {changes} changes:              {ixfr[0]:,} bytes in {ixfr[1]} message(s); "
+        f"server {ixfr[2] * 1000:.1f} ms, reader {ixfr[3] * 1000:.1f} ms CPU"
+    )
+    print(f"  per-name polling would ask {2 * count + 1:,} questions per interval and peer")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -494,12 +583,20 @@ def main() -> int:
     parser.add_argument("--notify", action="store_true", help="add a run with NOTIFY on")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--wire-only",
+        action="store_true",
+        help="measure the channel's messages and CPU in this process only (no gslbd processes; any scale)",
+    )
+    parser.add_argument(
         "--learn-timeout",
         type=float,
         default=600.0,
         help="seconds to wait for the poller to learn every service",
     )
-    return run(parser.parse_args())
+    args = parser.parse_args()
+    if args.wire_only:
+        return wire_figures(args.services, args.changes)
+    return run(args)
 
 
 if __name__ == "__main__":
