@@ -557,7 +557,8 @@ def wire_figures(count: int, changes: int) -> int:
     ixfr = transfer(transfer_query(apex, IXFR, 3, copy.serial), copy)  # type: ignore[attr-defined]
     print(f"{count:,} services, in process (ExchangeZones + the poller's transfer reader)")
     print(
-        f"  journal and zone built:            {build:.2f} s CPU; {changes} changes recorded in {journal * 1000:.1f} ms"
+        f"  journal and zone built:            {build:.2f} s CPU; "
+        f"{changes} changes recorded in {journal * 1000:.1f} ms"
     )
     print(f"  SOA poll:                          {len(soa_q)} + {len(soa_a)} bytes, 1 query")
     print(
