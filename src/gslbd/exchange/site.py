@@ -44,6 +44,13 @@ DEFAULT_INTERVAL = 5.0
 Publication = dict[str, dict[str, tuple[str, ...]]]
 
 
+def serves_exchange_zone(config: Config) -> bool:
+    """Whether this site serves its exchange zone: peers with `transfer` on, and one DNS process (the
+    workers of `dns.workers > 1` have no journal; peers then poll this site name by name)."""
+    peers = config.peers
+    return peers is not None and peers.transfer and config.dns.workers <= 1
+
+
 def heartbeat_period(config: Config) -> float:
     """How often the heartbeat is refreshed: half the peers' polling interval (default 5 s)."""
     interval = config.peers.interval if config.peers is not None else DEFAULT_INTERVAL
@@ -92,7 +99,7 @@ class Exchange:
     async def start(self, snapshot: Snapshot) -> None:
         """Start polling and beating; tell the peers about this site's publication (it may be new)."""
         self._published = published(self._config, snapshot)
-        if self._config.peers is not None and self._config.peers.transfer:
+        if serves_exchange_zone(self._config):
             self.zones = ExchangeZones(self._config, self._published, self._clock.wall(), self.poller.carried)
         await self.poller.start()
         self._beat = asyncio.get_running_loop().create_task(self._beat_loop(), name="gslbd-heartbeat")
@@ -145,10 +152,8 @@ class Exchange:
         self, config: Config, now: Publication, only: Collection[str] | None, zones: list[str]
     ) -> None:
         """Keep the exchange zones in step with the publication (and with a new configuration)."""
-        peers = config.peers
-        wanted = peers is not None and peers.transfer
         wall = self._clock.wall()
-        if not wanted:
+        if not serves_exchange_zone(config):
             self.zones = None
         elif self.zones is None:
             self.zones = ExchangeZones(config, now, wall, self.poller.carried)
