@@ -10,7 +10,8 @@ The order of checks (each answers or drops, the first that applies wins):
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
   6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
-  7. class other than IN, AXFR, IXFR: REFUSED;
+  7. class other than IN, AXFR, IXFR: REFUSED (this site's exchange zone is answered before, by
+     `Responder.on_exchange`, wire/transfer.py);
   8. the view's answer for (name, type) at the client's location.
 Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
 echoes ECS when `use_client_subnet` is on and the query carried it. The response to a query with a
