@@ -5,7 +5,9 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+from exchange_support import config
 
+from gslbd.errors import ConfigError
 from gslbd.exchange.zone import (
     AAAA,
     SERIAL_MODULO,
@@ -89,3 +91,9 @@ def test_record_diff_deletes_and_adds_only_what_changed() -> None:
     assert record_diff((None, new)) == ([], [(30, v4("192.0.2.2")), (30, v4("192.0.2.3"))])
     retimed = (60, old[1])
     assert record_diff((old, retimed)) == ([(30, r) for r in old[1]], [(60, r) for r in old[1]])
+
+
+def test_the_exchange_zone_names_are_reserved_in_the_configuration() -> None:
+    with pytest.raises(ConfigError) as refused:
+        config(services="  - name: _gslbd-exchange-x\n    endpoints: [{address: 192.0.2.1, site: eu}]\n")
+    assert "'_gslbd-exchange-' are reserved for the exchange" in str(refused.value), str(refused.value)
