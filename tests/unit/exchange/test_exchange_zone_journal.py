@@ -1,4 +1,5 @@
-"""The exchange zone's content and journal (exchange/zone.py): serials, condensed differences, limits."""
+"""The exchange zone's content and journal (exchange/zone.py): serials, condensed differences, limits; and
+the peer book's merge of a poll that changed a few services (what an IXFR brings)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import ipaddress
 import pytest
 from exchange_support import config
 
+from gslbd.clock import FakeClock
 from gslbd.errors import ConfigError
+from gslbd.exchange.peerbook import PeerBook, learned_endpoints
+from gslbd.exchange.peerstate import PeerAnswer
 from gslbd.exchange.zone import (
     AAAA,
     SERIAL_MODULO,
@@ -97,3 +101,26 @@ def test_the_exchange_zone_names_are_reserved_in_the_configuration() -> None:
     with pytest.raises(ConfigError) as refused:
         config(services="  - name: _gslbd-exchange-x\n    endpoints: [{address: 192.0.2.1, site: eu}]\n")
     assert "'_gslbd-exchange-' are reserved for the exchange" in str(refused.value), str(refused.value)
+
+
+def test_a_poll_that_changes_a_few_services_updates_just_those_and_agrees_with_a_full_merge() -> None:
+    services = "".join(
+        f"  - name: s{n}\n    endpoints: [{{address: 192.0.2.{n + 1}, site: eu}}, "
+        f"{{address: 198.51.100.{n + 1}, site: us}}]\n"
+        for n in range(20)
+    )
+    cfg = config(services=services)
+    book = PeerBook(cfg, FakeClock())
+    us = {f"s{n}.gslb.test.": (f"198.51.100.{n + 1}",) for n in range(20)}
+    ap = {"s3.gslb.test.": ("203.0.113.3", "198.51.100.9")}  # s3: an address us publishes for s8
+    assert book.answer("us", PeerAnswer(us)) and book.answer("ap", PeerAnswer(ap))
+    first = book.endpoints()
+    changed = {**us, "s3.gslb.test.": ("198.51.100.9",), "s5.gslb.test.": ("198.51.100.6", "198.51.100.77")}
+    del changed["s7.gslb.test."]
+    assert book.answer("us", PeerAnswer(changed))
+    states = {s.name: s for s in book.states()}
+    assert dict(book.endpoints()) == learned_endpoints(cfg, states)
+    assert [e.address for e in book.endpoints()["s3.gslb.test."]] == ["198.51.100.9", "203.0.113.3"]
+    assert "s7.gslb.test." not in book.endpoints()
+    assert book.endpoints()["s9.gslb.test."] is first["s9.gslb.test."]  # untouched services are not rebuilt
+    assert not book.answer("us", PeerAnswer(changed))  # the same view again: nothing changed
