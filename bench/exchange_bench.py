@@ -552,7 +552,7 @@ def wire_figures(count: int, changes: int) -> int:
         changed[localtargets_name(services[n])] = ()
     now = {ZONE: {k: v for k, v in publication[ZONE].items() if k not in changed}}
     began = time.process_time()
-    zones.update(now, [f"{name.removeprefix('localtargets-')}" for name in changed], [ZONE], wall + 5)
+    zones.update(now, [ZONE], wall + 5)
     journal = time.process_time() - began
     ixfr = transfer(transfer_query(apex, IXFR, 3, copy.serial), copy)  # type: ignore[attr-defined]
     print(f"{count:,} services, in process (ExchangeZones + the poller's transfer reader)")

@@ -71,6 +71,16 @@ CONFIG_RELOADS = Counter(
     ["result"],
     registry=REGISTRY,
 )
+CONFIG_RELOAD_FAILURES = Counter(
+    "gslbd_config_reload_failures",
+    "Configuration reloads refused (the previous configuration kept serving).",
+    registry=REGISTRY,
+)
+CONFIG_LAST_RELOAD_SUCCESS = Gauge(
+    "gslbd_config_last_reload_success",
+    "1 when the last configuration load (start or reload) was applied, 0 when the last reload was refused.",
+    registry=REGISTRY,
+)
 ADMIN_CHANGES = Counter(
     "gslbd_admin_changes_total",
     "Run-time admin state changes, by the new state (up, down or obey).",

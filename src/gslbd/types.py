@@ -54,6 +54,18 @@ class EndpointKind(StrEnum):
     HOSTNAME = "hostname"
 
 
+class LogFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
 def choices(enum: type[StrEnum]) -> str:
     """The valid spellings of an enum, for error messages: 'a | b | c'."""
     return " | ".join(m.value for m in enum)

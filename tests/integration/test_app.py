@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from types import MappingProxyType
 
 import dns.message
 import dns.query
@@ -16,7 +15,7 @@ from dns_config import CONFIG, ZONE
 from gslbd.app import App
 from gslbd.clock import FakeClock
 from gslbd.config import load_config_text
-from gslbd.state.snapshot import Snapshot
+from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
 
 TEXT = CONFIG.replace("@LISTEN@", '["127.0.0.1:0"]')
@@ -49,30 +48,26 @@ def test_app_answers_and_applies_snapshots_and_reloads() -> None:
             assert addresses(first) == ["192.0.2.1", "192.0.2.2"]
 
             # An admin forces one endpoint down: the very next answer leaves it out.
-            down = Snapshot(
-                version=2, admin=MappingProxyType({(f"app.{ZONE}", "192.0.2.1"): AdminState.DOWN})
-            )
-            app.apply_snapshot(down)
-            assert app.snapshot is down
+            await app.set_admin(f"app.{ZONE}", "192.0.2.1", AdminState.DOWN)
+            assert app.snapshot.admin == {(f"app.{ZONE}", "192.0.2.1"): AdminState.DOWN}
             for tcp in (False, True):
                 reply = await asyncio.to_thread(ask, port, f"app.{ZONE}", tcp=tcp)
                 assert addresses(reply) == ["192.0.2.2"]
 
-            # A health verdict: both down -> all_down serve_all answers both again.
-            both = Snapshot(
-                version=3,
-                health=MappingProxyType(
-                    {(f"app.{ZONE}", "192.0.2.1"): False, (f"app.{ZONE}", "192.0.2.2"): False}
-                ),
-            )
-            app.apply_snapshot(both)
+            # Verdicts: both down -> all_down serve_all answers those not forced down.
+            await app.set_admin(f"app.{ZONE}", "192.0.2.1", AdminState.OBEY)
+            for address in ("192.0.2.1", "192.0.2.2"):
+                app.book.record((f"app.{ZONE}", address), EndpointStatus(healthy=False))
+            app.refresh()
+            both = app.snapshot
             assert addresses(await asyncio.to_thread(ask, port, f"app.{ZONE}")) == ["192.0.2.1", "192.0.2.2"]
 
-            # A new config keeps the snapshot and answers its own records.
+            # A new config keeps the verdicts and answers its own records.
             app.reload(load_config_text(TEXT.replace("hello from gslbd", "new config")))
             txt = await asyncio.to_thread(ask, port, f"info.{ZONE}", "TXT")
             assert [rd.to_text() for rd in txt.answer[0]] == ['"new config"']
-            assert app.snapshot is both
+            assert app.snapshot.admin == both.admin
+            assert app.generation.number > 1
         finally:
             await app.stop()
         assert not app.running

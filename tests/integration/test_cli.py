@@ -196,3 +196,26 @@ def test_serve_without_config_serves_the_bundled_example_on_5353(tmp_path: Path)
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0
+
+
+def test_check_refuses_a_config_without_zones_unless_allowed(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    out = gslbd("check", "--config", str(path))
+    assert out.returncode == 1
+    assert f"{path}: zones: no zone is configured, so every query would be answered REFUSED" in out.stdout
+    allowed = gslbd("check", "--allow-no-zones", "--config", str(path))
+    assert allowed.returncode == 0, allowed.stdout
+
+
+def test_check_opens_the_geoip_database_as_a_reload_would(tmp_path: Path) -> None:
+    bogus = tmp_path / "GeoLite2-City.mmdb"
+    bogus.write_text("not a database")
+    path = tmp_path / "geo.yaml"
+    path.write_text(
+        BROKEN.split("services:", maxsplit=1)[0].replace("99999", "5353")
+        + f"topology: {{geoip: {{database: {bogus}}}}}\n"
+    )
+    out = gslbd("check", "--config", str(path))
+    assert out.returncode == 1
+    assert f"{path}: topology.geoip.database: cannot open GeoIP database" in out.stdout

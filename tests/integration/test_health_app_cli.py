@@ -11,7 +11,10 @@ from gslbd_harness import gslbd_command
 def test_serve_refuses_to_start_with_an_unreadable_state_file(tmp_path: Path) -> None:
     (tmp_path / "state.json").write_text("{broken")
     config = tmp_path / "gslbd.yaml"
-    config.write_text('version: 1\ndns: {listen: ["127.0.0.1:0"]}\nstate: {file: state.json}\nzones: []\n')
+    config.write_text(
+        'version: 1\ndns: {listen: ["127.0.0.1:0"]}\nstate: {file: state.json}\n'
+        "zones: [{origin: gslb.test., nameservers: [{name: ns1.gslb.test., address: 127.0.0.1}]}]\n"
+    )
     out = subprocess.run(
         gslbd_command("serve", "--config", str(config)),
         capture_output=True,

@@ -16,16 +16,19 @@ import dns.message
 import pytest
 
 from gslbd.answer import View
-from gslbd.answer.exchange_names import published, republished
+from gslbd.answer.exchange_names import published
 from gslbd.app.gauges import ServiceGauges
+from gslbd.app.generation import Generation, GenerationBuilder, NewSnapshot, resolve
 from gslbd.config import load_config_text
 from gslbd.metrics import REGISTRY
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.model.service import Endpoint
 from gslbd.model.topology import Locality
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder, compile_answers
+from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
+from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState, EndpointKind
 from gslbd.wire import AnswerTable, Responder
 from gslbd.wire.compile import Entry
@@ -112,37 +115,28 @@ def learned(rng: random.Random, service: str) -> tuple[Endpoint, ...]:
     return tuple(out)
 
 
-def step(cfg: Config, snapshot: Snapshot, rng: random.Random) -> Snapshot:
-    """One random change (sometimes a few at once, as a burst of verdicts gives)."""
-    health: dict[EndpointKey, bool] = dict(snapshot.health)
-    admin: dict[EndpointKey, AdminState] = dict(snapshot.admin)
-    peers = dict(snapshot.peer_endpoints)
-    evaluated_at = snapshot.evaluated_at
+def step(cfg: Config, book: HealthBook, rng: random.Random) -> None:
+    """One random change to the book (sometimes a few at once, as a burst of verdicts gives)."""
     endpoints = [e for s in cfg.services for e in s.endpoints]
     for _ in range(rng.choice((1, 1, 1, 2, 4))):
         what = rng.random()
         if what < 0.45:
             e = rng.choice(endpoints)
-            health[e.key] = not health.get(e.key, True)
+            book.record(e.key, EndpointStatus(healthy=not book.status(e.key).healthy))
         elif what < 0.6:
             e = rng.choice(endpoints)
-            admin[e.key] = rng.choice(list(AdminState))
+            book.set_admin(e.key, rng.choice(list(AdminState)))
         elif what < 0.8:
             service = rng.choice(cfg.services).name
+            peers = dict(book.snapshot().peer_endpoints)
             found = learned(rng, service)
             if found:
                 peers[service] = found
             else:
                 peers.pop(service, None)
+            book.set_peer_endpoints(peers)
         else:
-            evaluated_at += rng.choice((1.0, 2.5))
-    return Snapshot(
-        snapshot.version + 1,
-        MappingProxyType(health),
-        MappingProxyType(admin),
-        MappingProxyType(peers),
-        evaluated_at,
-    )
+            book.set_evaluated(book.evaluated_at + rng.choice((1.0, 2.5)))
 
 
 def gauge_values(cfg: Config) -> dict[str, tuple[float | None, float | None]]:
@@ -155,10 +149,13 @@ def gauge_values(cfg: Config) -> dict[str, tuple[float | None, float | None]]:
     }
 
 
-def expected_gauges(cfg: Config, snapshot: Snapshot) -> dict[str, tuple[float | None, float | None]]:
-    fresh = ServiceGauges()
-    fresh.update(cfg, snapshot)  # sets every service's gauges from scratch
-    return gauge_values(cfg)
+def full_generation(cfg: Config, snapshot: Snapshot) -> Generation:
+    return GenerationBuilder().first(resolve(cfg, random.Random(1)), snapshot)
+
+
+def expected_gauges(full: Generation) -> dict[str, tuple[float | None, float | None]]:
+    ServiceGauges().update(full)  # sets every service's gauges from scratch
+    return gauge_values(full.config)
 
 
 def picks(entry: Entry) -> list[int]:
@@ -185,36 +182,65 @@ def assert_same_answers(incremental: AnswerTable, full: AnswerTable) -> None:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_incremental_builds_answer_like_full_builds_over_a_random_walk_of_snapshots(seed: int) -> None:
+def test_incremental_generations_answer_and_count_like_full_builds_over_a_random_walk(seed: int) -> None:
+    """The app's path: the book records changes, the generation builder revisits only the services the
+    book says it touched; answers, counts, gauges and NOTIFY decisions equal a full build's."""
     rng = random.Random(seed)
     cfg = config()
-    env = build_env(cfg, random.Random(1))
-    builder = AnswerBuilder()
-    snapshot = Snapshot(evaluated_at=1_700_000_000.0)
-    _, table = builder.build(cfg, snapshot, env)
-    publication = published(cfg, snapshot)
+    book = HealthBook()
+    book.set_evaluated(1_700_000_000.0)
+    builder = GenerationBuilder()
+    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    book.take_touched()
     gauges = ServiceGauges()
-    gauges.update(cfg, snapshot)
-    incremental_builds = 0
+    gauges.update(generation)
     for _ in range(60):
-        snapshot = step(cfg, snapshot, rng)
-        before = table
-        view, table = builder.build(cfg, snapshot, env)
-        incremental_builds += not builder.last_full
-        # What the app derives from the change set (NOTIFY decisions, gauges) matches a full pass too.
-        rebuilt = builder.last_change.services
-        publication = republished(publication, cfg, snapshot, rebuilt)
-        assert publication == published(cfg, snapshot)
-        gauges.update(cfg, snapshot, rebuilt)
-        assert gauge_values(cfg) == expected_gauges(cfg, snapshot)
-        full_view, full_table = compile_answers(cfg, snapshot, build_env(cfg, random.Random(1)))
-        assert view.names.keys() == full_view.names.keys()
-        assert view.snapshot is snapshot
-        assert_same_answers(table, full_table)
+        step(cfg, book, rng)
+        before = generation
+        generation = builder.next(before, NewSnapshot(book.snapshot(), book.take_touched()))
+        assert generation.changed is not None  # incremental, never a full build
+        snapshot = generation.snapshot
+        full = full_generation(cfg, snapshot)
+        assert generation.view.names.keys() == full.view.names.keys()
+        assert generation.view.snapshot is snapshot
+        assert_same_answers(generation.table, full.table)
+        # What the app derives from the change (NOTIFY decisions, counts, gauges) matches a full pass.
+        assert generation.publication == published(cfg, snapshot)
+        expected_zones = [
+            z
+            for z in {*before.publication, *full.publication}
+            if before.publication.get(z) != full.publication.get(z)
+        ]
+        assert sorted(generation.notify_zones) == sorted(expected_zones)
+        assert dict(generation.counts) == dict(full.counts)
+        gauges.update(generation)
+        mine = gauge_values(cfg)
+        assert mine == expected_gauges(full)
         # Nodes of names whose answers did not change are shared, not recompiled.
-        shared = sum(before.names.get(key) is node for key, node in table.names.items())
+        table = generation.table
+        shared = sum(before.table.names.get(key) is node for key, node in table.names.items())
         assert shared >= len(table.names) - 40
-    assert incremental_builds == 60
+
+
+def test_an_admin_forced_down_peer_endpoint_counts_nowhere() -> None:
+    """One rule: an endpoint learned from a peer and forced down by an admin is neither answered nor
+    counted up by the gauges or the API's counts."""
+    cfg = config()
+    book = HealthBook()
+    service = cfg.services[0].name
+    peer = Endpoint(service, "203.0.113.50", EndpointKind.IPV4, "us", Locality("america", "america-a"))
+    book.set_peer_endpoints({service: (peer,)})
+    builder = GenerationBuilder()
+    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    assert "203.0.113.50" in generation.counts[service].up_addresses
+    book.set_admin(peer.key, AdminState.DOWN)
+    generation = builder.next(generation, NewSnapshot(book.snapshot(), book.take_touched()))
+    count = generation.counts[service]
+    assert "203.0.113.50" not in count.up_addresses
+    answer = generation.view.resolve(service, "A", 0, False, random.Random(1), 0)
+    assert "203.0.113.50" not in [rr.rdata for rr in answer.answer]
+    ServiceGauges().update(generation)
+    assert REGISTRY.get_sample_value("gslbd_health_endpoints_up", {"service": service}) == count.up
 
 
 def web_goes_down() -> tuple[tuple[View, AnswerTable], tuple[View, AnswerTable]]:

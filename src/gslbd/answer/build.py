@@ -17,7 +17,7 @@ under a millisecond plus a pass over the services' inputs.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Collection, Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from gslbd.answer.exchange_names import (
@@ -28,6 +28,7 @@ from gslbd.answer.exchange_names import (
 )
 from gslbd.answer.locality import locality_names
 from gslbd.answer.view import SERVICE_TYPES, NameData, Outcome, Records, Rr, View, service_outcome, soa_rr
+from gslbd.cow import CowMap
 from gslbd.model.config import Config
 from gslbd.model.service import Service
 from gslbd.model.zone import Zone
@@ -172,7 +173,9 @@ class ViewBuilder:
     """Builds views for a sequence of snapshots, rebuilding only the services whose inputs changed.
 
     Not thread-safe; one per process (the control plane, or a worker). Views it returned earlier are
-    never modified: every build makes a new names dict that shares the unchanged nodes."""
+    never modified: every build makes a new names map (a CowMap) that shares the unchanged nodes.
+    `touched` (the services a change may have affected, from the health book) limits the services
+    that are looked at; None looks at every service."""
 
     def __init__(self) -> None:
         self._config: Config | None = None
@@ -181,16 +184,25 @@ class ViewBuilder:
         self._base: dict[str, NameData] = {}
         self._inputs: dict[str, tuple[object, ...]] = {}  # service name -> service_inputs when built
         self._owned: dict[str, frozenset[str]] = {}  # service name -> the names it owns
+        self._order: dict[str, int] = {}  # service name -> its position in the config
+        self._services: dict[str, Service] = {}
         self._ents: frozenset[str] = frozenset()
         self._beat = -1.0
 
-    def build(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> tuple[View, Change]:
+    def build(
+        self, config: Config, snapshot: Snapshot, env: PolicyEnv, touched: Collection[str] | None = None
+    ) -> tuple[View, Change]:
         """The view of `config` under `snapshot`, and what changed against the previous build."""
         view = self._view
         if view is None or config is not self._config or env is not self._env:
             return self._full(config, snapshot, env), Change(True)
-        dirty = [s for s in config.services if service_inputs(s, snapshot) != self._inputs.get(s.name)]
-        names = dict(view.names)
+        if touched is None:
+            candidates: Iterable[Service] = config.services
+        else:
+            found = (self._services.get(name) for name in touched)
+            candidates = sorted((s for s in found if s is not None), key=lambda s: self._order[s.name])
+        dirty = [s for s in candidates if service_inputs(s, snapshot) != self._inputs.get(s.name)]
+        names = _Overlay(view.names)
         for name in self._ents:  # out while services are rebuilt: a new name may take an old ENT's place
             del names[name]
         changed: set[str] = set()
@@ -214,20 +226,21 @@ class ViewBuilder:
             gone.update(old - now)
             reshaped |= old != now
         for name in gone - changed:
-            found = self._base.get(name)
-            if found is not None:  # the service no longer owns a name that holds static records
-                names[name] = found
+            found_base = self._base.get(name)
+            if found_base is not None:  # the service no longer owns a name that holds static records
+                names[name] = found_base
                 changed.add(name)
         if reshaped:
-            ents = empty_non_terminals(names)
+            ents = empty_non_terminals(names.merged())
             changed.update(ents.keys() - self._ents)
             gone.update(self._ents - ents.keys())
             self._ents = frozenset(ents)
             names.update(ents)
         else:
             names.update((name, view.names[name]) for name in self._ents)
-        removed = frozenset(n for n in gone if n not in names)
-        self._view = View(view.zones, names, config, snapshot)
+        merged = names.commit()
+        removed = frozenset(n for n in gone if n not in merged)
+        self._view = View(view.zones, merged, config, snapshot)
         rebuilt = frozenset(s.name for s in dirty)
         return self._view, Change(False, frozenset(changed), removed, rebuilt)
 
@@ -237,8 +250,10 @@ class ViewBuilder:
         names = dict(self._base)
         self._inputs.clear()
         self._owned.clear()
+        self._order = {s.name: i for i, s in enumerate(config.services)}
+        self._services = {s.name: s for s in config.services}
         # Every service's own name is taken before any locality name is made.
-        taken = _Taken(names, {s.name for s in config.services})
+        taken = _Taken(names, self._services)
         for service in config.services:
             made = service_names(service, config, snapshot, env, self._base, taken)
             names.update(made)
@@ -249,8 +264,45 @@ class ViewBuilder:
         ents = empty_non_terminals(names)
         names.update(ents)
         self._ents = frozenset(ents)
-        self._view = View({z.origin: z for z in config.zones}, names, config, snapshot)
+        self._view = View({z.origin: z for z in config.zones}, CowMap(names), config, snapshot)
         return self._view
+
+
+class _Overlay(Container[str]):
+    """Changes to a CowMap of names, collected until `commit` makes the new map."""
+
+    def __init__(self, base: Mapping[str, NameData]) -> None:
+        self._base = base if isinstance(base, CowMap) else CowMap(base)
+        self._set: dict[str, NameData] = {}
+        self._deleted: set[str] = set()
+
+    def __contains__(self, name: object) -> bool:
+        if name in self._set:
+            return True
+        return name not in self._deleted and name in self._base
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._set.pop(name, None)
+        self._deleted.add(name)
+
+    def __setitem__(self, name: str, data: NameData) -> None:
+        self._set[name] = data
+        self._deleted.discard(name)
+
+    def update(self, items: Mapping[str, NameData] | Iterable[tuple[str, NameData]]) -> None:
+        for name, data in items.items() if isinstance(items, Mapping) else items:
+            self[name] = data
+
+    def merged(self) -> dict[str, NameData]:
+        """Every name now, as a plain dict (costs a pass over all names)."""
+        out = {n: d for n, d in self._base.items() if n not in self._deleted}
+        out.update(self._set)
+        return out
+
+    def commit(self) -> CowMap[str, NameData]:
+        return self._base.evolve(self._set, self._deleted - self._set.keys())
 
 
 class _Taken(Container[str]):

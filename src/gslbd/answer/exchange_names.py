@@ -19,7 +19,7 @@ endpoints learned from peers. Pure functions, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Iterable, Iterator
 
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -83,15 +83,13 @@ def republished(
     before: dict[str, dict[str, tuple[str, ...]]],
     config: Config,
     snapshot: Snapshot,
-    only: Collection[str],
+    only: Iterable[Service],
 ) -> dict[str, dict[str, tuple[str, ...]]]:
     """`published(config, snapshot)` computed from `before` (the previous result for the same config)
-    when only the services named in `only` may have changed. `before` is left as it was."""
+    when only the services in `only` may have changed. `before` is left as it was."""
     out = dict(before)
     copied: set[str] = set()
-    for service in config.services:
-        if service.name not in only:
-            continue
+    for service in only:
         if service.zone not in copied:
             out[service.zone] = dict(out.get(service.zone, {}))
             copied.add(service.zone)
@@ -147,3 +145,9 @@ def merged_endpoints(service: Service, snapshot: Snapshot, peers: frozenset[str]
     if not peers:
         return service.endpoints + learned
     return tuple(e for e in service.endpoints if e.site not in peers) + learned
+
+
+def counted_endpoints(service: Service, snapshot: Snapshot, peers: frozenset[str]) -> tuple[Endpoint, ...]:
+    """The endpoints of a service that count now: its policy's candidates (`merged_endpoints`) that
+    are answerable (health and admin state applied). The answers, the gauges and the API all use this."""
+    return tuple(e for e in merged_endpoints(service, snapshot, peers) if effective_up(e, snapshot))

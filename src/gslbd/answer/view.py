@@ -12,7 +12,7 @@ Names are absolute, lower case text ("app.gslb.example.com."); types are mnemoni
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gslbd.model.config import Config
@@ -200,7 +200,7 @@ class View:
     """Every name of every served zone with its outcomes. Built by the control plane; read-only after."""
 
     zones: dict[str, Zone]
-    names: dict[str, NameData]
+    names: Mapping[str, NameData]
     config: Config
     snapshot: Snapshot
 

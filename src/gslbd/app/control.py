@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gslbd.answer.exchange_names import peer_site_names
 from gslbd.api.control import (
     DnsCounters,
     EndpointView,
@@ -20,7 +19,6 @@ from gslbd.api.control import (
 )
 from gslbd.model.service import Service
 from gslbd.server.stats import CounterReport
-from gslbd.state.snapshot import effective_up
 from gslbd.types import AdminState
 
 if TYPE_CHECKING:
@@ -52,10 +50,8 @@ class AppControl:
         return [self._status(svc) for svc in self._app.config.services]
 
     def service(self, name: str) -> ServiceStatus | None:
-        for svc in self._app.config.services:
-            if svc.name == name:
-                return self._status(svc)
-        return None
+        svc = self._app.generation.resolved.services.get(name)
+        return self._status(svc) if svc is not None else None
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> None:
         await self._app.set_admin(service, address, state)
@@ -104,24 +100,20 @@ class AppControl:
         return out
 
     def _status(self, svc: Service) -> ServiceStatus:
-        snapshot = self._app.snapshot
+        generation = self._app.generation
+        snapshot = generation.snapshot
         book = self._app.book
-        # Endpoints of peer sites count only while their site publishes them (answer/exchange_names.py).
-        peers = peer_site_names(self._app.config)
+        # What counts is the generation's (the rule the answers use), not derived again here.
+        count = generation.counts.get(svc.name)
+        up = count.up_addresses if count is not None else frozenset()
         learned = snapshot.peer_endpoints.get(svc.name, ())
-        published = {ep.address for ep in learned}
         views: list[EndpointView] = [
-            endpoint_view(
-                ep,
-                book.known(ep.key),
-                snapshot.admin_state(ep),
-                effective_up(ep, snapshot) and (ep.site not in peers or ep.address in published),
-            )
+            endpoint_view(ep, book.known(ep.key), snapshot.admin_state(ep), ep.address in up)
             for ep in svc.endpoints
         ]
         configured = {ep.address for ep in svc.endpoints}
         views += [
-            endpoint_view(ep, None, snapshot.admin_state(ep), effective_up(ep, snapshot))
+            endpoint_view(ep, None, snapshot.admin_state(ep), ep.address in up)
             for ep in learned
             if ep.address not in configured
         ]

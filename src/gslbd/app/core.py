@@ -1,29 +1,35 @@
 """The composition root: builds everything a running gslbd needs from one Config, in order.
 
     App(config, clock, rng, store=...)
-      env       = policy.locate.build_env(config, rng)     where clients are, known sites
-      book      = state.book.HealthBook()                  verdicts and run-time admin overrides
-      snapshot  = book.snapshot()                          what the answers are built from
-      builder   = server.build.AnswerBuilder()             view (every decided answer) and table (the
-                                                           fast path's wire bytes); after the first build
-                                                           only the names a new snapshot changed
-      responder = wire.Responder(table, view, rng)         what the listeners call per message
+      resolved   = app.generation.resolve(config)         GeoIP opened, URLs parsed, probe targets:
+                                                           ConfigError here means the config is unusable
+      book       = state.book.HealthBook()                 verdicts and run-time admin overrides
+      generation = GenerationBuilder().first(resolved, book.snapshot())
+                                                           config, environment, snapshot, view, table,
+                                                           what counts, publication: one frozen value
+      responder  = wire.Responder(table, view, rng)        what the listeners call per message
     await start()  loads admin states from the store, starts the API (not ready yet), binds UDP+TCP on
                    every dns.listen address (in this process, or in dns.workers worker processes that
-                   get every new config and snapshot over a pipe), starts the health scheduler; ready
-    probe result -> health.fsm.step -> book.record; a changed verdict schedules ONE rebuild on the
-                   event loop (call_soon: a burst of verdicts costs one rebuild), live within 100 ms
+                   get the changes over a pipe), starts the health scheduler; ready
+    every change   (a verdict, an admin state, the peers' view, the heartbeat, a config) becomes the
+                   next generation through GenerationBuilder.next and is committed by `_commit`: one
+                   assignment, then the responder, the workers, the gauges and the exchange are told.
+                   A build that fails leaves the committed generation serving.
+    probe result -> health.fsm.step -> book.record for every endpoint sharing the probe; a changed
+                   verdict schedules ONE rebuild on the event loop (call_soon: a burst of verdicts
+                   costs one rebuild), live within 100 ms
     set_admin()    store.save_admin + book.set_admin + rebuild, before it returns
     cluster mode   (config.cluster) a cluster.ClusterNode: start() connects to Redis, subscribes and seeds
                    the book from the shared health keys after the API is up (/readyz 503 meanwhile) and
                    before binding; it is the scheduler's probe gate, feeds shared results into
                    _on_result, and keeps admin states in Redis (self.store is its RedisStateStore)
     exchange       (config.peers) an exchange.Exchange: start() after binding polls the peer sites; their
-                   published endpoints -> book.set_peer_endpoints -> rebuild; NOTIFY to the peers after
-                   a rebuild that changed this site's localtargets; NOTIFY from peers answered by the
-                   responder's hook; the heartbeat record refreshed every peers.interval/2 (the
-                   builder recompiles only the heartbeat names)
-    reload(config) / reload_file()   carry over the health of unchanged endpoints, rebuild, reschedule
+                   published endpoints -> book.set_peer_endpoints -> rebuild; NOTIFY to the peers for the
+                   zones a committed generation says changed; NOTIFY from peers answered by the
+                   responder's hook; the heartbeat (every peers.interval/2) is one more snapshot change
+    reload_file()  transactional: read, validate, resolve and build everything first; on any failure the
+                   committed generation keeps serving with every verdict, the errors are logged once and
+                   returned (the API answers 422); nothing raised reaches the event loop
     lame_duck()    not ready any more (/readyz 503) while DNS still answers
     await stop()   listeners closed -> API stopped -> probes cancelled
 
@@ -36,33 +42,39 @@ import asyncio
 import logging
 import random
 import time
-from dataclasses import replace
 
 from gslbd.answer import View
 from gslbd.api.server import ApiServer
 from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
-from gslbd.app.reconcile import endpoint_key, probed_endpoints, unchanged_keys
+from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, Resolved, resolve
+from gslbd.app.reconcile import endpoint_key, unchanged_keys
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
-from gslbd.errors import GslbdError
+from gslbd.errors import ConfigError, GslbdError, Problem, StateError
 from gslbd.exchange import Exchange
 from gslbd.health.fsm import step
 from gslbd.health.scheduler import HealthScheduler
-from gslbd.metrics import ADMIN_CHANGES, CONFIG_RELOADS, TABLE_REBUILD_SECONDS, TABLE_REBUILDS, TRANSITIONS
+from gslbd.metrics import (
+    ADMIN_CHANGES,
+    CONFIG_LAST_RELOAD_SUCCESS,
+    CONFIG_RELOAD_FAILURES,
+    CONFIG_RELOADS,
+    TABLE_REBUILD_SECONDS,
+    TABLE_REBUILDS,
+    TRANSITIONS,
+)
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
-from gslbd.policy.locate import build_env
-from gslbd.server.build import AnswerBuilder
 from gslbd.server.workers import WorkerPool
 from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import ProbeResult
-from gslbd.state.store import StateStore
+from gslbd.state.store import FileStateStore, StateStore
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
 
@@ -73,8 +85,49 @@ class ApiBindError(GslbdError):
     """The admin API's address could not be bound."""
 
 
+def zone_problems(old: Config | None, new: Config) -> list[Problem]:
+    """A config that serves no zone, or (reloaded over `old`) none of the zones being served, would
+    turn every answer into REFUSED: an error for `serve`, `check` and a reload (`--allow-no-zones`
+    on the command line lets a config without zones through)."""
+    if not new.zones:
+        why = "no zone is configured, so every query would be answered REFUSED"
+        return [Problem(new.source, None, "zones", why)]
+    if old is not None and old.zones and not {z.origin for z in old.zones} & {z.origin for z in new.zones}:
+        served = ", ".join(z.origin for z in old.zones)
+        why = f"the new configuration drops every zone being served ({served})"
+        return [Problem(new.source, None, "zones", why)]
+    return []
+
+
+def unusable(config: Config, *, allow_no_zones: bool = False) -> list[Problem]:
+    """What `gslbd check` and `gslbd serve` find beyond validation: no zones (unless allowed), and
+    everything `resolve` opens (the GeoIP database, the Redis URL) failing."""
+    problems = [] if allow_no_zones else zone_problems(None, config)
+    try:
+        resolved = resolve(config, random.Random(0))
+    except ConfigError as exc:
+        return problems + exc.problems
+    close = getattr(resolved.env.locator, "close", None)
+    if callable(close):
+        close()
+    return problems
+
+
+def state_file_problems(old: Config, new: Config) -> list[str]:
+    """A reload that names another state file: that file must be readable now (it is used from the
+    next restart on; the running instance keeps the store it started with)."""
+    path = new.state.file
+    if path is None or path == old.state.file:
+        return []
+    try:
+        FileStateStore(path).load_admin()
+    except StateError as exc:
+        return [f"{new.source}: state.file: {exc}"]
+    return []
+
+
 class App:
-    """One gslbd instance. Building it validates nothing more than the config did; `start` binds."""
+    """One gslbd instance. Building it resolves the config (ConfigError when unusable); `start` binds."""
 
     def __init__(
         self,
@@ -87,7 +140,6 @@ class App:
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.rng = rng if rng is not None else random.Random()
-        self._config = config
         local = store if store is not None else store_for(config)
         self.store: StateStore = local
         self.cluster: ClusterNode | None = None
@@ -97,45 +149,52 @@ class App:
             )
             self.store = self.cluster.store
         self.book = HealthBook()
-        self._snapshot = self.book.snapshot()
-        self._env = build_env(config, self.rng)
-        self._builder = AnswerBuilder()
-        self._view, self._table = self._builder.build(config, self._snapshot, self._env)
-        responder = Responder(self._table, self._view, random.Random(self.rng.getrandbits(64)))
+        self._builder = GenerationBuilder()
+        resolved = resolve(config, self.rng)
+        self._generation = self._builder.first(resolved, self.book.snapshot())
+        self.book.take_touched()
+        gen = self._generation
+        responder = Responder(gen.table, gen.view, random.Random(self.rng.getrandbits(64)))
         self._front = DnsFront(responder, worker_log_level)
         self.stats = self._front.stats
         self._api: ApiServer | None = None
         self._scheduler: HealthScheduler | None = None
-        self._probed = probed_endpoints(config)
         self._rebuild_handle: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
         self._gauges = ServiceGauges()
+        self._gauges.update(gen)
         self.control = AppControl(self)
         # Query IDs and ports towards peers: unpredictable, and not drawn from self.rng.
         self.exchange = Exchange(
             config, self.clock, random.Random(), on_peers=self._on_peers, on_beat=self._on_beat
         )
+        CONFIG_LAST_RELOAD_SUCCESS.set(1)
+
+    @property
+    def generation(self) -> Generation:
+        """The committed generation: what DNS answers from and what operators see, now."""
+        return self._generation
 
     @property
     def config(self) -> Config:
-        return self._config
+        return self._generation.config
 
     @property
     def snapshot(self) -> Snapshot:
-        return self._snapshot
+        return self._generation.snapshot
 
     @property
     def env(self) -> PolicyEnv:
-        return self._env
+        return self._generation.env
 
     @property
     def view(self) -> View:
-        return self._view
+        return self._generation.view
 
     @property
     def table(self) -> AnswerTable:
-        return self._table
+        return self._generation.table
 
     @property
     def responder(self) -> Responder:
@@ -174,7 +233,7 @@ class App:
         for key, state in self.store.load_admin().items():
             self.book.set_admin(key, state)
         self._rebuild()
-        api = self._config.api
+        api = self.config.api
         if api is not None:
             server = ApiServer(self.control, api.listen, api.token)
             try:
@@ -184,11 +243,11 @@ class App:
             self._api = server
         try:
             if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
-                await self.cluster.start(self._config, list(self._probed.values()))
+                await self.cluster.start(self.config, self._probes())
                 for key, state in self.store.load_admin().items():
                     self.book.set_admin(key, state)
                 self._rebuild()
-            await self._front.bind(self._config, self._snapshot)
+            await self._front.bind(self._generation)
         except BaseException:
             if self.cluster is not None:
                 await self.cluster.stop()
@@ -197,16 +256,22 @@ class App:
         scheduler = HealthScheduler(
             self.clock, random.Random(self.rng.getrandbits(64)), self._on_result, gate=self.cluster
         )
-        await scheduler.start(list(self._probed.values()))
+        await scheduler.start(self._probes())
         self._scheduler = scheduler
         self._loop = asyncio.get_running_loop()
         self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
         if self.workers is not None:  # the workers answer NOTIFY themselves and pass it on
             self.workers.on_notify = self.exchange.notify_received
-        await self.exchange.start(self._snapshot)
+        await self.exchange.start(self._generation.publication, self._generation.config)
         self.responder.on_exchange = self.exchange.hook()  # serves this site's exchange zones
         self._ready = True
-        log.info("ready: %d endpoints probed", len(self._probed))
+        resolved = self._generation.resolved
+        log.info("ready: %d endpoints probed by %d probes", len(resolved.probed), len(resolved.targets))
+
+    def _probes(self) -> list[Endpoint]:
+        """One endpoint per probe target: the scheduler and the cluster gate run these only."""
+        resolved = self._generation.resolved
+        return [resolved.probed[key] for key in resolved.targets]
 
     def lame_duck(self) -> None:
         """Stop being ready (/readyz answers 503) while DNS keeps answering; `stop` follows."""
@@ -217,7 +282,7 @@ class App:
     async def shutdown(self, lame_duck: float | None = None) -> None:
         """Lame duck for `lame_duck` seconds (default dns.lame_duck), then stop."""
         self.lame_duck()
-        seconds = self._config.dns.lame_duck if lame_duck is None else lame_duck
+        seconds = self.config.dns.lame_duck if lame_duck is None else lame_duck
         if seconds > 0 and self.running:
             await asyncio.sleep(seconds)
         await self.stop()
@@ -243,25 +308,41 @@ class App:
         if api is not None:
             await api.stop()
 
-    # -- answers ---------------------------------------------------------------------------------
+    # -- generations -----------------------------------------------------------------------------
 
-    def apply_snapshot(self, snapshot: Snapshot) -> None:
-        """Answer from `snapshot` from now on: rebuild what changed of view and table and swap them in."""
+    def _commit(self, generation: Generation) -> None:
+        """Make `generation` the one in force (one assignment), then tell every consumer."""
+        self._generation = generation
+        self._front.publish(generation)
+        self._gauges.update(generation)
+        self.exchange.after_commit(generation.notify_zones, generation.publication, generation.config)
+
+    def _advance(self, snapshot: Snapshot, touched: frozenset[str] | None) -> bool:
+        """Build and commit the generation of a new snapshot. A build that fails is logged and the
+        committed generation keeps serving (the next change builds everything)."""
         began = time.perf_counter()
-        view, table = self._builder.build(self._config, snapshot, self._env)
-        self._snapshot, self._view, self._table = snapshot, view, table
-        self._front.publish(self._config, snapshot, view, table)
+        try:
+            generation = self._builder.next(self._generation, NewSnapshot(snapshot, touched))
+        except Exception:
+            log.exception(
+                "building the answers of snapshot %d failed; still answering from the previous one",
+                snapshot.version,
+            )
+            return False
+        self._commit(generation)
         TABLE_REBUILDS.inc()
         TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
-        change = self._builder.last_change
-        only = None if change.full else change.services  # None: every service may have changed
-        self._gauges.update(self._config, snapshot, only)
-        self.exchange.after_rebuild(self._config, snapshot, only)
+        return True
+
+    def refresh(self) -> None:
+        """Answer from the health book's state now (for changes made to `book` directly)."""
+        self._rebuild()
 
     def _rebuild(self) -> None:
         """Answer from the book's next snapshot, now."""
         self._rebuild_handle = None
-        self.apply_snapshot(self.book.snapshot())
+        touched = self.book.take_touched()
+        self._advance(self.book.snapshot(), touched)
 
     def _schedule_rebuild(self) -> None:
         """One rebuild on the next turn of the event loop, however many verdicts arrive before it."""
@@ -271,23 +352,43 @@ class App:
     # -- health ----------------------------------------------------------------------------------
 
     def _on_result(self, endpoint: Endpoint, result: ProbeResult) -> None:
-        """A probe finished: step the endpoint's verdict machine; a changed verdict schedules a rebuild."""
-        current = self._probed.get(endpoint.key)
+        """A probe finished: step its target's verdict machine and record the verdict for every endpoint
+        sharing that probe; a changed verdict schedules a rebuild."""
+        resolved = self._generation.resolved
+        current = resolved.probed.get(endpoint.key)
         check = endpoint.check
         if current is None or check is None or current.check != check:
             return  # a result for an endpoint that a reload removed or re-checked
+        sharing = resolved.targets.get(endpoint.key, (endpoint.key,))
         before = self.book.status(endpoint.key)
         after = step(before, result, self.clock.wall(), check.rise, check.fall)
-        if not self.book.record(endpoint.key, after):
+        changed = False
+        for key in sharing:
+            changed |= self.book.record(key, after)
+        if not changed:
             return
         TRANSITIONS.labels(to="up" if after.healthy else "down").inc()
         if before.healthy is not None or not after.healthy:
+            others = (
+                f" (and {len(sharing) - 1} more endpoints of the same target)" if len(sharing) > 1 else ""
+            )
+            verdict = "up" if after.healthy else "down"
+            reason = after.last_change_reason
             log.info(
-                "%s %s is %s: %s",
+                "%s %s is %s: %s%s",
                 endpoint.service,
                 endpoint.address,
-                "up" if after.healthy else "down",
-                after.last_change_reason,
+                verdict,
+                reason,
+                others,
+                extra={
+                    "event": "verdict",
+                    "service": endpoint.service,
+                    "endpoint": endpoint.address,
+                    "verdict": verdict,
+                    "reason": reason,
+                    "sharing": len(sharing),
+                },
             )
         self._schedule_rebuild()
 
@@ -308,94 +409,180 @@ class App:
         return self.exchange.notify_accepted(zone, ip, v6)
 
     def _on_beat(self) -> None:
-        """Heartbeat tick (every peers.interval/2): health evaluation is alive; refresh the heartbeat
-        record (the builder recompiles only the heartbeat names)."""
+        """Heartbeat tick (every peers.interval/2): health evaluation is alive; the heartbeat record is
+        refreshed through the same path as every change (only the heartbeat names are rebuilt)."""
         if self._scheduler is None:
             return
         self.book.set_evaluated(self.clock.wall())
-        snapshot = replace(self._snapshot, evaluated_at=self.book.evaluated_at)
-        self._snapshot = snapshot
-        self._view, self._table = self._builder.build(self._config, snapshot, self._env)
-        self._front.publish(self._config, snapshot, self._view, self._table)
+        self._rebuild()
 
     # -- admin -----------------------------------------------------------------------------------
 
     def _on_cluster_admin(self, key: EndpointKey, state: AdminState) -> None:
         """Another instance changed an admin state (cluster mode): answered on the next loop turn."""
         if self.book.set_admin(key, state):
-            log.info("admin state of %s %s set to %s by another instance", key[0], key[1], state.value)
+            log.info(
+                "admin state of %s %s set to %s by another instance",
+                key[0],
+                key[1],
+                state.value,
+                extra={
+                    "event": "admin",
+                    "service": key[0],
+                    "endpoint": key[1],
+                    "state": state.value,
+                    "by": "cluster",
+                },
+            )
             self._schedule_rebuild()
 
     async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
         """Set an endpoint's run-time admin state: stored, then answered before this returns.
         KeyError for an unknown service or endpoint; StateError when the store cannot keep it."""
-        key = endpoint_key(self._config, service, address)
+        key = endpoint_key(self.config, service, address)
         self.store.save_admin(key, state)
         if self.cluster is not None:  # in Redis (and so at every instance) before this returns
             await self.cluster.flush_admin()
         self.book.set_admin(key, state)
         ADMIN_CHANGES.labels(state=state.value).inc()
-        log.info("admin state of %s %s set to %s", key[0], key[1], state.value)
+        log.info(
+            "admin state of %s %s set to %s",
+            key[0],
+            key[1],
+            state.value,
+            extra={
+                "event": "admin",
+                "service": key[0],
+                "endpoint": key[1],
+                "state": state.value,
+                "by": "api",
+            },
+        )
         self._rebuild()
         return key
 
     # -- reload ----------------------------------------------------------------------------------
 
     def reload(self, config: Config) -> None:
-        """Answer from a new config from now on. Admin overrides are kept, and so is the health of
-        endpoints that are probed with the same check under both configs; the probes follow. Listen
-        addresses, workers and the API address only change with a restart."""
-        old = self._config
+        """Answer from a new config from now on (see `_apply_config`). ConfigError when it cannot be
+        used; the committed generation then keeps serving."""
+        problems = zone_problems(self.config, config)
+        if problems:
+            raise ConfigError(problems)
+        errors = self._apply_config(resolve(config, random.Random(self.rng.getrandbits(64))))
+        if errors:
+            raise ConfigError([Problem(config.source, None, "", line) for line in errors])
+
+    def _apply_config(self, resolved: Resolved) -> list[str]:
+        """Build the generation of a resolved config and commit it; the error lines when the build
+        fails (nothing changed then). Admin overrides are kept, and so is the health of endpoints probed
+        with the same check at the same address under both configs; the probes follow. Listen
+        addresses, workers, the API address and the cluster only change with a restart."""
+        old = self.config
+        config = resolved.config
+        keep = unchanged_keys(old, config)
+        snapshot = self.book.snapshot(keep=keep)
+        began = time.perf_counter()
+        try:
+            generation = self._builder.next(self._generation, NewConfig(resolved, snapshot))
+        except Exception as exc:
+            log.exception("building the answers of %s failed", config.source)
+            return [f"{config.source}: the answers could not be built: {exc!r}"]
+        self.book.retain(keep)
+        self.book.take_touched()
+        self._commit(generation)
+        TABLE_REBUILDS.inc()
+        TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
+        self._after_config(old, config)
+        return []
+
+    def _after_config(self, old: Config, config: Config) -> None:
+        """What follows a committed config: warnings for what needs a restart, the exchange, the
+        scheduler and the cluster gate. Each is guarded: the new generation already serves."""
         if self.running and (config.dns.listen != old.dns.listen or config.dns.workers != old.dns.workers):
             log.warning("dns.listen and dns.workers changes take effect at the next restart")
         if self.running and config.api != old.api:
             log.warning("api changes take effect at the next restart")
-        keep = unchanged_keys(old, config)
-        dropped = any(key not in keep for key in self.book.statuses())
-        self.book.retain(keep)
-        self._config, self._env = config, build_env(config, self.rng)
-        self._probed = probed_endpoints(config)
-        if self.exchange.update(config):  # peers came or went
-            self.book.set_peer_endpoints(self.exchange.endpoints())
-            dropped = True
-        if self.running:
-            self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
-        if dropped:
-            self._rebuild()
-        else:
-            self.apply_snapshot(self._snapshot)
-        if self.running:
-            self.responder.on_exchange = self.exchange.hook()  # peers.transfer may have changed
         if self.running and config.cluster != old.cluster:
             log.warning("cluster changes take effect at the next restart")
-        if self.cluster is not None:
-            self.cluster.update(config, list(self._probed.values()))
-        if self._scheduler is not None:
-            self._scheduler.update(list(self._probed.values()))
-        CONFIG_RELOADS.labels(result="applied").inc()
+        if self.running and config.state != old.state:
+            log.warning(
+                "state changes take effect at the next restart; admin states stay in %s", old.state.file
+            )
+        resolved = self._generation.resolved
+        for key, group in resolved.targets.items():  # endpoints that joined a probed target share its verdict
+            status = self.book.known(key) or next(
+                (self.book.known(k) for k in group if self.book.known(k)), None
+            )
+            if status is not None:
+                for member in group:
+                    if self.book.known(member) != status:
+                        self.book.record(member, status)
+        try:
+            if self.exchange.update(config):  # peers came or went
+                self.book.set_peer_endpoints(self.exchange.endpoints())
+            if self.running:
+                self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
+                self.responder.on_exchange = self.exchange.hook()  # peers.transfer may have changed
+            if self.cluster is not None:
+                self.cluster.update(config, self._probes())
+            if self._scheduler is not None:
+                self._scheduler.update(self._probes())
+        except Exception:
+            log.exception("following the new configuration failed in part; its answers are served")
+        self._rebuild()
 
     async def reload_file(self) -> list[str]:
-        """Re-read the config file this instance was started from and apply it. Returns the error
-        lines (logged too); an empty list means the new config is answering."""
-        path = self._config.source
-        if path.startswith("<"):
-            errors = [f"{path}: the configuration was not read from a file; there is nothing to reload"]
-        else:
-            config, problems = await asyncio.to_thread(check_config, path)
-            errors = [str(p) for p in problems if p.severity == "error"]
-            if config is not None and not errors:
-                errors = privilege_problems(config)
-            if config is None and not errors:
-                errors = [f"{path}: could not be loaded"]
-            if not errors and config is not None:
-                for warning in problems:
-                    log.warning("%s", warning)
-                self.reload(config)
-                log.info("reloaded %s", path)
-                return []
-        for line in errors:
-            log.error("%s", line)
+        """Re-read the config file this instance was started from and apply it, all or nothing.
+        Returns the error lines (logged once); an empty list means the new config is answering.
+        Never raises."""
+        path = self.config.source
+        try:
+            errors, warnings = await self._load_and_apply(path)
+        except Exception as exc:  # a bug: still nothing may reach the event loop
+            log.exception("reload of %s failed", path)
+            errors, warnings = [f"{path}: reload failed: {exc!r}"], []
+        if not errors:
+            for warning in warnings:
+                log.warning("%s", warning)
+            log.info(
+                "reloaded %s (generation %d)",
+                path,
+                self._generation.number,
+                extra={"event": "reload", "result": "applied", "path": path},
+            )
+            CONFIG_RELOADS.labels(result="applied").inc()
+            CONFIG_LAST_RELOAD_SUCCESS.set(1)
+            return []
         count = f"{len(errors)} error" + ("" if len(errors) == 1 else "s")
-        log.error("reload of %s refused (%s, logged above); still serving the previous config", path, count)
+        log.error(
+            "reload of %s refused (%s); still serving the previous config:\n  %s",
+            path,
+            count,
+            "\n  ".join(errors),
+            extra={"event": "reload", "result": "refused", "path": path, "errors": errors},
+        )
         CONFIG_RELOADS.labels(result="refused").inc()
+        CONFIG_RELOAD_FAILURES.inc()
+        CONFIG_LAST_RELOAD_SUCCESS.set(0)
         return errors
+
+    async def _load_and_apply(self, path: str) -> tuple[list[str], list[str]]:
+        """(errors, warnings) of reading, validating, resolving and committing `path`."""
+        if path.startswith("<"):
+            return [f"{path}: the configuration was not read from a file; there is nothing to reload"], []
+        config, problems = await asyncio.to_thread(check_config, path)
+        errors = [str(p) for p in problems if p.severity == "error"]
+        warnings = [str(p) for p in problems if p.severity != "error"]
+        if config is None:
+            return errors or [f"{path}: could not be loaded"], warnings
+        errors = privilege_problems(config) + [str(p) for p in zone_problems(self.config, config)]
+        errors += await asyncio.to_thread(state_file_problems, self.config, config)
+        if errors:
+            return errors, warnings
+        rng = random.Random(self.rng.getrandbits(64))
+        try:
+            resolved = await asyncio.to_thread(resolve, config, rng)
+        except ConfigError as exc:
+            return [str(p) for p in exc.problems], warnings
+        return self._apply_config(resolved), warnings

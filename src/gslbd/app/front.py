@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
-from gslbd.answer import View
-from gslbd.model.config import Config
+from gslbd.app.generation import Generation
+from gslbd.server.dnstap import DnstapSink, with_dnstap
 from gslbd.server.listeners import Listeners
 from gslbd.server.stats import ServerStats
 from gslbd.server.workers import WorkerPool
-from gslbd.state.snapshot import Snapshot
-from gslbd.wire import AnswerTable, Responder
+from gslbd.wire import Responder
 
 log = logging.getLogger(__name__)
 
 
 class DnsFront:
     """With `dns.workers: 1` the listeners run on this process's event loop and answer with `responder`;
-    with more, worker processes bind the addresses and get every (config, snapshot) over their pipes."""
+    with more, worker processes bind the addresses and get every change over their pipes."""
 
     def __init__(self, responder: Responder, worker_log_level: int) -> None:
         self.responder = responder
@@ -25,6 +25,7 @@ class DnsFront:
         self._worker_log_level = worker_log_level
         self.listeners: Listeners | None = None
         self.workers: WorkerPool | None = None
+        self.dnstap: DnstapSink | None = None  # the query log's writer, with dnstap on and no workers
 
     @property
     def running(self) -> bool:
@@ -39,32 +40,44 @@ class DnsFront:
             return list(self.workers.bound)
         return []
 
-    async def bind(self, config: Config, snapshot: Snapshot) -> None:
+    async def bind(self, generation: Generation) -> None:
         """Bind every listen address, here or in the workers. On failure nothing stays open."""
-        dns = config.dns
+        dns = generation.config.dns
         if dns.workers > 1:
             pool = WorkerPool(dns.workers, self._worker_log_level)
-            await pool.start(config, snapshot)
+            await pool.start(generation.config, generation.snapshot)
             self.workers = pool
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
-        listeners = Listeners(
-            dns.listen, self.responder, tcp_idle_timeout=dns.tcp_idle_timeout, stats=self.stats
-        )
-        await listeners.start()
+        # With log.dnstap the listeners answer through a wrapper that queues each exchange for the
+        # dnstap writer; without it they call the responder itself (no per-query cost).
+        handler, sink = with_dnstap(self.responder, generation.config, self.stats)
+        listeners = Listeners(dns.listen, handler, tcp_idle_timeout=dns.tcp_idle_timeout, stats=self.stats)
+        try:
+            await listeners.start()
+        except BaseException:
+            if sink is not None:
+                await asyncio.to_thread(sink.stop)
+            raise
         self.listeners = listeners
+        self.dnstap = sink
 
-    def publish(self, config: Config, snapshot: Snapshot, view: View, table: AnswerTable) -> None:
-        """Answer from a new view and table here, and send (config, snapshot) to the workers."""
-        self.responder.swap(table, view)
+    def publish(self, generation: Generation) -> None:
+        """Answer from a committed generation here, and send the workers what changed: the whole
+        config when it is new, else the verdicts, overrides and learned endpoints of the services the
+        generation changed."""
+        self.responder.swap(generation.table, generation.view)
         if self.workers is not None:
-            self.workers.publish(config, snapshot)
+            self.workers.publish(generation.config, generation.snapshot, generation.changed)
 
     async def close(self) -> None:
         """Close every socket, and stop the workers."""
         listeners, self.listeners = self.listeners, None
         workers, self.workers = self.workers, None
+        sink, self.dnstap = self.dnstap, None
         if listeners is not None:
             await listeners.close()
+        if sink is not None:  # after the listeners: every answered query is in its queue
+            await asyncio.to_thread(sink.stop)
         if workers is not None:
             await workers.stop()

@@ -1,46 +1,40 @@
-"""Keeping the per-service endpoint gauges in step with the snapshot in force."""
+"""Keeping the per-service endpoint gauges in step with the committed generation."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 
-from gslbd.answer.exchange_names import peer_site_names
+from gslbd.app.generation import Generation, ServiceCount
 from gslbd.metrics import ENDPOINTS, ENDPOINTS_UP
-from gslbd.model.config import Config
-from gslbd.model.service import Service
-from gslbd.state.snapshot import Snapshot, effective_up
 
 
 class ServiceGauges:
-    """Sets gslbd_health_endpoints{_up} per configured service; drops services that went away."""
+    """Sets gslbd_health_endpoints{_up} per configured service from the generation's counts (the rule
+    the answers use); drops services that went away. After a snapshot change only the services the
+    generation says changed are looked at: setting a labelled gauge costs a lock and a lookup."""
 
     def __init__(self) -> None:
         self._labelled: dict[str, tuple[int, int]] = {}  # service -> (up, known) last set
 
-    def update(self, config: Config, snapshot: Snapshot, only: Collection[str] | None = None) -> None:
-        """Set the gauges of the services in `only` (all when None) whose figures changed: a rebuild
-        after one verdict touches one service, and setting a labelled gauge costs a lock and a lookup."""
-        if only is not None and len(only) < len(config.services):
-            names = dict(self._labelled)
-            services: Iterable[Service] = (s for s in config.services if s.name in only)
+    def update(self, generation: Generation) -> None:
+        counts = generation.counts
+        if generation.changed is None:
+            names: dict[str, tuple[int, int]] = {}
+            items: Iterable[tuple[str, ServiceCount]] = counts.items()
         else:
-            names = {}
-            services = config.services
-        peer_sites = peer_site_names(config)
-        for svc in services:
-            # Configured endpoints of peer sites count as up only through what their site publishes.
-            peers = snapshot.peer_endpoints.get(svc.name, ())
-            local = [ep for ep in svc.endpoints if ep.site not in peer_sites]
-            up = sum(1 for ep in local if effective_up(ep, snapshot)) + len(peers)
-            known = len({ep.address for ep in svc.endpoints} | {ep.address for ep in peers})
-            names[svc.name] = figures = (up, known)
-            if self._labelled.get(svc.name) != figures:
-                ENDPOINTS_UP.labels(service=svc.name).set(up)
-                ENDPOINTS.labels(service=svc.name).set(known)
-        for gone in self._labelled.keys() - names.keys():
-            ENDPOINTS_UP.remove(gone)
-            ENDPOINTS.remove(gone)
-        self._labelled = names
+            names = self._labelled
+            items = ((n, counts[n]) for n in generation.changed if n in counts)
+        for name, count in items:
+            figures = (count.up, count.known)
+            if self._labelled.get(name) != figures:
+                ENDPOINTS_UP.labels(service=name).set(count.up)
+                ENDPOINTS.labels(service=name).set(count.known)
+            names[name] = figures
+        if generation.changed is None:
+            for gone in self._labelled.keys() - names.keys():
+                ENDPOINTS_UP.remove(gone)
+                ENDPOINTS.remove(gone)
+            self._labelled = names
 
     def clear(self) -> None:
         for name in self._labelled:

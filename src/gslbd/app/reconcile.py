@@ -1,13 +1,21 @@
-"""Pure helpers of the composition root: which endpoints are probed here, which keep their health
-across a reload, and how an admin request names an endpoint."""
+"""Pure helpers of the composition root: which endpoints are probed here, which share one probe, which
+keep their health across a reload, and how an admin request names an endpoint."""
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
+from gslbd.health.probes.base import answered_host, probe_host
+from gslbd.model.check import Check
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.types import CheckType
+
+# What makes two probes the same: where they connect, what they name (Host header, SNI), whose service
+# they run for (exec checks only) and every setting of the check but its name.
+TargetKey = tuple[str, str, str, Check]
 
 
 def probed_endpoints(config: Config) -> dict[EndpointKey, Endpoint]:
@@ -59,3 +67,22 @@ def normal_address(address: str) -> str:
 def _endpoints(config: Config) -> Iterator[Endpoint]:
     for svc in config.services:
         yield from svc.endpoints
+
+
+def target_key(endpoint: Endpoint) -> TargetKey:
+    """The probe an endpoint needs. Exec checks see the service name, so they are never shared across
+    services."""
+    check = endpoint.check
+    assert check is not None
+    owner = endpoint.service if check.type is CheckType.EXEC else ""
+    return (probe_host(endpoint), answered_host(endpoint), owner, replace(check, name=""))
+
+
+def probe_targets(probed: Iterable[Endpoint]) -> dict[EndpointKey, tuple[EndpointKey, ...]]:
+    """One probe per distinct target: the first endpoint (in config order) of every group of probed
+    endpoints with the same target -> the keys of the whole group (itself first). Every endpoint of a
+    group gets the verdict of that one probe."""
+    groups: dict[TargetKey, list[EndpointKey]] = {}
+    for ep in probed:
+        groups.setdefault(target_key(ep), []).append(ep.key)
+    return {keys[0]: tuple(keys) for keys in groups.values()}

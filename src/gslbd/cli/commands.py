@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import sys
 
-from gslbd.app import App
+from gslbd.app import App, unusable
 from gslbd.cli.configs import config_path, errors_of, load_or_report
 from gslbd.config import check_config
 from gslbd.errors import Problem
@@ -16,9 +16,15 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def run_check(path: str) -> int:
-    """Print every problem of the config at `path`, errors first; 1 when there is an error, else 0."""
+def run_check(path: str, allow_no_zones: bool = False) -> int:
+    """Print every problem of the config at `path`, errors first; 1 when there is an error, else 0.
+    Beyond validation: a config without zones is an error (unless `allow_no_zones`), and so is a GeoIP
+    database or Redis URL that cannot be used."""
     config, problems = check_config(path)
+    if config is not None:
+        problems = [*unusable(config, allow_no_zones=allow_no_zones), *problems]
+        if any(p.severity == "error" for p in problems):
+            config = None
     errors = errors_of(problems)
     warnings: list[Problem] = [p for p in problems if p.severity != "error"]
     for problem in errors + warnings:

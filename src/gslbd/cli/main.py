@@ -28,13 +28,25 @@ def build_parser() -> argparse.ArgumentParser:
     _config_option(serve)
     serve.add_argument(
         "--log-level",
-        default="info",
+        default=None,
         choices=["debug", "info", "warning", "error"],
-        help="least severe log level shown (default info)",
+        help="least severe log level shown (default: log.level of the config, else info)",
+    )
+    serve.add_argument(
+        "--log-format",
+        default=None,
+        choices=["text", "json"],
+        help="text, or one JSON object per line (default: log.format of the config, else text)",
     )
 
     check = sub.add_parser("check", help="validate a configuration and print every problem")
     _config_option(check, required=True)
+    for command in (serve, check):
+        command.add_argument(
+            "--allow-no-zones",
+            action="store_true",
+            help="accept a configuration without zones (every query is then answered REFUSED)",
+        )
 
     explain = sub.add_parser("explain", help="say what a client gets for a name, and why")
     explain.add_argument("name", help="the name asked, e.g. app.gslb.example.com")
@@ -73,14 +85,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         from gslbd.cli.commands import run_check
 
-        return run_check(args.config)
+        return run_check(args.config, args.allow_no_zones)
     if args.command == "explain":
         from gslbd.cli.commands import run_explain
 
         return run_explain(args.config, args.name, args.rtype, args.client, args.ecs)
     from gslbd.cli.serve import run_serve
 
-    return run_serve(args.config, args.log_level)
+    return run_serve(args.config, args.log_level, args.log_format, args.allow_no_zones)
 
 
 if __name__ == "__main__":

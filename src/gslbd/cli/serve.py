@@ -14,22 +14,24 @@ import sys
 from collections.abc import Callable
 
 from gslbd import __version__
-from gslbd.app import ApiBindError, App, privilege_problems
+from gslbd.app import ApiBindError, App, privilege_problems, unusable
 from gslbd.cli.configs import config_path, load_or_report
 from gslbd.errors import GslbdError, StateError
-from gslbd.model.config import Config
+from gslbd.model.config import Config, LogConfig
+from gslbd.server import logsetup
 from gslbd.state.store import FileStateStore, StateStore, default_state_dir
 
 log = logging.getLogger("gslbd.cli.serve")
 
-LOG_FORMAT = "%(asctime)s gslbd %(levelname)s %(name)s: %(message)s"
+
+def setup_logging(level: str, fmt: str = "text") -> int:
+    """Log to stderr at `level` ("debug" ... "error") in `fmt` ("text" or "json"); the numeric level."""
+    return logsetup.setup_logging(level, fmt)
 
 
-def setup_logging(level: str) -> int:
-    """Log to stderr at `level` ("debug" ... "error"); returns the numeric level."""
-    numeric = getattr(logging, level.upper(), logging.INFO)
-    logging.basicConfig(level=numeric, format=LOG_FORMAT, stream=sys.stderr, force=True)
-    return int(numeric)
+def effective_logging(config: Config, level: str | None, fmt: str | None) -> tuple[str, str]:
+    """(level, format): the command line's when given, else the config's `log` section."""
+    return level or config.log.level.value, fmt or config.log.format.value
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -58,16 +60,20 @@ def try_these(config: Config) -> str:
     return "serving the bundled example; try:\n    " + "\n    ".join(lines)
 
 
-def run_serve(path: str | None, level: str) -> int:
-    """Load the config (or the bundled example), serve until a stop signal; the exit code."""
-    numeric = setup_logging(level)
+def run_serve(
+    path: str | None, level: str | None, fmt: str | None = None, allow_no_zones: bool = False
+) -> int:
+    """Load the config (or the bundled example), serve until a stop signal; the exit code. `level` and
+    `fmt` (--log-level, --log-format) win over the config's `log.level` and `log.format` when given."""
+    setup_logging(level or "info", fmt or "text")
     with config_path(path) as real:
         config, problems = load_or_report(real)
     if config is None:
         return 1
+    numeric = setup_logging(*effective_logging(config, level, fmt))
     for warning in problems:
         log.warning("%s", warning)
-    refused = privilege_problems(config)
+    refused = privilege_problems(config) + [str(p) for p in unusable(config, allow_no_zones=allow_no_zones)]
     for line in refused:
         print(line, file=sys.stderr)
     if refused:
@@ -77,13 +83,20 @@ def run_serve(path: str | None, level: str) -> int:
         # The bundled example keeps its admin states next to the user's other state.
         store = FileStateStore(default_state_dir() / "example-state.json")
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(serve_until_stopped(App(config, worker_log_level=numeric, store=store), path))
+        app = App(config, worker_log_level=numeric, store=store)
+        return runner.run(serve_until_stopped(app, path, log_options=(level, fmt)))
 
 
-async def serve_until_stopped(app: App, path: str | None = None, banner: bool = True) -> int:
+async def serve_until_stopped(
+    app: App,
+    path: str | None = None,
+    banner: bool = True,
+    log_options: tuple[str | None, str | None] | None = None,
+) -> int:
     """Start `app` and serve until SIGTERM or SIGINT; SIGHUP reloads its config file. The first stop
     signal starts the lame duck (dns.lame_duck seconds: not ready, DNS still answers), a second one
-    stops at once. Returns the exit code (0, or 1 when the app could not start)."""
+    stops at once. Returns the exit code (0, or 1 when the app could not start). With `log_options`
+    (--log-level, --log-format or None each), a reload applies the new `log` section's level and format."""
     loop = asyncio.get_running_loop()
     config = app.config
     # Signals are handled from the start: a SIGHUP or SIGTERM that arrives while the sockets are being
@@ -108,7 +121,10 @@ async def serve_until_stopped(app: App, path: str | None = None, banner: bool = 
         if path is None and banner:
             log.info("%s", try_these(config))
         while await commands.get() == "reload":
+            before = app.config.log
             await app.reload_file()
+            if log_options is not None:
+                _follow_log_section(before, app.config, *log_options)
         log.info("stopping")
         await _lame_duck(app, commands)
     finally:
@@ -135,6 +151,16 @@ async def _lame_duck(app: App, commands: asyncio.Queue[str]) -> None:
         if command == "stop":
             log.info("second stop signal: stopping now")
             return
+
+
+def _follow_log_section(before: LogConfig, config: Config, level: str | None, fmt: str | None) -> None:
+    """After a reload: this process logs at the new level and format (workers at their next start); a new
+    dnstap section needs a restart, since the DNS listeners hold their handler."""
+    after = config.log
+    if (after.level, after.format) != (before.level, before.format):
+        setup_logging(*effective_logging(config, level, fmt))
+    if after.dnstap != before.dnstap:
+        log.warning("log.dnstap changes take effect at the next restart")
 
 
 def loop_time() -> float:

@@ -38,7 +38,12 @@ def check_config_text(
     rep.problems.extend(problems)
     if any(p.severity == "error" for p in problems) and tree is None:
         return None, _order(rep.problems)
-    config = build_config(rep, tree)
+    try:
+        config = build_config(rep, tree)
+    except Exception as exc:  # a validator bug must still be a located answer, never a traceback
+        log.exception("validating %s failed", source)
+        rep.problems.append(Problem(source, None, "", f"the configuration could not be validated: {exc!r}"))
+        return None, _order(rep.problems)
     return (None if rep.failed else config), _order(rep.problems)
 
 

@@ -220,6 +220,9 @@ def convert(rep: Report, node: Node, path: str, conv: Callable[[Node], T]) -> T 
     except Invalid as exc:
         rep.error(node.line, path, exc.message)
         return None
+    except (ValueError, TypeError, OverflowError) as exc:  # a library's parser refused the value
+        rep.error(node.line, path, f"invalid value: {exc}")
+        return None
 
 
 def scalar(node: Node, what: str) -> object:

@@ -1,9 +1,10 @@
 """YAML to a marked tree: every mapping key and every value remembers the line it came from.
 
-The text is composed with PyYAML's safe loader into nodes, and the node graph is walked into three small
-frozen types (`Map`, `Seq`, `Scalar`). Scalars are constructed by the safe constructor, so `5` is an int,
-`true` a bool and `5s` a string, exactly as YAML says. Merge keys (`<<: *anchor`) are flattened first.
-Problems of the text itself (invalid YAML, duplicate keys, non-string keys) are returned, not raised.
+The text is composed with PyYAML's safe loader (libyaml's parser when available) into nodes, and the
+node graph is walked into three small frozen types (`Map`, `Seq`, `Scalar`). Scalars are constructed by
+the safe constructor, so `5` is an int, `true` a bool and `5s` a string, exactly as YAML says. Merge
+keys (`<<: *anchor`) are flattened first. Problems of the text itself (invalid YAML, duplicate keys,
+non-string keys) are returned, not raised.
 """
 
 from __future__ import annotations
@@ -57,6 +58,34 @@ class Map:
 Node = Scalar | Seq | Map
 
 
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+# The first characters for which PyYAML's safe resolver has an implicit type (bool, int, float, null,
+# timestamp, merge, value): a plain scalar starting with anything else is a string.
+_TYPED_FIRST = frozenset(first for first in yaml.SafeLoader.yaml_implicit_resolvers if first)
+# A resolver registered for every first character (key None) would defeat the shortcut.
+_SHORTCUT = None not in yaml.SafeLoader.yaml_implicit_resolvers
+
+
+def _fast_loader() -> type[yaml.SafeLoader]:
+    """libyaml's parser when PyYAML was built with it (the wheels are), with the resolver's common
+    case answered without its per-scalar regular expressions; the tags are the safe loader's."""
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class FastLoader(base):  # type: ignore[valid-type,misc]
+        def resolve(self, kind: type[yaml.Node], value: object, implicit: tuple[bool, bool]) -> str:
+            if _SHORTCUT and kind is yaml.ScalarNode and isinstance(value, str):  # noqa: SIM102
+                if not implicit[0] or (value and value[0] not in _TYPED_FIRST):
+                    return _STR
+            tag: str = super().resolve(kind, value, implicit)
+            return tag
+
+    return FastLoader
+
+
+_FAST_LOADER = _fast_loader()
+
+
 class _Walker:
     def __init__(self, source: str) -> None:
         self.source = source
@@ -80,6 +109,8 @@ class _Walker:
         return result
 
     def _scalar(self, node: yaml.Node, line: int, path: str) -> object:
+        if node.tag == _STR:  # most scalars: the text is the value
+            return node.value
         try:
             return self.constructor.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError) as exc:  # e.g. a date like 2024-13-45, an unknown tag
@@ -131,9 +162,13 @@ def parse_yaml(text: str, source: str) -> tuple[Node | None, list[Problem]]:
     An empty document gives (None, []).
     """
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        return None, [_yaml_problem(source, exc)]
+        root = yaml.compose(text, Loader=_FAST_LOADER)
+    except yaml.YAMLError:
+        # Invalid YAML: the pure-Python parser words its errors as the error texts promise.
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            return None, [_yaml_problem(source, exc)]
     if root is None:
         return None, []
     walker = _Walker(source)

@@ -7,6 +7,7 @@ from gslbd.config.discovery import with_discovered
 from gslbd.config.fields import Invalid, MapReader, Report, describe, integer
 from gslbd.config.loader import Map, Node
 from gslbd.config.locality import check_locality_names
+from gslbd.config.logs import read_log
 from gslbd.config.names import in_zone
 from gslbd.config.network import (
     read_api,
@@ -38,6 +39,7 @@ TOP_KEYS = (
     "cluster",
     "peers",
     "state",
+    "log",
 )
 
 
@@ -176,6 +178,7 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
     refs.warn_unused(checks_r)
     cluster = read_cluster(r.sub("cluster"))
     state = read_state(r.sub("state"))
+    log = read_log(r.sub("log"))
     if rep.failed:
         return None
     return Config(
@@ -191,5 +194,6 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
         cluster=cluster,
         peers=peers,
         state=state,
+        log=log,
         source=rep.source,
     )

@@ -18,7 +18,7 @@ import contextlib
 import ipaddress
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from gslbd.exchange.transport import UdpChannel, sign, signature_problem
 from gslbd.exchange.wireformat import NOTIFY_OPCODE, notify_message
@@ -41,14 +41,6 @@ def normal_ip(text: str) -> str:
         return text
 
 
-def source_address(ip: int, v6: bool) -> str:
-    """A sender's address as text; an IPv4-mapped IPv6 address as its IPv4 form."""
-    if not v6:
-        return str(ipaddress.IPv4Address(ip))
-    addr = ipaddress.IPv6Address(ip)
-    return str(addr.ipv4_mapped) if addr.ipv4_mapped is not None else str(addr)
-
-
 def notify_sources(config: Config) -> dict[str, tuple[str, ...]]:
     """Peer nameserver address -> the peer sites it serves: who may send this site a NOTIFY."""
     out: dict[str, tuple[str, ...]] = {}
@@ -60,6 +52,20 @@ def notify_sources(config: Config) -> dict[str, tuple[str, ...]]:
             if site.name not in out.get(key, ()):
                 out[key] = (*out.get(key, ()), site.name)
     return out
+
+
+def source_address(ip: int, v6: bool) -> str:
+    """A sender's address as text; an IPv4-mapped IPv6 address as its IPv4 form."""
+    if not v6:
+        return str(ipaddress.IPv4Address(ip))
+    addr = ipaddress.IPv6Address(ip)
+    return str(addr.ipv4_mapped) if addr.ipv4_mapped is not None else str(addr)
+
+
+def notify_accepted(sources: Mapping[str, tuple[str, ...]], zone: str, ip: int, v6: bool) -> bool:
+    """The one rule for a NOTIFY: it names a served zone ("" when not) and comes from a configured
+    peer nameserver (`sources` is `notify_sources(config)`). The main process and every worker ask this."""
+    return bool(zone) and bool(sources.get(source_address(ip, v6), ()))
 
 
 def source_host(config: Config, target: str) -> str | None:

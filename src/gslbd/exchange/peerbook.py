@@ -226,12 +226,23 @@ def _log_change(before: PeerState, after: PeerState, stale_after: float) -> None
             name,
             after.last_error,
             stale_after,
+            extra={"event": "peer", "peer": name, "state": "failing", "error": after.last_error},
         )
     elif before.failing and not after.failing:
-        log.info("peer %s answers again", name)
+        log.info("peer %s answers again", name, extra={"event": "peer", "peer": name, "state": "answering"})
     if before.freshness is after.freshness:
         return
     if after.freshness is Freshness.STALE:
-        log.warning("peer %s is stale: %s; its endpoints no longer count", name, after.detail)
+        log.warning(
+            "peer %s is stale: %s; its endpoints no longer count",
+            name,
+            after.detail,
+            extra={"event": "peer", "peer": name, "state": "stale", "detail": after.detail},
+        )
     else:
-        log.info("peer %s is fresh: %d endpoint addresses learned", name, after.endpoint_count)
+        log.info(
+            "peer %s is fresh: %d endpoint addresses learned",
+            name,
+            after.endpoint_count,
+            extra={"event": "peer", "peer": name, "state": "fresh", "endpoints": after.endpoint_count},
+        )

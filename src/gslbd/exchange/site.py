@@ -6,8 +6,9 @@ Exchange(config, clock, rng, on_peers=..., on_beat=...)
   notifier  sends NOTIFY to every peer nameserver when this site's publication changes
   heartbeat `on_beat()` every `heartbeat_period` (peers.interval / 2, 2.5 s without peers): the root
             records a health evaluation and refreshes the heartbeat record cheaply
-after_rebuild(config, snapshot)   after every rebuild: NOTIFY peers when the localtargets changed, and
-                                  record the change in this site's exchange zones (a new serial)
+after_commit(notify_zones, publication, config)   after every committed generation: NOTIFY peers about
+                                  the zones it changed, and record the change in this site's exchange
+                                  zones (a new serial)
 notify_received(zone, ip, v6)     the wire layer's NOTIFY hook: accept (and re-poll) or refuse
 hook()                            the responder's exchange hook (wire/transfer.py) that serves this
                                   site's exchange zones (SOA, AXFR, IXFR; exchange/xfrserve.py), or
@@ -20,11 +21,10 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from gslbd.answer.exchange_names import changed_zones, published, republished
 from gslbd.clock import Clock
-from gslbd.exchange.notify import Notifier, notify_sources, source_address
+from gslbd.exchange.notify import Notifier, notify_accepted, notify_sources, source_address
 from gslbd.exchange.peerbook import PeerBook
 from gslbd.exchange.peerstate import PeerState
 from gslbd.exchange.poller import Poller
@@ -32,7 +32,6 @@ from gslbd.exchange.xfrserve import ExchangeZones
 from gslbd.metrics import NOTIFY_RECEIVED
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint
-from gslbd.state.snapshot import Snapshot
 from gslbd.wire.transfer import ExchangeHook
 
 __all__ = ["Exchange", "heartbeat_period", "source_address"]
@@ -41,7 +40,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL = 5.0
 
-Publication = dict[str, dict[str, tuple[str, ...]]]
+# zone origin -> localtargets name -> addresses: what this site publishes (the generation's publication)
+Publication = Mapping[str, Mapping[str, tuple[str, ...]]]
 
 
 def serves_exchange_zone(config: Config) -> bool:
@@ -77,7 +77,7 @@ class Exchange:
         self.notifier = Notifier(config, random.Random(rng.getrandbits(64)))
         self.notifier.serial = self._serial
         self._sources = notify_sources(config)
-        self._published: Publication | None = None
+        self._started = False
         self._beat: asyncio.Task[None] | None = None
 
     @property
@@ -96,19 +96,21 @@ class Exchange:
     def peers(self) -> list[PeerState]:
         return self.poller.book.states()
 
-    async def start(self, snapshot: Snapshot) -> None:
-        """Start polling and beating; tell the peers about this site's publication (it may be new)."""
-        self._published = published(self._config, snapshot)
-        if serves_exchange_zone(self._config):
-            self.zones = ExchangeZones(self._config, self._published, self._clock.wall(), self.poller.carried)
+    async def start(self, publication: Publication, config: Config | None = None) -> None:
+        """Start polling and beating; tell the peers about this site's publication (it may be new):
+        `publication` is the generation's (zone -> localtargets name -> addresses), `config` its config."""
+        self._started = True
+        config = config if config is not None else self._config
+        if serves_exchange_zone(config):
+            self.zones = ExchangeZones(config, publication, self._clock.wall(), self.poller.carried)
         await self.poller.start()
         self._beat = asyncio.get_running_loop().create_task(self._beat_loop(), name="gslbd-heartbeat")
         peers = self._config.peers
-        if peers is not None and peers.notify and self._published:
-            self.notifier.send(list(self._published))
+        if peers is not None and peers.notify and publication:
+            self.notifier.send(list(publication))
 
     async def stop(self) -> None:
-        self._published = None  # stopped: rebuilds announce nothing any more
+        self._started = False  # stopped: commits announce nothing any more
         self.zones = None
         beat, self._beat = self._beat, None
         if beat is not None:
@@ -127,30 +129,27 @@ class Exchange:
         self.notifier.update(config)
         return self.poller.update(config)
 
-    def after_rebuild(self, config: Config, snapshot: Snapshot, only: Collection[str] | None = None) -> None:
-        """Called after every rebuild: NOTIFY the peers about zones whose localtargets changed. `only`:
-        the services that may have changed since the previous rebuild (None: any, or a new config)."""
-        if self._published is None:  # not started: nothing was announced yet
-            return
-        if only is None:
-            now = published(config, snapshot)
-        else:
-            now = republished(self._published, config, snapshot, only)
-        zones = changed_zones(self._published, now)
-        self._published = now
-        self._follow(config, now, only, zones)
-        peers = config.peers
-        if zones and peers is not None and peers.notify:
-            self.notifier.send(zones)
+    def after_commit(
+        self,
+        notify_zones: Sequence[str],
+        publication: Publication | None = None,
+        config: Config | None = None,
+    ) -> None:
+        """A generation was committed: NOTIFY the peers about the zones whose publication it changed
+        (the generation decided which; nothing is compared here), and follow its publication in this
+        site's exchange zones (a new serial per changed zone)."""
+        peers = self._config.peers
+        if self._started and publication is not None:
+            self._follow(config if config is not None else self._config, publication, notify_zones)
+        if self._started and notify_zones and peers is not None and peers.notify:
+            self.notifier.send(list(notify_zones))
 
     def hook(self) -> ExchangeHook | None:
         """What the responder asks about exchange-zone questions (wire/transfer.py), or None."""
         zones = self.zones
         return zones.handle if zones is not None else None
 
-    def _follow(
-        self, config: Config, now: Publication, only: Collection[str] | None, zones: list[str]
-    ) -> None:
+    def _follow(self, config: Config, now: Publication, zones: Sequence[str]) -> None:
         """Keep the exchange zones in step with the publication (and with a new configuration)."""
         wall = self._clock.wall()
         if not serves_exchange_zone(config):
@@ -160,7 +159,7 @@ class Exchange:
         elif self.zones.config is not config:
             self.zones.configure(config, now, wall)
         elif zones:
-            self.zones.update(now, only, zones, wall)
+            self.zones.update(now, zones, wall)
 
     def _serial(self, origin: str) -> int | None:
         zones = self.zones
@@ -168,12 +167,16 @@ class Exchange:
 
     def notify_accepted(self, zone: str, ip: int, v6: bool) -> bool:
         """Would `notify_received` accept this NOTIFY? Reads only; safe from the DNS threads."""
-        return bool(zone) and bool(self._sources.get(source_address(ip, v6), ()))
+        return notify_accepted(self._sources, zone, ip, v6)
 
     def notify_received(self, zone: str, ip: int, v6: bool) -> bool:
         """A NOTIFY for `zone` ("" when it names no served zone) came from (ip, v6): accept it and poll
         the peer(s) behind that address at once, or refuse it. Counted either way."""
-        names = self._sources.get(source_address(ip, v6), ()) if zone else ()
+        names = (
+            self._sources.get(source_address(ip, v6), ())
+            if notify_accepted(self._sources, zone, ip, v6)
+            else ()
+        )
         poked = [name for name in names if self.poller.poke(name)]
         NOTIFY_RECEIVED.labels(result="accepted" if poked else "refused").inc()
         return bool(poked)

@@ -9,7 +9,7 @@ from gslbd.model.service import Service
 from gslbd.model.topology import Locality, SiteInfo, Topology
 from gslbd.model.tsig import TsigKey
 from gslbd.model.zone import Zone
-from gslbd.types import Discover, SyncMode
+from gslbd.types import Discover, LogFormat, LogLevel, SyncMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,26 @@ class PeersConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DnstapConfig:
+    """The dnstap query log: Frame Streams to the unix socket `socket` (an absolute path), with an
+    AUTH_QUERY message per query when `queries` and an AUTH_RESPONSE per answer when `responses`."""
+
+    socket: str
+    queries: bool = True
+    responses: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """How gslbd logs: `format` text or json (one object per line), the least severe `level` shown, and
+    the dnstap query log (None: off). `gslbd serve --log-format/--log-level` win over format and level."""
+
+    format: LogFormat = LogFormat.TEXT
+    level: LogLevel = LogLevel.INFO
+    dnstap: DnstapConfig | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """A whole, validated configuration. `source` is the file it came from."""
 
@@ -112,6 +132,7 @@ class Config:
     cluster: ClusterConfig | None = None
     peers: PeersConfig | None = None
     state: StateConfig = StateConfig()
+    log: LogConfig = LogConfig()
     source: str = field(default="<memory>", compare=False)
 
     def site_info(self, name: str) -> SiteInfo | None:

@@ -8,6 +8,8 @@ a new config, or the first build, compiles everything.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gslbd.answer import Change, View, ViewBuilder
 from gslbd.model.config import Config
 from gslbd.policy import PolicyEnv
@@ -24,13 +26,21 @@ class AnswerBuilder:
         self.last_change = Change(True)  # what the last build changed
 
     @property
+    def empty(self) -> bool:
+        """Whether nothing was built yet (the next build compiles everything)."""
+        return self._table is None
+
+    @property
     def last_full(self) -> bool:
         """Whether the last build compiled everything."""
         return self.last_change.full
 
-    def build(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> tuple[View, AnswerTable]:
-        """The view of `config` under `snapshot` and its table. Earlier results are never modified."""
-        view, change = self._views.build(config, snapshot, env)
+    def build(
+        self, config: Config, snapshot: Snapshot, env: PolicyEnv, touched: Collection[str] | None = None
+    ) -> tuple[View, AnswerTable]:
+        """The view of `config` under `snapshot` and its table. Earlier results are never modified.
+        `touched`: the services whose inputs may have changed since the last build (None: any)."""
+        view, change = self._views.build(config, snapshot, env, touched)
         if self._table is None:
             change = Change(True)
         self.last_change = change

@@ -13,6 +13,9 @@ class ServerStats:
     """Mutable counters of one process's listeners (not a value: it is updated in place)."""
 
     __slots__ = (
+        "dnstap_connects",
+        "dnstap_dropped",
+        "dnstap_written",
         "handler_errors",
         "tcp_connections",
         "tcp_evicted",
@@ -44,6 +47,11 @@ class ServerStats:
         # low bits, which is how they appear in the header).
         self.udp_rcodes = [0] * 16
         self.tcp_rcodes = [0] * 16
+        # The dnstap query log (log.dnstap), in exchanges (a query and its response): written to the
+        # reader, dropped (queue full, or lost with a broken connection), and connections made.
+        self.dnstap_written = 0
+        self.dnstap_dropped = 0
+        self.dnstap_connects = 0
 
     def as_dict(self) -> dict[str, int]:
         """The scalar counters (the per-rcode lists are left out; see `responses_by_rcode`)."""

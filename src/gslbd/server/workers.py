@@ -2,8 +2,10 @@
 
 The parent (the control plane) starts N workers. Each binds every listen address itself (UDP and TCP),
 so the kernel spreads queries over them, and answers from its own view and table. The parent sends
-every new (Config, Snapshot) over a pipe, pickled once for all workers; a worker rebuilds the policy
-environment (only when the config changed), the view and the table, and swaps its responder. A worker
+what changed over a pipe, pickled once for all workers: a new config with the whole snapshot, or for a
+snapshot change only the verdicts, overrides and learned endpoints of the services it changed (a
+`_Delta`); a worker rebuilds the policy environment (only when the config changed) and the names of the
+services the change touched, and swaps its responder. A worker
 exits when its pipe reaches end of file, which also happens when the parent dies, however it dies.
 A worker that dies is restarted by the parent with the latest config and snapshot.
 
@@ -20,7 +22,7 @@ import multiprocessing
 import pickle
 import random
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -28,15 +30,19 @@ from multiprocessing.process import BaseProcess
 from types import MappingProxyType
 from typing import Any
 
+from gslbd.cow import CowMap, cow
 from gslbd.errors import GslbdError
-from gslbd.exchange.notify import notify_sources
-from gslbd.exchange.site import source_address
+from gslbd.exchange.notify import notify_accepted, notify_sources
 from gslbd.model.config import Config
+from gslbd.model.service import EndpointKey, Service
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
+from gslbd.server.dnstap import with_dnstap
 from gslbd.server.listeners import Listeners
-from gslbd.server.stats import CounterReport
+from gslbd.server.logsetup import active_format, setup_logging
+from gslbd.server.stats import CounterReport, ServerStats
 from gslbd.state.snapshot import Snapshot
+from gslbd.types import AdminState
 from gslbd.wire import Responder
 
 log = logging.getLogger(__name__)
@@ -52,10 +58,10 @@ class WorkerError(GslbdError):
 
 
 @dataclass(frozen=True, slots=True)
-class _Update:
-    """What crosses the pipe. `config` is None when it did not change since the previous update."""
+class _Full:
+    """A new config and the whole snapshot (CowMaps and mapping proxies travel as plain dicts)."""
 
-    config: Config | None
+    config: Config
     version: int
     health: dict[Any, bool]
     admin: dict[Any, Any]
@@ -63,9 +69,21 @@ class _Update:
     evaluated_at: float = 0.0
 
 
-def _pack(config: Config | None, snapshot: Snapshot) -> bytes:
-    # Snapshot holds read-only mapping proxies, which do not pickle: send plain dicts.
-    update = _Update(
+@dataclass(frozen=True, slots=True)
+class _Delta:
+    """A snapshot change under the same config: the entries of the `touched` services (None values:
+    the entry is gone) and the heartbeat time."""
+
+    version: int
+    evaluated_at: float
+    health: dict[Any, bool | None]
+    admin: dict[Any, Any]
+    peer_endpoints: dict[str, Any]
+    touched: tuple[str, ...]
+
+
+def _pack_full(config: Config, snapshot: Snapshot) -> bytes:
+    update = _Full(
         config,
         snapshot.version,
         dict(snapshot.health),
@@ -76,16 +94,55 @@ def _pack(config: Config | None, snapshot: Snapshot) -> bytes:
     return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _unpack(data: bytes) -> tuple[Config | None, Snapshot]:
-    update: _Update = pickle.loads(data)
-    snapshot = Snapshot(
+def _pack_delta(services: Mapping[str, Service], snapshot: Snapshot, touched: Collection[str]) -> bytes:
+    health: dict[Any, bool | None] = {}
+    admin: dict[Any, Any] = {}
+    peers: dict[str, Any] = {}
+    for name in touched:
+        service = services.get(name)
+        learned = snapshot.peer_endpoints.get(name)
+        peers[name] = learned
+        endpoints = (*(service.endpoints if service is not None else ()), *(learned or ()))
+        for ep in endpoints:
+            health[ep.key] = snapshot.health.get(ep.key)
+            admin[ep.key] = snapshot.admin.get(ep.key)
+    update = _Delta(snapshot.version, snapshot.evaluated_at, health, admin, peers, tuple(touched))
+    return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _full_snapshot(update: _Full) -> Snapshot:
+    return Snapshot(
         version=update.version,
-        health=MappingProxyType(update.health),
-        admin=MappingProxyType(update.admin),
+        health=CowMap(update.health),
+        admin=CowMap(update.admin),
         peer_endpoints=MappingProxyType(update.peer_endpoints),
         evaluated_at=update.evaluated_at,
     )
-    return update.config, snapshot
+
+
+def _apply_delta(snapshot: Snapshot, delta: _Delta) -> Snapshot:
+    """`snapshot` with a delta's entries applied."""
+    health: CowMap[EndpointKey, bool] = cow(snapshot.health).evolve(
+        ((k, v) for k, v in delta.health.items() if v is not None),
+        [k for k, v in delta.health.items() if v is None],
+    )
+    admin: CowMap[EndpointKey, AdminState] = cow(snapshot.admin).evolve(
+        ((k, v) for k, v in delta.admin.items() if v is not None),
+        [k for k, v in delta.admin.items() if v is None],
+    )
+    peers = dict(snapshot.peer_endpoints)
+    for name, learned in delta.peer_endpoints.items():
+        if learned is None:
+            peers.pop(name, None)
+        else:
+            peers[name] = learned
+    return Snapshot(
+        version=delta.version,
+        health=health,
+        admin=admin,
+        peer_endpoints=MappingProxyType(peers) if delta.peer_endpoints else snapshot.peer_endpoints,
+        evaluated_at=delta.evaluated_at,
+    )
 
 
 class _Worker:
@@ -97,7 +154,7 @@ class _Worker:
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.process: BaseProcess = ctx.Process(
             target=worker_main,
-            args=(child_conn, index, log_level),
+            args=(child_conn, index, log_level, active_format().value),
             name=f"gslbd-worker-{index}",
             daemon=True,
         )
@@ -174,7 +231,8 @@ class WorkerPool:
         self._log_level = log_level
         self._workers: list[_Worker] = []
         self._config: Config | None = None
-        self._full: bytes = b""  # the latest update with its config, for (re)starting workers
+        self._services: dict[str, Service] = {}
+        self._snapshot = Snapshot()  # the latest sent, for (re)starting workers
         self._watch: asyncio.Task[None] | None = None
         self.bound: list[str] = []
         self.restarts = 0
@@ -202,12 +260,14 @@ class WorkerPool:
     async def start(self, config: Config, snapshot: Snapshot) -> None:
         """Start every worker and wait until each has bound its sockets (WorkerError if one cannot)."""
         self._config = config
-        self._full = _pack(config, snapshot)
+        self._services = {s.name: s for s in config.services}
+        self._snapshot = snapshot
+        full = _pack_full(config, snapshot)
         try:
             for i in range(self.count):
                 worker = _Worker(i, self._log_level)
                 self._workers.append(worker)
-                worker.send(self._full)
+                worker.send(full)
             for worker in self._workers:
                 self.bound = await worker.wait_ready()
                 worker.listen(self._message)
@@ -216,12 +276,16 @@ class WorkerPool:
             raise
         self._watch = asyncio.get_running_loop().create_task(self._watch_workers())
 
-    def publish(self, config: Config, snapshot: Snapshot) -> None:
-        """Send a new (config, snapshot) to every worker; the config only crosses when it changed."""
-        changed = config is not self._config
-        self._config = config
-        self._full = _pack(config, snapshot)
-        payload = self._full if changed else _pack(None, snapshot)
+    def publish(self, config: Config, snapshot: Snapshot, touched: Collection[str] | None = None) -> None:
+        """Send every worker what changed: a new config with the whole snapshot, or (same config) the
+        entries of the `touched` services (None: every service)."""
+        if config is not self._config or touched is None:
+            self._config = config
+            self._services = {s.name: s for s in config.services}
+            payload = _pack_full(config, snapshot)
+        else:
+            payload = _pack_delta(self._services, snapshot, touched)
+        self._snapshot = snapshot
         for worker in self._workers:
             worker.send(payload)
 
@@ -250,7 +314,8 @@ class WorkerPool:
                 fresh = _Worker(worker.index, self._log_level)
                 self._workers[pos] = fresh
                 self.restarts += 1
-                fresh.send(self._full)
+                assert self._config is not None
+                fresh.send(_pack_full(self._config, self._snapshot))
                 try:
                     await fresh.wait_ready()
                     fresh.listen(self._message)
@@ -261,12 +326,11 @@ class WorkerPool:
 # ---- the worker process ----
 
 
-def worker_main(conn: Connection, index: int, log_level: int) -> None:
-    """Entry point of a worker process: serve until the parent's pipe closes."""
+def worker_main(conn: Connection, index: int, log_level: int, log_format: str = "text") -> None:
+    """Entry point of a worker process: serve until the parent's pipe closes. It logs in the parent's
+    format (`log_format`, "text" or "json")."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
-    logging.basicConfig(
-        level=log_level, format=f"%(asctime)s gslbd[worker-{index}] %(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging(log_level, log_format, worker=index)
     loop_factory = None
     try:
         import uvloop
@@ -281,19 +345,26 @@ def worker_main(conn: Connection, index: int, log_level: int) -> None:
 async def _serve(conn: Connection, index: int) -> None:
     loop = asyncio.get_running_loop()
     try:
-        config, snapshot = _unpack(await loop.run_in_executor(None, conn.recv_bytes))
+        first = pickle.loads(await loop.run_in_executor(None, conn.recv_bytes))
     except (EOFError, OSError):
         return
-    if config is None:
+    if not isinstance(first, _Full):
         conn.send(("error", "the first update carried no config"))
         return
+    config, snapshot = first.config, _full_snapshot(first)
     try:
         env = build_env(config, random.Random())
         builder = AnswerBuilder()
         view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
+        stats = ServerStats()
+        handler, sink = with_dnstap(responder, config, stats)  # each worker writes its own dnstap stream
         listeners = Listeners(
-            config.dns.listen, responder, tcp_idle_timeout=config.dns.tcp_idle_timeout, reuse_port=True
+            config.dns.listen,
+            handler,
+            tcp_idle_timeout=config.dns.tcp_idle_timeout,
+            reuse_port=True,
+            stats=stats,
         )
         await listeners.start()
     except (OSError, GslbdError) as exc:
@@ -303,26 +374,34 @@ async def _serve(conn: Connection, index: int) -> None:
     done: asyncio.Future[None] = loop.create_future()
     current = config
 
+    sources = notify_sources(config)
+
     def on_notify(zone: str, ip: int, v6: bool) -> bool:
         """The parent polls the peer; the answer here follows the same rule (exchange.notify)."""
         conn.send(("notify", zone, ip, v6))
-        return bool(zone) and source_address(ip, v6) in notify_sources(current)
+        return notify_accepted(sources, zone, ip, v6)
 
     responder.on_notify = on_notify if config.peers is not None else None
 
     def on_update() -> None:
-        nonlocal env, current
+        nonlocal env, current, snapshot, sources
         try:
             while conn.poll():
-                new_config, new_snapshot = _unpack(conn.recv_bytes())
-                if new_config is not None:
-                    if new_config.dns.listen != current.dns.listen:
+                update = pickle.loads(conn.recv_bytes())
+                touched: tuple[str, ...] | None = None
+                if isinstance(update, _Full):
+                    if update.config.dns.listen != current.dns.listen:
                         log.warning("listen addresses changed: restart gslbd to apply them")
-                    env = build_env(new_config, random.Random())
-                    current = new_config
+                    env = build_env(update.config, random.Random())
+                    current = update.config
+                    sources = notify_sources(current)
+                    snapshot = _full_snapshot(update)
                     responder.on_notify = on_notify if current.peers is not None else None
-                # Only the names whose inputs changed are rebuilt (a heartbeat tick: one name per zone).
-                new_view, new_table = builder.build(current, new_snapshot, env)
+                else:
+                    snapshot = _apply_delta(snapshot, update)
+                    touched = update.touched
+                # Only the names of the touched services are rebuilt (a heartbeat tick: one name per zone).
+                new_view, new_table = builder.build(current, snapshot, env, touched)
                 responder.swap(new_table, new_view)
         except (EOFError, OSError):
             loop.remove_reader(conn.fileno())
@@ -344,5 +423,7 @@ async def _serve(conn: Connection, index: int) -> None:
     await done
     reporter.cancel()
     await listeners.close()
+    if sink is not None:
+        await loop.run_in_executor(None, sink.stop)
     conn.close()
     log.debug("worker %d stopped", index)

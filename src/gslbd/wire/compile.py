@@ -21,7 +21,7 @@ import ipaddress
 import itertools
 import random
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
@@ -29,6 +29,7 @@ from typing import NamedTuple
 import dns.rdatatype
 
 from gslbd.answer import Answer, Dynamic, NameData, Negative, Outcome, Rr, View, render, soa_rr
+from gslbd.cow import CowMap
 from gslbd.types import Rcode
 from gslbd.wire.render import IN, dns_name, rdata, sections_wire
 
@@ -42,6 +43,7 @@ _ADDRESS_TYPES = ("A", "AAAA")
 _UNUSED_RNG = random.Random(0)  # fixed answers take nothing from it
 # Any type string that is no record type: NameData.outcome() of it is what every other type gets.
 _OTHER_TYPE = ""
+_SERIALS = itertools.count(1)
 
 
 class Variant(NamedTuple):
@@ -81,7 +83,7 @@ class AnswerTable:
     """Everything the fast path answers from. Never mutated after `compile_table` (the entries'
     query counters aside). Keys are wire-format names in lower case."""
 
-    names: dict[bytes, Node]
+    names: CowMap[bytes, Node]
     zones: dict[bytes, ZoneEntry]
     refused: Variant
     max_udp_payload: int
@@ -90,7 +92,12 @@ class AnswerTable:
     opt_prefix: tuple[bytes, bytes]  # the same up to RDLENGTH, for appending options
     # Per name (a key of `names`): (policy name, query counter) of every entry a policy decides there,
     # for the per-policy metric.
-    policy_counters: Mapping[bytes, PolicyCounters] = field(default_factory=dict)
+    policy_counters: CowMap[bytes, PolicyCounters] = field(default_factory=CowMap)
+    # This table's number, the number of the table it was updated from (0: compiled whole), and the
+    # counters of that table's nodes that this one replaced: the responder adds those to its totals.
+    serial: int = field(default_factory=lambda: next(_SERIALS))
+    derived_from: int = 0
+    retired: PolicyCounters = ()
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -130,10 +137,59 @@ def _heads(rcode: int, authoritative: bool, counts: tuple[int, int, int], *, tru
     return (out[0], out[1], out[2], out[3])
 
 
-@lru_cache(maxsize=1 << 16)
+# Record types whose data holds names that dnspython compresses (the first two fields of an SOA).
+_NAME_DATA = {"NS": 1, "CNAME": 1, "PTR": 1, "DNAME": 1, "MX": 2, "SOA": 2}
+
+
+def _labels(name: str) -> list[str]:
+    return name.rstrip(".").lower().split(".") if name != "." else []
+
+
+def _common(a: list[str], b: list[str]) -> int:
+    """How many trailing labels two names share."""
+    n = 0
+    for x, y in zip(reversed(a), reversed(b), strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def answer_shape(qname: str, answer: Answer) -> tuple[int, tuple[int, ...]]:
+    """What of `qname` the answer's bytes depend on: the question's length, and for every name in the
+    records (owners, compressed names in the data), how many trailing labels it shares with `qname`.
+    Compression pointers into the question follow from these alone, so two names of the same shape get
+    the same section bytes (the NODATA answer of every name of a zone, for one)."""
+    q = _labels(qname)
+    depths = []
+    for rr in (*answer.answer, *answer.authority, *answer.additional):
+        depths.append(_common(q, _labels(rr.name)))
+        fields = _NAME_DATA.get(rr.rtype, 0)
+        if fields:
+            parts = rr.rdata.split()
+            names = parts[-1:] if rr.rtype == "MX" else parts[:fields]
+            depths.extend(_common(q, _labels(n)) for n in names)
+    return len(qname) + 1 if qname != "." else 1, tuple(depths)
+
+
+_SHAPED: dict[tuple[Answer, tuple[int, tuple[int, ...]]], Variant] = {}
+_SHAPED_LIMIT = 1 << 16
+
+
 def compile_answer(qname: str, answer: Answer) -> Variant:
-    """A variant for a fixed answer to a question for `qname`. Cached across compilations: fixed
-    answers (static records, NODATA, all_down) rarely change when health does."""
+    """A variant for a fixed answer to a question for `qname`. Cached across names and compilations by
+    the answer's shape: fixed answers (static records, NODATA, all_down) repeat across names, and rarely
+    change when health does."""
+    key = (answer, answer_shape(qname, answer))
+    found = _SHAPED.get(key)
+    if found is None:
+        if len(_SHAPED) >= _SHAPED_LIMIT:
+            _SHAPED.clear()
+        found = _SHAPED[key] = _compile_answer(qname, answer)
+    return found
+
+
+def _compile_answer(qname: str, answer: Answer) -> Variant:
     sections, an, ns, ar = sections_wire(dns_name(qname), answer)
     aa = answer.authoritative and answer.rcode != Rcode.REFUSED
     return Variant(
@@ -152,26 +208,22 @@ def address_record(rtype: str, ttl: int, address: str) -> bytes:
 
 
 def compile_records(name: str, records: tuple[Rr, ...]) -> Variant:
-    """A positive answer at `name`. Plain address answers (the policies' usual variants: one RRset
-    of A or AAAA records at the question's name, one TTL, no repeats) are written directly, byte for
-    byte as dnspython would write them; anything else is rendered by dnspython."""
-    first = records[0]
-    rtype, ttl = first.rtype, first.ttl
-    if rtype in _ADDRESS_TYPES:
-        parts = []
-        seen = set()
-        for rr in records:
-            if rr.name != name or rr.rtype != rtype or rr.ttl != ttl or rr.rdata in seen:
-                break
-            seen.add(rr.rdata)
-            parts.append(address_record(rtype, ttl, rr.rdata))
-        else:
-            return Variant(
-                heads(Rcode.NOERROR, authoritative=True, counts=(len(parts), 0, 0)),
-                tc_heads(Rcode.NOERROR, authoritative=True),
-                b"".join(parts),
-            )
-    return compile_answer(name, Answer(Rcode.NOERROR, answer=records))
+    """A positive answer at `name`. Plain address answers (the policies' usual variants, localtargets
+    and ANY at a service: A and AAAA records at the question's name with one TTL) are written directly,
+    byte for byte as dnspython writes them (RRsets in order of first appearance, repeats left out);
+    anything else is rendered by dnspython."""
+    ttl = records[0].ttl
+    groups: dict[str, dict[str, None]] = {}
+    for rr in records:
+        if rr.name != name or rr.rtype not in _ADDRESS_TYPES or rr.ttl != ttl:
+            return compile_answer(name, Answer(Rcode.NOERROR, answer=records))
+        groups.setdefault(rr.rtype, {})[rr.rdata] = None
+    parts = [address_record(rtype, ttl, rdata) for rtype, rdatas in groups.items() for rdata in rdatas]
+    return Variant(
+        heads(Rcode.NOERROR, authoritative=True, counts=(len(parts), 0, 0)),
+        tc_heads(Rcode.NOERROR, authoritative=True),
+        b"".join(parts),
+    )
 
 
 def compile_outcome(data: NameData, outcome: Outcome) -> Entry:
@@ -185,6 +237,9 @@ def compile_outcome(data: NameData, outcome: Outcome) -> Entry:
         return Entry(plan.pick, itertools.count(), variants, plan.location_dependent)
     # Records and Negative answers do not depend on the client, the rng or the counter.
     fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
+    plain = fixed.rcode == Rcode.NOERROR and fixed.answer and not fixed.authority and not fixed.additional
+    if plain and fixed.authoritative:
+        return Entry(None, itertools.count(), (compile_records(data.name, fixed.answer),), False)
     return Entry(None, itertools.count(), (compile_answer(data.name, fixed),), False)
 
 
@@ -205,7 +260,7 @@ def compile_node(data: NameData, refused: Entry) -> Node:
         return found
 
     for rtype in (*data.outcomes, *ALWAYS_TYPES):
-        types[int(dns.rdatatype.from_text(rtype))] = entry_of(rtype)
+        types[_type_code(rtype)] = entry_of(rtype)
     default = entry_of(_OTHER_TYPE)
     for rdtype in ZONE_TRANSFER_TYPES:
         types[int(rdtype)] = refused
@@ -252,14 +307,14 @@ def compile_table(view: View, *, max_udp_payload: int, use_client_subnet: bool) 
     zones = {_wire_key(origin): compile_zone(origin, view) for origin in view.zones}
     payload = max_udp_payload  # 512..65535, checked by the config loader
     return AnswerTable(
-        names=names,
+        names=CowMap(names),
         zones=zones,
         refused=refused,
         max_udp_payload=max_udp_payload,
         use_client_subnet=use_client_subnet,
         opt_plain=(opt_record(payload, False, 0), opt_record(payload, True, 0)),
         opt_prefix=(opt_record(payload, False, None), opt_record(payload, True, None)),
-        policy_counters=counters,
+        policy_counters=CowMap(counters),
     )
 
 
@@ -269,13 +324,12 @@ def update_table(
     """`table` with the nodes of `changed` names compiled anew from `view` and those of `removed` names
     gone; every other node is shared with `table` (its counters keep counting). Zones, payload limit
     and ECS setting come from `table`: a config change needs `compile_table`."""
-    names = dict(table.names)
-    counters = dict(table.policy_counters)
+    names: dict[bytes, Node] = {}
+    counters: dict[bytes, PolicyCounters] = {}
+    dropped: list[bytes] = []
     refused_entry = Entry(None, itertools.count(), (table.refused,), False)
     for name in removed:
-        key = _wire_key(name)
-        names.pop(key, None)
-        counters.pop(key, None)
+        dropped.append(_wire_key(name))
     for name in changed:
         data = view.names[name]
         key = _wire_key(name)
@@ -284,8 +338,17 @@ def update_table(
         if found:
             counters[key] = found
         else:
-            counters.pop(key, None)
-    return replace(table, names=names, policy_counters=counters)
+            dropped.append(key)
+    old = table.policy_counters
+    retired = tuple(pc for key in (*names, *dropped) for pc in old.get(key, ()))
+    return replace(
+        table,
+        names=table.names.evolve(names, (k for k in dropped if k not in names)),
+        policy_counters=old.evolve(counters, (k for k in dropped if k not in counters)),
+        serial=next(_SERIALS),
+        derived_from=table.serial,
+        retired=retired,
+    )
 
 
 def _policy_counters(data: NameData, node: Node) -> PolicyCounters:
@@ -300,7 +363,22 @@ def _policy_counters(data: NameData, node: Node) -> PolicyCounters:
     return tuple(seen.values())
 
 
+@lru_cache(maxsize=512)
+def _type_code(rtype: str) -> int:
+    return int(dns.rdatatype.from_text(rtype))
+
+
 def _wire_key(name: str) -> bytes:
+    """The lower-case wire form of an absolute name. Names of the view are validated (letters,
+    digits, '-', '_' and a leading '*'), so their text needs no escaping; anything else goes through
+    dnspython."""
+    text = name.lower()
+    if text == ".":
+        return b"\0"
+    labels = text[:-1].split(".")
+    if text.isascii() and "\\" not in text and all(0 < len(label) < 64 for label in labels):
+        raw = text.encode()
+        return b"".join(bytes((len(label),)) + label.encode() for label in labels) + b"\0" if raw else b"\0"
     return dns_name(name).to_wire(canonicalize=True) or b""
 
 

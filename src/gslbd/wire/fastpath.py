@@ -15,6 +15,7 @@ import itertools
 import random
 
 from gslbd.answer import View
+from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire.compile import AnswerTable, count_answers
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
@@ -55,12 +56,12 @@ def fast_answer(
 
     # The question name. A known name is found with one lookup: its wire form ends at the first
     # zero byte; an unknown one is walked label by label to find its zone.
-    names = table.names
+    shards = table.names.shards
     qend = data.find(0, 12) + 1
     if qend == 0:
         return None
     key = data[12:qend].lower()
-    node = names.get(key)
+    node = shards[hash(key) & SHARD_MASK].get(key)
     if node is None:
         suffixes = []  # offsets of the name's proper suffixes, longest first
         pos = 12
@@ -76,7 +77,7 @@ def fast_answer(
         if pos + 1 != qend:  # a zero byte inside a label
             qend = pos + 1
             key = data[12:qend].lower()
-            node = names.get(key)
+            node = shards[hash(key) & SHARD_MASK].get(key)
     if data[qend + 2] or data[qend + 3] != 1:  # class IN
         return None
     qtype = data[qend] << 8 | data[qend + 1]
@@ -198,10 +199,13 @@ class Responder:
         (a table updated in place of a few names shares every other entry, and its counters)."""
         old = self._state[0]
         self._state = (table, view)
-        now = table.policy_counters
-        retired = count_answers(
-            pc for key, pcs in old.policy_counters.items() if now.get(key) is not pcs for pc in pcs
-        )
+        if table.derived_from == old.serial:  # updated from the table served until now
+            retired = count_answers(table.retired)
+        else:
+            now = table.policy_counters
+            retired = count_answers(
+                pc for key, pcs in old.policy_counters.items() if now.get(key) is not pcs for pc in pcs
+            )
         for policy, count in retired.items():
             self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
 

@@ -25,7 +25,18 @@ from gslbd.model import (
     StaticRecord,
     Topology,
 )
-from gslbd.types import AdminState, AllDown, CheckType, Discover, EndpointKind, PolicyName, SyncMode
+from gslbd.model.config import LogConfig
+from gslbd.types import (
+    AdminState,
+    AllDown,
+    CheckType,
+    Discover,
+    EndpointKind,
+    LogFormat,
+    LogLevel,
+    PolicyName,
+    SyncMode,
+)
 
 FULL = Path(str(resources.files("gslbd") / "examples" / "full.yaml"))
 EU = Locality("europe-west1", "europe-west1-b")
@@ -69,6 +80,7 @@ def test_full_example_top_level_sections() -> None:
         geoip_database=None,
         use_client_subnet=True,
     )
+    assert config.log == LogConfig(LogFormat.TEXT, LogLevel.INFO, None)
     # site.locality wins for this site; coordinates come from `sites:`
     assert config.sites == (
         SiteInfo("eu", EU, (50.4, 3.8)),

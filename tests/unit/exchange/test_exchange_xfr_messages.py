@@ -129,7 +129,7 @@ def test_ixfr_sends_the_difference_and_the_reader_applies_it() -> None:
         1,
     )
     publication = {ZONE: {"localtargets-app.gslb.test.": ("192.0.2.1", "192.0.2.5")}}
-    zones.update(publication, None, [ZONE], T0 + 1)  # web gone, app's IPv6 gone, app has a new IPv4
+    zones.update(publication, [ZONE], T0 + 1)  # web gone, app's IPv6 gone, app has a new IPv4
     data = responder.handle(transfer_query(APEX, IXFR, 2, copy.serial), PEER, False, True) or b""
     builder = _Builder(APEX, ZONE, copy)
     new = read(builder, data, 2)
@@ -246,7 +246,7 @@ def test_an_incremental_transfer_that_breaks_off_leaves_the_copy_as_it_was(
         1,
     )
     before = (copy.serial, dict(copy.targets), {k: set(v) for k, v in copy.records.items()})
-    zones.update({ZONE: {"localtargets-app.gslb.test.": ("192.0.2.5",)}}, None, [ZONE], T0 + 1)
+    zones.update({ZONE: {"localtargets-app.gslb.test.": ("192.0.2.5",)}}, [ZONE], T0 + 1)
     monkeypatch.setattr(xfrwire, "MESSAGE_TARGET", 40)
     messages = frames(responder.handle(transfer_query(APEX, IXFR, 2, copy.serial), PEER, False, True) or b"")
     builder = _Builder(APEX, ZONE, copy)

@@ -1,0 +1,228 @@
+"""One generation: everything the data plane and the operators see at one moment, built in one place.
+
+    resolve(config, rng) -> Resolved          everything of a config that can fail (the GeoIP database
+                                              opened and looked up once, Redis URL, probe targets,
+                                              NOTIFY sources): raises ConfigError with located problems
+    GenerationBuilder.first(resolved, snapshot)          the first generation
+    GenerationBuilder.next(previous, change) -> Generation   a change is `NewConfig(resolved)` or
+                                              `NewSnapshot(snapshot, touched)` (verdicts, admin state,
+                                              peer view, heartbeat: all enter through the health book)
+
+A `Generation` is frozen and holds the config, the resolved environment, the snapshot, the view, the
+answer table, the endpoints that count per service (`counts`: what the gauges and the API show, from
+the same rule the answers use), this site's publication and the zones to NOTIFY because it changed.
+The composition root commits a generation with one assignment and hands it to every consumer; nothing
+downstream derives these rules again. A build that raises leaves the builder as it was, so the previous
+generation keeps serving: a failed reload loses nothing.
+
+Builds are incremental: a snapshot change revisits only the services the book says it touched, shares
+every other node of the view and the table (copy-on-write maps), and recounts only those services.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+from gslbd.answer import View
+from gslbd.answer.exchange_names import (
+    changed_zones,
+    counted_endpoints,
+    peer_site_names,
+    published,
+    republished,
+)
+from gslbd.app.reconcile import probe_targets, probed_endpoints
+from gslbd.cluster.url import parse_target
+from gslbd.cow import CowMap
+from gslbd.errors import ConfigError, Problem
+from gslbd.exchange.notify import notify_sources
+from gslbd.model.config import Config
+from gslbd.model.service import Endpoint, EndpointKey, Service
+from gslbd.policy import PolicyEnv
+from gslbd.policy.locate import build_env
+from gslbd.server.build import AnswerBuilder
+from gslbd.state.snapshot import Snapshot
+from gslbd.wire import AnswerTable
+
+Publication = dict[str, dict[str, tuple[str, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A validated config with everything resolved that can still fail, done before any commit."""
+
+    config: Config
+    env: PolicyEnv
+    services: Mapping[str, Service]  # by name
+    probed: Mapping[EndpointKey, Endpoint]  # the endpoints this instance probes
+    # One probe per target: the probed endpoint -> every endpoint that shares its probe and verdict.
+    targets: Mapping[EndpointKey, tuple[EndpointKey, ...]]
+    peer_sites: frozenset[str]
+    notify_sources: Mapping[str, tuple[str, ...]]  # peer nameserver address -> its peer sites
+
+
+def resolve(config: Config, rng: random.Random) -> Resolved:
+    """Resolve `config`: open its GeoIP database (and look one address up), parse its Redis URL, group
+    its probes by target. ConfigError with located problems when something cannot be used."""
+    problems: list[Problem] = []
+    if config.cluster is not None:
+        try:
+            parse_target(config.cluster.redis.url, config.cluster.redis.password)
+        except ValueError as exc:
+            problems.append(Problem(config.source, None, "cluster.redis.url", f"unusable Redis URL: {exc}"))
+    env: PolicyEnv | None = None
+    try:
+        env = build_env(config, rng)
+        # A database that opens but cannot answer fails here, not on the first query.
+        env.locator.locate(int(ipaddress.IPv4Address("192.0.2.1")), False)
+    except ConfigError as exc:  # located in the config file; the message names the database
+        problems.extend(Problem(config.source, p.line, p.path, p.message) for p in exc.problems)
+    except Exception as exc:  # a damaged database can fail in many ways
+        where = "topology.geoip.database"
+        problems.append(Problem(config.source, None, where, f"cannot use GeoIP database: {exc}"))
+    if problems or env is None:
+        close = getattr(env.locator, "close", None) if env is not None else None
+        if callable(close):
+            close()
+        raise ConfigError(problems)
+    probed = probed_endpoints(config)
+    return Resolved(
+        config=config,
+        env=env,
+        services={s.name: s for s in config.services},
+        probed=probed,
+        targets=probe_targets(probed.values()),
+        peer_sites=peer_site_names(config),
+        notify_sources=notify_sources(config),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceCount:
+    """What counts of one service now: endpoints answerable (`up`, the addresses in `up_addresses`)
+    out of every endpoint known (configured here, or learned from peers)."""
+
+    up: int
+    known: int
+    up_addresses: frozenset[str]
+
+
+def count_service(service: Service, snapshot: Snapshot, peer_sites: frozenset[str]) -> ServiceCount:
+    """The one rule of what counts, shared by answers (answer/exchange_names.py), gauges and API."""
+    up = counted_endpoints(service, snapshot, peer_sites)
+    learned = snapshot.peer_endpoints.get(service.name, ())
+    known = {e.address for e in service.endpoints} | {e.address for e in learned}
+    return ServiceCount(len(up), len(known), frozenset(e.address for e in up))
+
+
+@dataclass(frozen=True, slots=True)
+class NewConfig:
+    """A resolved config, answered under `snapshot` (the verdicts it keeps)."""
+
+    resolved: Resolved
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class NewSnapshot:
+    """A new snapshot; `touched`: the services whose inputs may differ (None: any)."""
+
+    snapshot: Snapshot
+    touched: Collection[str] | None = None
+
+
+Change = NewConfig | NewSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    number: int
+    resolved: Resolved
+    snapshot: Snapshot
+    view: View
+    table: AnswerTable
+    counts: CowMap[str, ServiceCount]
+    # Services whose answers or counts may differ from the previous generation (None: all of them).
+    changed: frozenset[str] | None
+    publication: Publication
+    notify_zones: tuple[str, ...]  # zones whose publication differs from the previous generation
+
+    @property
+    def config(self) -> Config:
+        return self.resolved.config
+
+    @property
+    def env(self) -> PolicyEnv:
+        return self.resolved.env
+
+
+class GenerationBuilder:
+    """Builds generations for one process. Keeps the incremental answer builder's memory; a build
+    that raises leaves it as it was before that build."""
+
+    def __init__(self) -> None:
+        self._answers = AnswerBuilder()
+
+    def first(self, resolved: Resolved, snapshot: Snapshot) -> Generation:
+        return self._full(None, resolved, snapshot)
+
+    def next(self, previous: Generation, change: Change) -> Generation:
+        if isinstance(change, NewConfig):
+            return self._full(previous, change.resolved, change.snapshot)
+        return self._incremental(previous, change.snapshot, change.touched)
+
+    def _full(self, previous: Generation | None, resolved: Resolved, snapshot: Snapshot) -> Generation:
+        answers = AnswerBuilder()  # a new config compiles everything; the old builder stays intact
+        config = resolved.config
+        view, table = answers.build(config, snapshot, resolved.env)
+        counts = CowMap((s.name, count_service(s, snapshot, resolved.peer_sites)) for s in config.services)
+        publication = published(config, snapshot)
+        before = previous.publication if previous is not None else {}
+        self._answers = answers
+        return Generation(
+            number=previous.number + 1 if previous is not None else 1,
+            resolved=resolved,
+            snapshot=snapshot,
+            view=view,
+            table=table,
+            counts=counts,
+            changed=None,
+            publication=publication,
+            notify_zones=tuple(changed_zones(before, publication)),
+        )
+
+    def _incremental(
+        self, previous: Generation, snapshot: Snapshot, touched: Collection[str] | None
+    ) -> Generation:
+        resolved = previous.resolved
+        config = resolved.config
+        if self._answers.empty:  # the last build failed: build everything
+            return self._full(previous, resolved, snapshot)
+        try:
+            view, table = self._answers.build(config, snapshot, resolved.env, touched)
+        except BaseException:
+            self._answers = AnswerBuilder()  # its memory may be half updated: the next build is whole
+            raise
+        change = self._answers.last_change
+        if change.full:
+            return self._full(previous, resolved, snapshot)
+        services = change.services
+        rebuilt = [resolved.services[name] for name in services]
+        counts = previous.counts.evolve(
+            (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in rebuilt
+        )
+        publication = republished(previous.publication, config, snapshot, rebuilt)
+        return Generation(
+            number=previous.number + 1,
+            resolved=resolved,
+            snapshot=snapshot,
+            view=view,
+            table=table,
+            counts=counts,
+            changed=services,
+            publication=publication,
+            notify_zones=tuple(changed_zones(previous.publication, publication)),
+        )

@@ -1,0 +1,151 @@
+"""The dnstap writer: a bounded queue filled by the query path, emptied by a thread of its own.
+
+The query path (DnstapHandler) only appends a tuple to a deque, or counts a drop when it holds `capacity`
+entries already; it never wakes the writer (a wake-up per query costs more than the append). The writer
+thread looks at the queue every `FLUSH_INTERVAL` seconds when it found it empty, encodes the entries into
+Frame Streams data frames and writes them in batches. When the reader is not there (not yet,
+or gone), the writer retries every `RETRY` seconds while the queue fills up to its bound, and the query
+path counts what does not fit; entries lost with a broken connection are counted too. Nothing here ever
+blocks the query path.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import socket
+import threading
+
+from gslbd.server.dnstap.fstrm import FrameStreamError, close_writer, open_writer
+from gslbd.server.dnstap.message import Encoder
+from gslbd.server.stats import ServerStats
+
+log = logging.getLogger(__name__)
+
+CAPACITY = 10_000  # queued exchanges at most
+BATCH = 256  # exchanges encoded per write
+RETRY = 1.0  # seconds between connection attempts
+IO_TIMEOUT = 5.0  # seconds a handshake or a write to the reader may take
+FLUSH_INTERVAL = 0.02  # seconds the writer sleeps when it found the queue empty (the log's extra delay)
+
+# (query, response or None, client ip, v6, tcp, query time ns, response time ns)
+Entry = tuple[bytes, bytes | None, int, bool, bool, int, int]
+
+
+class DnstapSink:
+    """Writes the exchanges the query path queues to the Frame Streams reader at `path`."""
+
+    def __init__(
+        self,
+        path: str,
+        encoder: Encoder,
+        stats: ServerStats,
+        *,
+        queries: bool = True,
+        responses: bool = True,
+        capacity: int = CAPACITY,
+    ) -> None:
+        self.path = path
+        self.queue: collections.deque[Entry] = collections.deque()
+        self.capacity = capacity
+        self.stats = stats
+        self._encoder = encoder
+        self._queries = queries
+        self._responses = responses
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self._outage_logged = False
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="gslbd-dnstap", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = IO_TIMEOUT) -> None:
+        """Write what is queued (when connected), end the stream with STOP/FINISH, stop the thread. What
+        could not be written is counted as dropped."""
+        self._halt.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    # -- the writer thread -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        queue = self.queue
+        while True:
+            if self._sock is None and not self._connect():
+                if self._halt.wait(RETRY):
+                    break
+                continue
+            if not queue:
+                if self._halt.is_set():
+                    break
+                self._halt.wait(FLUSH_INTERVAL)
+                continue
+            batch = [queue.popleft() for _ in range(min(BATCH, len(queue)))]
+            self._write(batch)
+        self._finish()
+
+    def _connect(self) -> bool:
+        try:
+            self._sock = open_writer(self.path, IO_TIMEOUT)
+        except (OSError, FrameStreamError) as exc:
+            if not self._outage_logged:
+                self._outage_logged = True
+                log.warning(
+                    "dnstap: cannot write to %s (%s); retrying every %gs, queries that do not fit the "
+                    "queue are dropped and counted",
+                    self.path,
+                    exc,
+                    RETRY,
+                    extra={"event": "dnstap", "state": "disconnected", "socket": self.path},
+                )
+            return False
+        self._outage_logged = False
+        self.stats.dnstap_connects += 1
+        log.info(
+            "dnstap: writing to %s",
+            self.path,
+            extra={"event": "dnstap", "state": "connected", "socket": self.path},
+        )
+        return True
+
+    def _write(self, batch: list[Entry]) -> None:
+        sock = self._sock
+        if sock is None:
+            self.stats.dnstap_dropped += len(batch)
+            return
+        frames = self._frames(batch)
+        try:
+            sock.sendall(b"".join(frames))
+        except OSError as exc:
+            self.stats.dnstap_dropped += len(batch)
+            sock.close()
+            self._sock = None
+            self._outage_logged = True
+            log.warning(
+                "dnstap: writing to %s failed (%s); reconnecting",
+                self.path,
+                exc,
+                extra={"event": "dnstap", "state": "disconnected", "socket": self.path},
+            )
+            return
+        self.stats.dnstap_written += len(batch)
+
+    def _frames(self, batch: list[Entry]) -> list[bytes]:
+        """The data frames of `batch`, as pieces to join."""
+        frames_into = self._encoder.frames_into
+        queries, responses = self._queries, self._responses
+        out: list[bytes] = []
+        for query, response, ip, v6, tcp, t_query, t_response in batch:
+            frames_into(out, query, response, ip, v6, tcp, t_query, t_response, queries, responses)
+        return out
+
+    def _finish(self) -> None:
+        sock, self._sock = self._sock, None
+        left = len(self.queue)
+        self.queue.clear()
+        self.stats.dnstap_dropped += left
+        if sock is not None:
+            close_writer(sock)

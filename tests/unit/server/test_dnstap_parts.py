@@ -1,0 +1,191 @@
+"""dnstap pieces without a reader process: the protobuf encoding, Frame Streams control frames and the
+handshake, and the bounded queue of the query path (drop and count, never block)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gslbd.server.dnstap.fstrm import (
+    ACCEPT,
+    CONTENT_TYPE,
+    FINISH,
+    READY,
+    START,
+    STOP,
+    FrameStreamError,
+    close_writer,
+    control_frame,
+    open_writer,
+    parse_control,
+    read_control,
+)
+from gslbd.server.dnstap.message import AUTH_QUERY, AUTH_RESPONSE, Encoder, varint
+from gslbd.server.dnstap.sink import DnstapSink
+from gslbd.server.dnstap.tap import DnstapHandler
+from gslbd.server.stats import ServerStats
+
+
+def decode(data: bytes) -> dict[int, list[int | bytes]]:
+    """A minimal protobuf decoder (varint, fixed32 and length-delimited fields), written from the wire
+    format spec: {field number: [values]}."""
+    out: dict[int, list[int | bytes]] = {}
+    pos = 0
+
+    def read_varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while pos < len(data):
+        key = read_varint()
+        field, wire = key >> 3, key & 7
+        value: int | bytes
+        if wire == 0:
+            value = read_varint()
+        elif wire == 5:
+            (value,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+        elif wire == 2:
+            size = read_varint()
+            value = data[pos : pos + size]
+            pos += size
+        else:
+            raise AssertionError(f"unexpected wire type {wire}")
+        out.setdefault(field, []).append(value)
+    return out
+
+
+def test_varint_is_base_128_little_endian() -> None:
+    assert varint(0) == b"\x00"
+    assert varint(127) == b"\x7f"
+    assert varint(300) == b"\xac\x02"
+    assert varint(1 << 32) == b"\x80\x80\x80\x80\x10"
+
+
+def test_auth_query_carries_family_protocol_address_time_and_the_query() -> None:
+    payload = Encoder("eu", "gslbd 1.0").message(
+        AUTH_QUERY, 0x7F000001, False, False, 1_764_547_200_123_456_789, b"Q"
+    )
+    top = decode(payload)
+    assert top[1] == [b"eu"] and top[2] == [b"gslbd 1.0"] and top[15] == [1]
+    msg = decode(bytes(top[14][0]))  # type: ignore[arg-type]
+    assert msg == {
+        1: [AUTH_QUERY],
+        2: [1],
+        3: [1],
+        4: [b"\x7f\x00\x00\x01"],
+        8: [1_764_547_200],
+        9: [123_456_789],
+        10: [b"Q"],
+    }
+
+
+def test_auth_response_over_tcp_ipv6_carries_both_times_and_the_response_only() -> None:
+    payload = Encoder("x", "y").message(
+        AUTH_RESPONSE, 1, True, True, 5_000_000_001, None, 6_000_000_002, b"R"
+    )
+    msg = decode(bytes(decode(payload)[14][0]))  # type: ignore[arg-type]
+    assert msg[1] == [AUTH_RESPONSE] and msg[2] == [2] and msg[3] == [2]
+    assert msg[4] == [b"\x00" * 15 + b"\x01"]
+    assert (msg[8], msg[9], msg[12], msg[13]) == ([5], [1], [6], [2])
+    assert msg[14] == [b"R"] and 10 not in msg
+
+
+def test_control_frames_round_trip_and_bad_ones_are_refused() -> None:
+    frame = control_frame(READY)
+    assert frame[:4] == b"\x00\x00\x00\x00"
+    assert parse_control(frame[8:]) == (READY, [CONTENT_TYPE])
+    assert parse_control(control_frame(STOP, None)[8:]) == (STOP, [])
+    with pytest.raises(FrameStreamError):
+        parse_control(b"\x00\x00")
+    with pytest.raises(FrameStreamError):
+        parse_control(struct.pack(">III", ACCEPT, 1, 99) + b"short")
+
+
+@pytest.fixture
+def listener(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
+    path = str(tmp_path / "r.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    sock.listen(1)
+    try:
+        yield sock, path
+    finally:
+        sock.close()
+
+
+def test_handshake_ready_accept_start_then_stop_finish(listener: tuple[socket.socket, str]) -> None:
+    server, path = listener
+    seen: list[tuple[int, list[bytes]]] = []
+
+    def reader() -> None:
+        conn, _ = server.accept()
+        with conn:
+            seen.append(read_control(conn))
+            conn.sendall(control_frame(ACCEPT))
+            seen.append(read_control(conn))
+            seen.append(read_control(conn))
+            conn.sendall(control_frame(FINISH, None))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    close_writer(open_writer(path, 2.0))
+    thread.join(2)
+    assert seen == [(READY, [CONTENT_TYPE]), (START, [CONTENT_TYPE]), (STOP, [])]
+
+
+def test_a_reader_of_another_content_type_is_refused(listener: tuple[socket.socket, str]) -> None:
+    server, path = listener
+
+    def reader() -> None:
+        conn, _ = server.accept()
+        with conn:
+            read_control(conn)
+            conn.sendall(control_frame(ACCEPT, b"protobuf:other"))
+            conn.recv(1)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    with pytest.raises(FrameStreamError, match="accepts protobuf:other"):
+        open_writer(path, 2.0)
+    thread.join(2)
+
+
+class Fixed:
+    def handle(self, data: bytes, src_ip: int, src_v6: bool, tcp: bool = False) -> bytes | None:
+        return b"reply:" + data
+
+
+def test_query_path_answers_unchanged_and_drops_and_counts_when_the_queue_is_full(tmp_path: Path) -> None:
+    stats = ServerStats()
+    sink = DnstapSink(str(tmp_path / "nobody.sock"), Encoder("a", "b"), stats, capacity=2)  # not started
+    handler = DnstapHandler(Fixed(), sink)
+    assert [handler.handle(b"q%d" % i, 1, False) for i in range(3)] == [b"reply:q0", b"reply:q1", b"reply:q2"]
+    assert [entry[:5] for entry in sink.queue] == [
+        (b"q0", b"reply:q0", 1, False, False),
+        (b"q1", b"reply:q1", 1, False, False),
+    ]
+    assert stats.dnstap_dropped == 1
+
+
+def test_without_a_reader_stop_counts_what_was_queued_as_dropped(tmp_path: Path) -> None:
+    stats = ServerStats()
+    sink = DnstapSink(str(tmp_path / "nobody.sock"), Encoder("a", "b"), stats)
+    sink.start()
+    handler = DnstapHandler(Fixed(), sink)
+    for _ in range(5):
+        handler.handle(b"q", 1, False)
+    sink.stop()
+    assert (stats.dnstap_written, stats.dnstap_dropped, stats.dnstap_connects) == (0, 5, 0)
