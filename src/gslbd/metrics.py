@@ -129,6 +129,20 @@ NOTIFY_RECEIVED = Counter(
     ["result"],
     registry=REGISTRY,
 )
+EXCHANGE_TRANSFERS = Counter(
+    "gslbd_exchange_transfers_total",
+    "Transfers of this site's exchange zone served, by kind (ixfr: a difference, current: the serial was "
+    "current, axfr: the whole zone, refused: not a peer or not signed).",
+    ["kind"],
+    registry=REGISTRY,
+)
+PEER_CHANNEL_POLLS = Counter(
+    "gslbd_exchange_peer_channel_polls_total",
+    "Polls of a peer site by how they went (unchanged: the SOA serial had not changed, ixfr, axfr: "
+    "transferred, per_name: polled name by name because the peer offers no exchange zone).",
+    ["peer", "kind"],
+    registry=REGISTRY,
+)
 REDIS_CONNECTED = Gauge(
     "gslbd_redis_connected",
     "1 while cluster mode's Redis is connected and subscribed, else 0 (local probing).",

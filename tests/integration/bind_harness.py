@@ -97,9 +97,10 @@ class Bind:
                 self.proc.wait(5)
 
 
-def named_conf(workdir: Path, port: int, keys: str, key_name: str) -> str:
+def named_conf(workdir: Path, port: int, keys: str, key_name: str, options: str = "", extra: str = "") -> str:
     return f"""\
 options {{
+    {options}
     directory "{workdir}";
     pid-file "{workdir}/named.pid";
     session-keyfile "{workdir}/session.key";
@@ -119,13 +120,16 @@ zone "example.com" {{
     file "example.com.zone";
     allow-update {{ key "{key_name}"; }};
 }};
-"""
+{extra}"""
 
 
 @contextlib.contextmanager
-def running_bind(workdir: Path, *, extra_keys: dict[str, str] | None = None) -> Iterator[Bind]:
+def running_bind(
+    workdir: Path, *, extra_keys: dict[str, str] | None = None, options: str = "", extra: str = ""
+) -> Iterator[Bind]:
     """named serving the updatable parent zone example.com. on a free 127.0.0.1 port. `extra_keys`
-    (name -> secret) are keys the server knows but that may not update the zone."""
+    (name -> secret) are keys the server knows but that may not update the zone; `options` are more
+    statements for the options block and `extra` more configuration (zones, servers)."""
     named = find_named()
     if named is None:
         raise RuntimeError("named is not installed (scripts/test installs bind9)")
@@ -136,7 +140,7 @@ def running_bind(workdir: Path, *, extra_keys: dict[str, str] | None = None) -> 
     port = free_port()
     (workdir / "example.com.zone").write_text(ZONE_FILE)
     conf = workdir / "named.conf"
-    conf.write_text(named_conf(workdir, port, keys, key_name))
+    conf.write_text(named_conf(workdir, port, keys, key_name, options, extra))
     with (workdir / "named.log").open("wb") as log:
         # -g: foreground, log to stderr; -n 1: one worker thread; -4: IPv4 only.
         proc = subprocess.Popen(

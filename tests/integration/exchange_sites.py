@@ -10,8 +10,10 @@ services block, and `peers` listing every other site at its host (or `discover: 
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from gslbd_harness import Running, free_port, gslbd_command, wait_until_answerin
 
 ZONE = "gslb.test."
 HOSTS = {"eu": "127.0.0.2", "us": "127.0.0.3", "ap": "127.0.0.4"}
+TOKEN = "exchange-test-token"  # the admin API token of sites whose `extra` sets one
 
 
 def sites_port(sites: tuple[str, ...] = ("eu", "us", "ap")) -> int:
@@ -121,3 +124,31 @@ def wait_for(check: Callable[[], bool], timeout: float, step: float = 0.01) -> f
         if time.monotonic() - began > timeout:
             raise AssertionError(f"not true within {timeout}s")
         time.sleep(step)
+
+
+def api_url(site: str, port: int) -> str:
+    return f"http://{HOSTS[site]}:{port}"
+
+
+def get_json(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+def set_admin(url: str, service: str, address: str, state: str) -> None:
+    """Set an endpoint's admin state through a site's API (token TOKEN)."""
+    request = urllib.request.Request(
+        f"{url}/api/v1/services/{service}/endpoints/{address}/admin",
+        data=json.dumps({"state": state}).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.status == 200
+
+
+def metric(url: str, prefix: str) -> float:
+    """The sum of the samples of a site's /metrics whose line starts with `prefix` (0 when none)."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(prefix))

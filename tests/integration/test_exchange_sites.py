@@ -6,7 +6,6 @@ NOTIFY, not by a poll."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 import urllib.request
@@ -17,7 +16,19 @@ import dns.opcode
 import dns.rcode
 import dns.rdatatype
 import pytest
-from exchange_sites import HOSTS, ZONE, addresses, running_sites, site_config, sites_port, wait_for
+from exchange_sites import (
+    HOSTS,
+    TOKEN,
+    ZONE,
+    addresses,
+    api_url,
+    get_json,
+    running_sites,
+    set_admin,
+    site_config,
+    sites_port,
+    wait_for,
+)
 from gslbd_harness import Running, free_port, gslbd_command
 
 from gslbd.exchange.wireformat import notify_message
@@ -25,7 +36,6 @@ from gslbd.exchange.wireformat import notify_message
 SITES = ("eu", "us", "ap")
 EU, US, AP = "192.0.2.1", "198.51.100.1", "203.0.113.1"
 BIG = [f"198.51.100.{n}" for n in range(100, 160)]  # 60 addresses: no longer fits 512 bytes of UDP
-TOKEN = "exchange-test-token"
 Sites = tuple[dict[str, Running], dict[str, str]]  # the processes, and their admin API URLs
 
 
@@ -49,26 +59,6 @@ def services() -> str:
     max_answers: 100
     endpoints: [{big}]
 """
-
-
-def api_url(site: str, port: int) -> str:
-    return f"http://{HOSTS[site]}:{port}"
-
-
-def get_json(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read())
-
-
-def set_admin(url: str, service: str, address: str, state: str) -> None:
-    request = urllib.request.Request(
-        f"{url}/api/v1/services/{service}/endpoints/{address}/admin",
-        data=json.dumps({"state": state}).encode(),
-        method="PUT",
-        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:
-        assert response.status == 200
 
 
 @pytest.fixture(scope="module")

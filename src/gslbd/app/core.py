@@ -267,7 +267,8 @@ class App:
         self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
         if self.workers is not None:  # the workers answer NOTIFY themselves and pass it on
             self.workers.on_notify = self.exchange.notify_received
-        await self.exchange.start(list(self._generation.publication))
+        await self.exchange.start(self._generation.publication, self._generation.config)
+        self.responder.on_exchange = self.exchange.hook()  # serves this site's exchange zones
         self._schedule_resign()
         self._ready = True
         resolved = self._generation.resolved
@@ -323,7 +324,7 @@ class App:
         self._generation = generation
         self._front.publish(generation)
         self._gauges.update(generation)
-        self.exchange.after_commit(generation.notify_zones)
+        self.exchange.after_commit(generation.notify_zones, generation.publication, generation.config)
 
     def _advance(self, snapshot: Snapshot, touched: frozenset[str] | None) -> bool:
         """Build and commit the generation of a new snapshot. A build that fails is logged and the
@@ -539,6 +540,7 @@ class App:
                 self.book.set_peer_endpoints(self.exchange.endpoints())
             if self.running:
                 self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
+                self.responder.on_exchange = self.exchange.hook()  # peers.transfer may have changed
             if self.cluster is not None:
                 self.cluster.update(config, self._probes())
             if self._scheduler is not None:

@@ -364,7 +364,20 @@ _sync_mode = enum(SyncMode, "sync_mode")
 def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
     if r is None:
         return None
-    r.check_keys(("interval", "stale_after", "timeout", "notify", "sites", "discover", "port", "tsig"))
+    r.check_keys(
+        (
+            "interval",
+            "stale_after",
+            "timeout",
+            "notify",
+            "sites",
+            "discover",
+            "port",
+            "tsig",
+            "transfer",
+            "journal",
+        )
+    )
     interval = r.get("interval", duration(), 5.0)
     stale_after = r.get("stale_after", duration(), 300.0)
     timeout = r.get("timeout", duration(), 1.0)
@@ -404,4 +417,8 @@ def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
     port = r.get("port", integer(1, 65535), 53)
     notify = r.get("notify", boolean, True)
     tsig = read_tsig(r.sub("tsig"))
-    return PeersConfig(interval, stale_after, timeout, notify, tuple(sites), discover, port, tsig)
+    transfer = r.get("transfer", boolean, True)
+    journal = r.get("journal", integer(1, 1_000_000), 1000)
+    return PeersConfig(
+        interval, stale_after, timeout, notify, tuple(sites), discover, port, tsig, transfer, journal
+    )

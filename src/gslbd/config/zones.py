@@ -18,7 +18,7 @@ from gslbd.config.names import in_zone, ip_address, make_name, name_in, origin_n
 from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 
 PLACEHOLDER_ORIGIN = "zone.invalid."  # lets the rest of a zone be checked when its origin is wrong
-RESERVED_PREFIXES = ("localtargets-", "heartbeat-")
+RESERVED_PREFIXES = ("localtargets-", "heartbeat-", "_gslbd-exchange-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,10 @@ def reserved_message(name: str, origin: str) -> str | None:
     """Why `name` may not be used by a record or service (the exchange's names), else None."""
     first = name.split(".", 1)[0]
     if name != origin and any(first.startswith(p) for p in RESERVED_PREFIXES):
-        return f"names starting with 'localtargets-' or 'heartbeat-' are reserved for the exchange: {name!r}"
+        return (
+            "names starting with 'localtargets-', 'heartbeat-' or '_gslbd-exchange-' are reserved for the "
+            f"exchange: {name!r}"
+        )
     return None
 
 

@@ -18,10 +18,12 @@ import contextlib
 import ipaddress
 import logging
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from gslbd.exchange.transport import UdpChannel, sign, signature_problem
 from gslbd.exchange.wireformat import NOTIFY_OPCODE, notify_message
+from gslbd.exchange.xfrwire import notify_with_serial
+from gslbd.exchange.zone import exchange_apex
 from gslbd.metrics import NOTIFY_SENT
 from gslbd.model.config import Config, ListenAddress
 
@@ -92,6 +94,9 @@ class Notifier:
         self._tasks: dict[tuple[str, ListenAddress], asyncio.Task[None]] = {}
         self._again: set[tuple[str, ListenAddress]] = set()
         self._failing: set[ListenAddress] = set()
+        # zone origin -> this site's exchange zone serial for it (None: no exchange zone): carried in
+        # the NOTIFY's answer section so that the peer need not ask the SOA (exchange/xfrserve.py)
+        self.serial: Callable[[str], int | None] = lambda origin: None
 
     def update(self, config: Config) -> None:
         self._config = config
@@ -141,7 +146,12 @@ class Notifier:
         try:
             for _ in range(ATTEMPTS):
                 qid = channel.new_id()
-                message, mac = sign(notify_message(zone, qid), key)
+                serial = self.serial(zone)
+                if serial is None:
+                    wire = notify_message(zone, qid)
+                else:
+                    wire = notify_with_serial(zone, qid, exchange_apex(self._config.site.name, zone), serial)
+                message, mac = sign(wire, key)
                 try:
                     reply = await channel.exchange(message, qid, timeout)
                 except TimeoutError:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from gslbd.answer.exchange_names import peer_site_names
@@ -24,7 +24,7 @@ from gslbd.clock import Clock
 from gslbd.exchange.peerstate import Freshness, PeerAnswer, PeerState, evaluate, on_answer, on_failure
 from gslbd.metrics import PEER_ENDPOINTS, PEER_LAST_ANSWER_AGE, PEER_POLLS, PEER_QUERY_ERRORS, PEER_STALE
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint
+from gslbd.model.service import Endpoint, Service
 from gslbd.types import EndpointKind
 
 log = logging.getLogger(__name__)
@@ -40,9 +40,16 @@ def _address_order(address: str) -> tuple[int, int]:
 
 def learned_endpoints(config: Config, states: Mapping[str, PeerState]) -> dict[str, tuple[Endpoint, ...]]:
     """Service fqdn -> endpoints learned from the peers that count now (fresh ones), in peer order."""
+    return learned_for(config, config.services, states)
+
+
+def learned_for(
+    config: Config, services: Iterable[Service], states: Mapping[str, PeerState]
+) -> dict[str, tuple[Endpoint, ...]]:
+    """`learned_endpoints` of some of the config's services only."""
     peers = peer_site_names(config)
     out: dict[str, tuple[Endpoint, ...]] = {}
-    for service in config.services:
+    for service in services:
         own = {e.address for e in service.endpoints if e.site not in peers}
         seen: set[str] = set()
         found: list[Endpoint] = []
@@ -76,6 +83,7 @@ class PeerBook:
         self._config = config
         self._states: dict[str, PeerState] = {}
         self._learned: Learned = _EMPTY
+        self._services: dict[str, Service] = {}
         self.configure(config)
 
     @property
@@ -87,6 +95,7 @@ class PeerBook:
         """Follow a new configuration: peers that remain keep their state, others come and go.
         True when the learned endpoints changed."""
         self._config = config
+        self._services = {service.name: service for service in config.services}
         names = [p.name for p in config.peers.sites] if config.peers is not None else []
         old = self._states
         self._states = {n: old.get(n, PeerState(n)) for n in names}
@@ -168,12 +177,37 @@ class PeerBook:
         PEER_ENDPOINTS.labels(peer=after.name).set(after.endpoint_count)
         if before.usable == after.usable:
             return False
-        return self._merge() if merge else True
+        if not merge:
+            return True
+        changed = {
+            k
+            for k in before.usable.keys() | after.usable.keys()
+            if before.usable.get(k) != after.usable.get(k)
+        }
+        return self._merge(changed)
 
-    def _merge(self) -> bool:
-        learned = learned_endpoints(self._config, self._states)
-        if learned == self._learned:
+    def _merge(self, changed: set[str] | None = None) -> bool:
+        """Recompute the learned endpoints: of every service, or of the services in `changed` only (a
+        poll that changed ten services of 100,000 costs ten, not 100,000)."""
+        if changed is None or len(changed) * 4 > len(self._services):
+            learned = learned_endpoints(self._config, self._states)
+            if learned == self._learned:
+                return False
+            self._learned = MappingProxyType(learned)
+            return True
+        services = [self._services[name] for name in changed if name in self._services]
+        found = learned_for(self._config, services, self._states)
+        updates = {
+            s.name: found.get(s.name) for s in services if found.get(s.name) != self._learned.get(s.name)
+        }
+        if not updates:
             return False
+        learned = dict(self._learned)
+        for name, endpoints in updates.items():
+            if endpoints is None:
+                del learned[name]
+            else:
+                learned[name] = endpoints
         self._learned = MappingProxyType(learned)
         return True
 

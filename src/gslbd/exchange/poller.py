@@ -27,16 +27,30 @@ from dataclasses import dataclass
 
 from gslbd.answer.exchange_names import heartbeat_name, localtargets_name
 from gslbd.clock import Clock
+from gslbd.exchange.notify import source_host
 from gslbd.exchange.peerbook import PeerBook
 from gslbd.exchange.peerstate import PeerAnswer
-from gslbd.exchange.transport import UdpChannel, ask_tcp
+from gslbd.exchange.transport import UdpChannel, ask_tcp, sign
 from gslbd.exchange.wireformat import AAAA, TXT, A, BadReply, Question, Reply, question
+from gslbd.exchange.xfrclient import (
+    NoChannel,
+    TransferFailed,
+    ZoneCopy,
+    merged_targets,
+    read_soa_reply,
+    transfer,
+)
+from gslbd.exchange.xfrwire import soa_query
+from gslbd.exchange.zone import exchange_apex
+from gslbd.metrics import PEER_CHANNEL_POLLS
 from gslbd.model.config import Config, ListenAddress, PeerSite
 from gslbd.model.tsig import TsigKey
 
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 100  # queries in flight to one peer
+TRANSFER_TIMEOUT = 30.0  # seconds for one IXFR/AXFR of a peer's exchange zone
+REPROBE_POLLS = 12  # a peer without an exchange zone is asked for it again every this many polls
 NOERROR, NXDOMAIN = 0, 3
 
 
@@ -50,6 +64,7 @@ class Questions:
 
     targets: tuple[tuple[str, Question], ...]  # (service fqdn, question) for A and AAAA
     heartbeat_zone: str | None
+    zones: tuple[str, ...] = ()  # the zones of the services: one exchange zone each per peer
 
     def heartbeat(self, peer: str) -> Question | None:
         if self.heartbeat_zone is None:
@@ -64,7 +79,7 @@ def build_questions(config: Config) -> Questions:
         targets.append((service.name, question(name, A)))
         targets.append((service.name, question(name, AAAA)))
     zones = [s.zone for s in config.services] or [z.origin for z in config.zones]
-    return Questions(tuple(targets), zones[0] if zones else None)
+    return Questions(tuple(targets), zones[0] if zones else None, tuple(dict.fromkeys(zones)))
 
 
 def parse_heartbeat(reply: Reply) -> float | None:
@@ -122,9 +137,35 @@ class _Poll:
             self._fail(channel.server, q, f"rcode {reply.rcode}")
         raise PollFailed(self.last_error)
 
+    async def ask_soa(self, apex: str, beat_owner: str) -> tuple[int, float | None]:
+        """(serial, heartbeat) of the peer's exchange zone `apex`, from the first nameserver that
+        answers (it serves the rest of the poll). NoChannel when the peer has none; PollFailed when no
+        nameserver answers."""
+        count = len(self.channels)
+        for attempt in range(max(2, count)):
+            index = attempt % count
+            channel = self.channels[index]
+            try:
+                qid = channel.new_id()
+                message, mac = sign(soa_query(apex, qid), self.key)
+                data = await channel.exchange(message, qid, self.timeout)
+                found = read_soa_reply(data, qid, apex, beat_owner, self.key, mac)
+            except TimeoutError:
+                self._fail_name(channel.server, apex, f"timeout after {self.timeout:g}s")
+                continue
+            except (OSError, TransferFailed) as exc:
+                self._fail_name(channel.server, apex, str(exc) or type(exc).__name__)
+                continue
+            self.first = index
+            return found
+        raise PollFailed(self.last_error)
+
     def _fail(self, server: ListenAddress, q: Question, why: str) -> None:
+        self._fail_name(server, q.name, why)
+
+    def _fail_name(self, server: ListenAddress, name: str, why: str) -> None:
         self.errors += 1
-        self.last_error = f"{q.name} from {server}: {why}"
+        self.last_error = f"{name} from {server}: {why}"
 
 
 class Poller:
@@ -143,6 +184,11 @@ class Poller:
         self._wake: dict[str, asyncio.Event] = {}
         self._sites: dict[str, PeerSite] = {}
         self._running = False
+        self._copies: dict[str, dict[str, ZoneCopy]] = {}  # peer -> origin -> its exchange zone
+        self._targets: dict[str, dict[str, tuple[str, ...]]] = {}  # peer -> its copies merged
+        self._carried: dict[tuple[str, str], int] = {}  # (peer, origin) -> serial its NOTIFY carried
+        self._per_name: dict[str, int] = {}  # peer -> polls left before its exchange zone is asked again
+        self.mode: dict[str, str] = {}  # peer -> "channel" or "per-name": how its last poll went
 
     @property
     def config(self) -> Config:
@@ -171,6 +217,11 @@ class Poller:
             self._sync_tasks()
         return changed
 
+    def carried(self, peer: str, origin: str, serial: int) -> None:
+        """A NOTIFY from `peer` carried its exchange zone's serial for `origin`: the next poll need not
+        ask it. Called from the DNS threads (one dict assignment)."""
+        self._carried[(peer, origin)] = serial
+
     def poke(self, peer: str) -> bool:
         """Poll `peer` now (a NOTIFY came from it). False when it is not a configured peer."""
         wake = self._wake.get(peer)
@@ -186,6 +237,9 @@ class Poller:
             if wanted.get(name) != self._sites.get(name):
                 self._tasks.pop(name).cancel()
                 self._wake.pop(name, None)
+        for name in set(self._copies) - set(wanted):
+            del self._copies[name]
+            self._targets.pop(name, None)
         loop = asyncio.get_running_loop()
         for name, site in wanted.items():
             self._sites[name] = site
@@ -239,6 +293,24 @@ class Poller:
         key: TsigKey | None = None,
     ) -> bool:
         poll = _Poll(site, channels, timeout, self._rng, key)
+        peers = self.config.peers
+        if peers is not None and peers.transfer and self._per_name.get(site.name, 0) <= 0:
+            try:
+                # SOA queries time out on their own; a transfer may take up to TRANSFER_TIMEOUT (the first
+                # AXFR of 100k services is about 2 MB, read in about 2 s of CPU)
+                return await self._poll_channel(site, poll, timeout, interval)
+            except NoChannel as exc:
+                if self.mode.get(site.name) != "per-name":
+                    log.info("peer %s offers no exchange zone (%s): polling it name by name", site.name, exc)
+                self._per_name[site.name] = REPROBE_POLLS
+                self._copies.pop(site.name, None)
+                self._targets.pop(site.name, None)
+            except PollFailed as exc:
+                return self.book.failure(site.name, str(exc), poll.errors)
+            poll = _Poll(site, channels, timeout, self._rng, key)
+        self._per_name[site.name] = self._per_name.get(site.name, 0) - 1
+        self.mode[site.name] = "per-name"
+        PEER_CHANNEL_POLLS.labels(peer=site.name, kind="per_name").inc()
         heartbeat: float | None = None
         targets: dict[str, list[str]] = {}
         try:
@@ -257,6 +329,72 @@ class Poller:
             str(channels[poll.first].server),
         )
         return self.book.answer(site.name, answer, poll.errors)
+
+    async def _poll_channel(self, site: PeerSite, poll: _Poll, timeout: float, interval: float) -> bool:
+        """A poll over the peer's exchange zones: per served zone one SOA query (none when a NOTIFY
+        carried the serial), and an IXFR (AXFR the first time) only when the serial changed."""
+        before = self.book.state(site.name)
+        heartbeat = before.heartbeat if before is not None else None
+        copies = dict(self._copies.get(site.name, {}))
+        kinds: list[str] = []
+        local = source_host(self.config, poll.channels[0].server.host)
+        for origin in self._questions.zones:
+            carried = self._carried.pop((site.name, origin), None)
+            new, beat, kind = await _poll_zone(
+                poll, site, origin, copies.get(origin), carried, timeout, self._rng, local
+            )
+            if beat is not None:
+                heartbeat = beat
+            if new is not None:
+                copies[origin] = new
+            kinds.append(kind)
+        self._copies[site.name] = copies
+        if self.mode.get(site.name) == "per-name":
+            log.info("peer %s offers its exchange zone: polling it by SOA serial", site.name)
+        self.mode[site.name] = "channel"
+        self._per_name.pop(site.name, None)
+        summary = next((k for k in ("axfr", "ixfr") if k in kinds), "unchanged")
+        PEER_CHANNEL_POLLS.labels(peer=site.name, kind=summary).inc()
+        targets = self._targets.get(site.name)
+        if targets is None or any(k != "unchanged" for k in kinds):
+            targets = merged_targets(copies.values())
+            self._targets[site.name] = targets
+        answer = PeerAnswer(targets, heartbeat, str(poll.channels[poll.first].server))
+        return self.book.answer(site.name, answer, poll.errors)
+
+
+async def _poll_zone(
+    poll: _Poll,
+    site: PeerSite,
+    origin: str,
+    have: ZoneCopy | None,
+    carried: int | None,
+    timeout: float,
+    rng: random.Random,
+    local_host: str | None,
+) -> tuple[ZoneCopy | None, float | None, str]:
+    """One exchange zone of a peer: (the new copy or None when unchanged, the heartbeat when the SOA
+    was asked, how: unchanged | ixfr | axfr | current)."""
+    apex = exchange_apex(site.name, origin)
+    heartbeat: float | None = None
+    if carried is not None and have is not None and carried == have.serial:
+        return None, None, "unchanged"
+    if carried is None:
+        serial, heartbeat = await poll.ask_soa(apex, heartbeat_name(site.name, origin))
+        if have is not None and serial == have.serial:
+            return None, heartbeat, "unchanged"
+    server = poll.channels[poll.first].server
+    try:
+        copy, kind, _ = await transfer(
+            server, apex, origin, have, max(TRANSFER_TIMEOUT, timeout), rng, poll.key, local_host
+        )
+    except TimeoutError:
+        poll._fail_name(server, apex, "the transfer timed out")
+        raise PollFailed(poll.last_error) from None
+    except (OSError, TransferFailed) as exc:
+        poll._fail_name(server, apex, f"transfer: {exc}")
+        raise PollFailed(poll.last_error) from None
+    return copy, heartbeat, kind
 
 
 async def _gather(poll: _Poll, questions: Sequence[tuple[str, Question]], out: dict[str, list[str]]) -> None:

@@ -6,8 +6,13 @@ Exchange(config, clock, rng, on_peers=..., on_beat=...)
   notifier  sends NOTIFY to every peer nameserver when this site's publication changes
   heartbeat `on_beat()` every `heartbeat_period` (peers.interval / 2, 2.5 s without peers): the root
             records a health evaluation and refreshes the heartbeat record cheaply
-after_commit(notify_zones)        after every committed generation: NOTIFY peers about the zones it changed
+after_commit(notify_zones, publication, config)   after every committed generation: NOTIFY peers about
+                                  the zones it changed, and record the change in this site's exchange
+                                  zones (a new serial)
 notify_received(zone, ip, v6)     the wire layer's NOTIFY hook: accept (and re-poll) or refuse
+hook()                            the responder's exchange hook (wire/transfer.py) that serves this
+                                  site's exchange zones (SOA, AXFR, IXFR; exchange/xfrserve.py), or
+                                  None when there is none (no peers, peers.transfer false, not started)
 """
 
 from __future__ import annotations
@@ -16,20 +21,34 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from gslbd.clock import Clock
 from gslbd.exchange.notify import Notifier, notify_accepted, notify_sources, source_address
 from gslbd.exchange.peerbook import PeerBook
 from gslbd.exchange.peerstate import PeerState
 from gslbd.exchange.poller import Poller
+from gslbd.exchange.xfrserve import ExchangeZones
 from gslbd.metrics import NOTIFY_RECEIVED
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint
+from gslbd.wire.transfer import ExchangeHook
+
+__all__ = ["Exchange", "heartbeat_period", "source_address"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL = 5.0
+
+# zone origin -> localtargets name -> addresses: what this site publishes (the generation's publication)
+Publication = Mapping[str, Mapping[str, tuple[str, ...]]]
+
+
+def serves_exchange_zone(config: Config) -> bool:
+    """Whether this site serves its exchange zone: peers with `transfer` on, and one DNS process (the
+    workers of `dns.workers > 1` have no journal; peers then poll this site name by name)."""
+    peers = config.peers
+    return peers is not None and peers.transfer and config.dns.workers <= 1
 
 
 def heartbeat_period(config: Config) -> float:
@@ -51,9 +70,12 @@ class Exchange:
         on_beat: Callable[[], None],
     ) -> None:
         self._config = config
+        self._clock = clock
         self._on_beat = on_beat
+        self.zones: ExchangeZones | None = None  # this site's exchange zones, once started
         self.poller = Poller(config, clock, random.Random(rng.getrandbits(64)), on_peers)
         self.notifier = Notifier(config, random.Random(rng.getrandbits(64)))
+        self.notifier.serial = self._serial
         self._sources = notify_sources(config)
         self._started = False
         self._beat: asyncio.Task[None] | None = None
@@ -74,10 +96,13 @@ class Exchange:
     def peers(self) -> list[PeerState]:
         return self.poller.book.states()
 
-    async def start(self, publication: Collection[str]) -> None:
+    async def start(self, publication: Publication, config: Config | None = None) -> None:
         """Start polling and beating; tell the peers about this site's publication (it may be new):
-        `publication` holds the zones where this site publishes endpoints."""
+        `publication` is the generation's (zone -> localtargets name -> addresses), `config` its config."""
         self._started = True
+        config = config if config is not None else self._config
+        if serves_exchange_zone(config):
+            self.zones = ExchangeZones(config, publication, self._clock.wall(), self.poller.carried)
         await self.poller.start()
         self._beat = asyncio.get_running_loop().create_task(self._beat_loop(), name="gslbd-heartbeat")
         peers = self._config.peers
@@ -86,6 +111,7 @@ class Exchange:
 
     async def stop(self) -> None:
         self._started = False  # stopped: commits announce nothing any more
+        self.zones = None
         beat, self._beat = self._beat, None
         if beat is not None:
             beat.cancel()
@@ -103,12 +129,41 @@ class Exchange:
         self.notifier.update(config)
         return self.poller.update(config)
 
-    def after_commit(self, notify_zones: Sequence[str]) -> None:
+    def after_commit(
+        self,
+        notify_zones: Sequence[str],
+        publication: Publication | None = None,
+        config: Config | None = None,
+    ) -> None:
         """A generation was committed: NOTIFY the peers about the zones whose publication it changed
-        (the generation decided which; nothing is compared here)."""
+        (the generation decided which; nothing is compared here), and follow its publication in this
+        site's exchange zones (a new serial per changed zone)."""
         peers = self._config.peers
+        if self._started and publication is not None:
+            self._follow(config if config is not None else self._config, publication, notify_zones)
         if self._started and notify_zones and peers is not None and peers.notify:
             self.notifier.send(list(notify_zones))
+
+    def hook(self) -> ExchangeHook | None:
+        """What the responder asks about exchange-zone questions (wire/transfer.py), or None."""
+        zones = self.zones
+        return zones.handle if zones is not None else None
+
+    def _follow(self, config: Config, now: Publication, zones: Sequence[str]) -> None:
+        """Keep the exchange zones in step with the publication (and with a new configuration)."""
+        wall = self._clock.wall()
+        if not serves_exchange_zone(config):
+            self.zones = None
+        elif self.zones is None:
+            self.zones = ExchangeZones(config, now, wall, self.poller.carried)
+        elif self.zones.config is not config:
+            self.zones.configure(config, now, wall)
+        elif zones:
+            self.zones.update(now, zones, wall)
+
+    def _serial(self, origin: str) -> int | None:
+        zones = self.zones
+        return zones.serial(origin) if zones is not None else None
 
     def notify_accepted(self, zone: str, ip: int, v6: bool) -> bool:
         """Would `notify_received` accept this NOTIFY? Reads only; safe from the DNS threads."""

@@ -135,6 +135,8 @@ class PeersConfig:
     discover: Discover = Discover.STATIC
     port: int = 53  # the port of peer nameservers found by `discover: ns` (their NS glue has no port)
     tsig: TsigKey | None = None  # signs every poll, reply and NOTIFY between the sites when set
+    transfer: bool = True  # serve this site's exchange zone (AXFR/IXFR) and poll peers by its SOA serial
+    journal: int = 1000  # exchange zone versions kept for IXFR (older serials get a full transfer)
 
 
 @dataclass(frozen=True, slots=True)

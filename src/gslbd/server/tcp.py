@@ -21,6 +21,7 @@ from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
+from gslbd.wire.transfer import Framed
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,10 @@ class _DnsStream(asyncio.Protocol):
                     listener.error_logged = True
                     log.exception("error while answering a TCP query (counted; further ones are not logged)")
                 reply = None
+            if isinstance(reply, Framed):  # a zone transfer: several messages, already framed
+                replies.append(reply)
+                stats.tcp_responses += 1
+                continue
             if reply is None or len(reply) > MAX_MESSAGE:
                 close = True
                 break

@@ -21,6 +21,7 @@ from gslbd.wire.compile import AnswerTable, count_answers, nx_soa
 from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
+from gslbd.wire.transfer import ExchangeHook
 
 # Header bytes 4..10 of a plain query: QDCOUNT=1, ANCOUNT=0, NSCOUNT=0.
 _COUNTS = b"\x00\x01\x00\x00\x00\x00"
@@ -211,6 +212,7 @@ class Responder:
         "_state",
         "cookie_secret",
         "guard",
+        "on_exchange",
         "on_notify",
         "rng",
         "slow_count",
@@ -227,6 +229,7 @@ class Responder:
         # `dns.cookies` names no secret file (the parent hands it to worker processes in their config).
         self.cookie_secret = os.urandom(16)
         self.guard: Guard | None = guard_for(view.config.dns, None, self.cookie_secret)
+        self.on_exchange: ExchangeHook | None = None  # serves the exchange zone when set (wire/transfer.py)
 
     def swap(self, table: AnswerTable, view: View) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new.
@@ -267,6 +270,12 @@ class Responder:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:
             out = None
+        hook = self.on_exchange
+        if hook is not None and (out is None or out[3] & 0xF in (3, 5)):
+            # NXDOMAIN, REFUSED or not taken: maybe this site's exchange zone (wire/transfer.py)
+            own = hook(data, view.snapshot.evaluated_at, src_ip, src_v6, tcp)
+            if own is not None:  # a transfer over TCP goes as it is (TCP is never rate limited)
+                return own if tcp or self.guard is None else self.guard.apply(data, own, src_ip, src_v6, tcp)
         if out is None:
             self.slow_count += 1
             out = self._slow(table, view, data, src_ip, src_v6, tcp)

@@ -11,7 +11,8 @@ The order of checks (each answers or drops, the first that applies wins):
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
   6. more than one ECS option: FORMERR (a malformed ECS option already fails step 2);
-  7. type NXNAME (128, RFC 9824): FORMERR; AXFR, IXFR: REFUSED (EDE 18); CHAOS id.server.,
+  7. type NXNAME (128, RFC 9824): FORMERR; AXFR, IXFR: REFUSED (EDE 18; this site's exchange zone is
+     answered before, by `Responder.on_exchange`, wire/transfer.py); CHAOS id.server.,
      hostname.bind., version.bind., version.server. when dns.identity/dns.version are set: their TXT;
      any other class than IN: REFUSED (EDE 20);
   8. the view's answer for (name, type) at the client's location (a nonexistent name below a
