@@ -23,6 +23,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#define UNUSED __attribute__((unused))
+
 #define BATCH 64
 #define BUFSIZE 4096 /* a DNS query never needs more; a longer datagram is cut (and gets FORMERR) */
 
@@ -41,7 +43,7 @@ static PyObject *peer_ip(const struct sockaddr_storage *sa, int *v6) {
     return PyLong_FromLong(0);
 }
 
-static PyObject *recv_batch(PyObject *self, PyObject *args) {
+static PyObject *recv_batch(UNUSED PyObject *self, PyObject *args) {
     int fd, max, wait, got, i;
     Py_buffer buf;
     PyObject *out = NULL;
@@ -114,7 +116,7 @@ fail:
     return NULL;
 }
 
-static PyObject *send_batch(PyObject *self, PyObject *args) {
+static PyObject *send_batch(UNUSED PyObject *self, PyObject *args) {
     int fd;
     PyObject *list;
     Py_ssize_t n, i, start = 0;
@@ -168,7 +170,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "gslbd.server._mmsg", "Batched UDP receive/send (recvmmsg/sendmmsg).", -1, methods,
+    PyModuleDef_HEAD_INIT, "gslbd.server._mmsg", "Batched UDP receive/send (recvmmsg/sendmmsg).", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__mmsg(void) {

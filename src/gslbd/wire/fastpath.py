@@ -15,7 +15,9 @@ import itertools
 import random
 
 from gslbd.answer import View
+from gslbd.wire import ctable
 from gslbd.wire.compile import AnswerTable, count_answers
+from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
 
@@ -178,12 +180,39 @@ def fast_answer(
 
 
 class Responder:
-    """Answers query packets from the current answer table and view; `swap` replaces both at once."""
+    """Answers query packets from the current answer table and view; `swap` replaces both at once.
 
-    __slots__ = ("_policy_totals", "_slow_seq", "_state", "on_notify", "rng", "slow_count")
+    With the C extension (wire/ctable.py) the responder also keeps a C copy of the table: `handle` asks
+    it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
+    what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python."""
 
-    def __init__(self, table: AnswerTable, view: View, rng: random.Random) -> None:
-        self._state = (table, view)
+    __slots__ = (
+        "_fallback",
+        "_policy_totals",
+        "_slow_seq",
+        "_state",
+        "on_notify",
+        "rng",
+        "slot",
+        "slow_count",
+    )
+
+    def __init__(
+        self,
+        table: AnswerTable,
+        view: View,
+        rng: random.Random,
+        *,
+        native: bool | None = None,
+        fallback: Fallback = ctable.NO_FALLBACK,
+    ) -> None:
+        use_c = ctable.enabled() if native is None else (native and ctable.AVAILABLE)
+        self._fallback = fallback
+        self.slot = ctable.new_slot() if use_c else None  # read by the C UDP loops (server/udp.py)
+        built = ctable.build_ctable(table, fallback) if use_c else None
+        self._state: tuple[AnswerTable, View, CTable | None] = (table, view, built)
+        if self.slot is not None and built is not None:
+            self.slot.set(built.native)
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
         self._slow_seq = itertools.count()
@@ -193,9 +222,13 @@ class Responder:
     def swap(self, table: AnswerTable, view: View) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new.
         The policy counters of the old table that the new one does not share are added to the totals
-        (a table updated in place of a few names shares every other entry, and its counters)."""
-        old = self._state[0]
-        self._state = (table, view)
+        (a table updated in place of a few names shares every other entry, and its counters). The C
+        copy is updated by name when only names changed, and continues the old one's counts."""
+        old, _, old_c = self._state
+        built = ctable.update_ctable(old_c, table, self._fallback) if old_c is not None else None
+        self._state = (table, view, built)
+        if self.slot is not None and built is not None:
+            self.slot.set(built.native)
         now = table.policy_counters
         retired = count_answers(
             pc for key, pcs in old.policy_counters.items() if now.get(key) is not pcs for pc in pcs
@@ -204,10 +237,14 @@ class Responder:
             self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
 
     def policy_answers(self) -> dict[str, int]:
-        """Answers decided by each policy (fast path) since this responder started."""
+        """Answers decided by each policy (fast paths) since this responder started."""
         out = dict(self._policy_totals)
-        for policy, count in self._state[0].policy_answers().items():
+        table, _, built = self._state
+        for policy, count in table.policy_answers().items():
             out[policy] = out.get(policy, 0) + count
+        if built is not None:
+            for policy, count in built.policy_answers().items():
+                out[policy] = out.get(policy, 0) + count
         return out
 
     @property
@@ -218,9 +255,18 @@ class Responder:
     def view(self) -> View:
         return self._state[1]
 
+    @property
+    def native(self) -> CTable | None:
+        """The C copy of the table, when answers come from C."""
+        return self._state[2]
+
     def handle(self, data: bytes, src_ip: int, src_v6: bool, tcp: bool = False) -> bytes | None:
         """The response to one query packet (no TCP length prefix), or None to drop it."""
-        table, view = self._state
+        table, view, built = self._state
+        if built is not None:
+            out = built.native.answer(data, src_ip, src_v6, tcp)
+            if out is not None:
+                return out
         try:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:
