@@ -78,7 +78,9 @@ def run(services: int, verdicts: int, fulls: int) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--services", type=int, nargs="*", default=[250, 1000, 5000])
     parser.add_argument("--verdicts", type=int, default=100)
     parser.add_argument("--fulls", type=int, default=3)

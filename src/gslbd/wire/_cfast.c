@@ -115,6 +115,7 @@ typedef struct {
     uint8_t tc[4][10];
     uint32_t taillen;
     uint8_t *tail;
+    int python; /* the NXDOMAIN answer is not a fixed tail: ask Python */
 } zone_t;
 
 typedef struct {
@@ -536,6 +537,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 uint32_t off = suffixes[i];
                 zone_t *z = find_zone(b, key + (off - 12), keylen - (off - 12));
                 if (z != NULL) {
+                    if (z->python) return R_FALLBACK;
                     heads = z->heads;
                     tcheads = z->tc;
                     o->pointer[0] = (uint8_t)(0xC0 | (off >> 8));
@@ -945,7 +947,7 @@ static int build_lpm(PyObject *spec, lpm_t *l) {
 }
 
 /* settings: (max_udp, ecs, opt_plain0, opt_plain1, opt_prefix0, opt_prefix1, refused_heads, refused_tc,
-   flags); zones: ((key, heads40, tc40, tail), ...); locators: (lpm spec, ...) */
+   flags); zones: ((key, heads40, tc40, tail or None = ask Python), ...); locators: (lpm spec, ...) */
 static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators) {
     base_t *b = PyMem_RawCalloc(1, sizeof(base_t));
     if (b == NULL) {
@@ -989,7 +991,16 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
         if (fixed_bytes(PyTuple_GET_ITEM(spec, 1), z->heads, 40, "zone heads") < 0 ||
             fixed_bytes(PyTuple_GET_ITEM(spec, 2), z->tc, 40, "zone tc_heads") < 0)
             goto fail;
-        z->tail = copy_bytes(PyTuple_GET_ITEM(spec, 3), &z->taillen, "zone tail");
+        PyObject *tail = PyTuple_GET_ITEM(spec, 3);
+        if (tail == Py_None) {
+            z->python = 1;
+            tail = PyBytes_FromStringAndSize("", 0);
+            if (tail == NULL) goto fail;
+            z->tail = copy_bytes(tail, &z->taillen, "zone tail");
+            Py_DECREF(tail);
+        } else {
+            z->tail = copy_bytes(tail, &z->taillen, "zone tail");
+        }
         if (z->tail == NULL) goto fail;
         if (find_zone(b, z->key, z->keylen) != NULL) continue; /* the first one wins */
         uint32_t at = (uint32_t)z->hash & b->zmask;

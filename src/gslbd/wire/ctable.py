@@ -44,7 +44,7 @@ from gslbd.policy.random_order import ShufflePlan
 from gslbd.policy.rendezvous import RendezvousPlan
 from gslbd.policy.round_robin import RotationPlan
 from gslbd.policy.weighted import WeightedPlan
-from gslbd.wire.compile import AnswerTable, Entry, Node, Variant
+from gslbd.wire.compile import AnswerTable, Entry, Node, Variant, ZoneEntry
 
 try:
     from gslbd.wire import _cfast
@@ -214,6 +214,14 @@ def _policies(table: AnswerTable, key: bytes) -> dict[int, str]:
     return {id(counter): name for name, counter in table.policy_counters.get(key, ())}
 
 
+def _soa_tail(zone: ZoneEntry) -> bytes | None:
+    """The zone's NXDOMAIN records after the owner pointer, when they are the same for every query; None
+    (NXDOMAIN answered in Python) for a zone entry without a fixed tail, e.g. one whose SOA names are
+    compressed against each query's name."""
+    tail = getattr(zone, "soa_tail", None)
+    return tail if isinstance(tail, bytes) else None
+
+
 def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
     return (
         table.max_udp_payload,
@@ -236,7 +244,7 @@ def build_ctable(
     locators = _Locators()
     nodes = tuple(_node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items())
     zones = tuple(
-        (key, b"".join(z.heads), b"".join(z.tc_heads), z.soa_tail) for key, z in table.zones.items()
+        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_tail(z)) for key, z in table.zones.items()
     )
     native = _cfast.build(
         _settings(table, fallback),

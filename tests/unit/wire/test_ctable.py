@@ -241,3 +241,13 @@ def test_the_responder_without_c_answers_the_same() -> None:
     for label in ("app", "solo", "nope", "primary", "sticky"):
         wire = query(f"{label}.{ORIGIN}", edns=0)
         assert ask_wire(with_c, wire) == ask_wire(without, wire)
+
+
+def test_a_zone_without_a_fixed_nxdomain_tail_leaves_its_nxdomain_to_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
+    monkeypatch.setattr(ct, "_soa_tail", lambda zone: None)
+    native = ct.build_ctable(table).native
+    assert native.answer(query(f"nope.{ORIGIN}"), 1, False, False) is None
+    assert native.answer(query(f"app.{ORIGIN}"), 1, False, False) is not None
