@@ -270,14 +270,11 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
     )
     if not same_base:
         return build_ctable(table, fallback, old)
-    before = base.names
-    removed = tuple(key for key in before if key not in table.names)
-    changed = tuple(
-        _node_spec(key, node, _policies(table, key), old.locators)
-        for key, node in table.names.items()
-        if before.get(key) is not node
-    )
-    return CTable(old.native.update(removed, changed), table, old.locators, fallback)
+    assert _cfast is not None
+    keys, removed = _cfast.diff(base.names, table.names)
+    names = table.names
+    changed = tuple(_node_spec(key, names[key], _policies(table, key), old.locators) for key in keys)
+    return CTable(old.native.update(tuple(removed), changed), table, old.locators, fallback)
 
 
 def new_slot() -> Any:
