@@ -12,6 +12,7 @@ behaviour. No dnspython, no logging and no object beyond the response bytes on t
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 
 from gslbd.answer import View
@@ -20,6 +21,8 @@ from gslbd.wire.compile import AnswerTable, count_answers
 from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
+
+log = logging.getLogger(__name__)
 
 # Header bytes 4..10 of a plain query: QDCOUNT=1, ANCOUNT=0, NSCOUNT=0.
 _COUNTS = b"\x00\x01\x00\x00\x00\x00"
@@ -209,10 +212,8 @@ class Responder:
         use_c = ctable.enabled() if native is None else (native and ctable.AVAILABLE)
         self._fallback = fallback
         self.slot = ctable.new_slot() if use_c else None  # read by the C UDP loops (server/udp.py)
-        built = ctable.build_ctable(table, fallback) if use_c else None
+        built = self._c_copy(None, table) if use_c else None
         self._state: tuple[AnswerTable, View, CTable | None] = (table, view, built)
-        if self.slot is not None and built is not None:
-            self.slot.set(built.native)
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
         self._slow_seq = itertools.count()
@@ -225,16 +226,30 @@ class Responder:
         (a table updated in place of a few names shares every other entry, and its counters). The C
         copy is updated by name when only names changed, and continues the old one's counts."""
         old, _, old_c = self._state
-        built = ctable.update_ctable(old_c, table, self._fallback) if old_c is not None else None
+        built = self._c_copy(old_c, table) if self.slot is not None else None
         self._state = (table, view, built)
-        if self.slot is not None and built is not None:
-            self.slot.set(built.native)
         now = table.policy_counters
         retired = count_answers(
             pc for key, pcs in old.policy_counters.items() if now.get(key) is not pcs for pc in pcs
         )
         for policy, count in retired.items():
             self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
+
+    def _c_copy(self, old: CTable | None, table: AnswerTable) -> CTable | None:
+        """The C copy of `table` (updated from `old` when there is one), handed to the UDP loops; None
+        after an error (logged): then Python answers everything until a later table copies well."""
+        assert self.slot is not None
+        try:
+            built = (
+                ctable.update_ctable(old, table, self._fallback)
+                if old is not None
+                else ctable.build_ctable(table, self._fallback)
+            )
+        except Exception:
+            log.exception("cannot copy the answer table into C; answering in Python")
+            built = None
+        self.slot.set(built.native if built is not None else None)
+        return built
 
     def policy_answers(self) -> dict[str, int]:
         """Answers decided by each policy (fast paths) since this responder started."""

@@ -251,3 +251,22 @@ def test_a_zone_without_a_fixed_nxdomain_tail_leaves_its_nxdomain_to_python(
     native = ct.build_ctable(table).native
     assert native.answer(query(f"nope.{ORIGIN}"), 1, False, False) is None
     assert native.answer(query(f"app.{ORIGIN}"), 1, False, False) is not None
+
+
+def test_a_table_that_cannot_be_copied_into_c_is_answered_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    view = VIEWS["plain"]
+    responder = Responder(
+        compile_table(view, max_udp_payload=1232, use_client_subnet=True), view, random.Random(1), native=True
+    )
+    assert responder.native is not None
+
+    def broken(*args: object) -> None:
+        raise ValueError("broken")
+
+    monkeypatch.setattr(ct, "update_ctable", broken)
+    responder.swap(compile_table(view, max_udp_payload=1232, use_client_subnet=True), view)
+    assert responder.native is None  # and the slot is empty: the UDP loops ask Python too
+    assert ask_wire(responder, query(f"app.{ORIGIN}")) is not None
+    monkeypatch.undo()
+    responder.swap(compile_table(view, max_udp_payload=1232, use_client_subnet=True), view)
+    assert responder.native is not None
