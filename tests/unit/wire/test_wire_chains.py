@@ -9,14 +9,24 @@ from dataclasses import replace
 import dns.message
 import dns.rcode
 import pytest
-from wire_support import CONFIG, ORIGIN, ZONE, ask, ask_wire, client, make_responder, make_view, query, texts
+from wire_support import (
+    CONFIG,
+    ORIGIN,
+    ZONE,
+    ask,
+    fast_and_slow,
+    make_responder,
+    make_view,
+    query,
+    texts,
+)
 
 from gslbd.answer import ViewBuilder
 from gslbd.answer.chain import MAX_LINKS
 from gslbd.model.zone import StaticRecord
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.state.snapshot import Snapshot
-from gslbd.wire import Responder, compile_table, slow_response
+from gslbd.wire import Responder, compile_table
 from gslbd.wire.compile import update_table
 
 SOA_NEG = f"{ORIGIN} 60 IN SOA ns1.{ORIGIN} hostmaster.example.com. 2024010101 3600 600 604800 60"
@@ -24,22 +34,7 @@ SOA_NEG = f"{ORIGIN} 60 IN SOA ns1.{ORIGIN} hostmaster.example.com. 2024010101 3
 
 def both(responder: Responder, wire: bytes) -> bytes:
     """The fast path's response, after checking that it is the slow path's, byte for byte."""
-    fast = ask_wire(responder, wire)
-    assert responder.slow_count == 0
-    ip, v6 = client("203.0.113.5")
-    slow = slow_response(
-        wire,
-        responder.view,
-        ip,
-        v6,
-        tcp=False,
-        max_udp_payload=1232,
-        use_client_subnet=True,
-        rng=random.Random(7),
-        seq=0,
-    )
-    assert fast is not None and fast == slow
-    return fast
+    return fast_and_slow(responder, wire, seed=7)
 
 
 def test_a_static_cname_to_a_service_carries_the_services_answer(responder: Responder) -> None:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import random
-
 import dns.edns
 import dns.flags
 import dns.message
 import dns.rcode
 import dns.rdataclass
 import pytest
-from wire_support import ORIGIN, ask, ask_wire, client, query
+from wire_support import ORIGIN, ask, fast_and_slow, query
 
-from gslbd.wire import Responder, slow_response
+from gslbd.wire import Responder
 from gslbd.wire.ede import RATE_LIMITED, rate_limited_truncation
 
 
@@ -21,22 +19,7 @@ def edes(msg: dns.message.Message) -> list[tuple[int, str | None]]:
 
 
 def same_on_both_paths(responder: Responder, wire: bytes) -> dns.message.Message:
-    fast = ask_wire(responder, wire)
-    ip, v6 = client("203.0.113.5")
-    slow = slow_response(
-        wire,
-        responder.view,
-        ip,
-        v6,
-        tcp=False,
-        max_udp_payload=1232,
-        use_client_subnet=True,
-        rng=random.Random(1),
-        seq=0,
-    )
-    assert fast == slow
-    assert fast is not None
-    return dns.message.from_wire(fast)
+    return dns.message.from_wire(fast_and_slow(responder, wire, fast_only=False))
 
 
 def test_refused_outside_our_zones_says_not_authoritative(responder: Responder) -> None:

@@ -10,10 +10,10 @@ import dns.message
 import dns.rcode
 import dns.rdataclass
 import pytest
-from wire_support import CONFIG, ORIGIN, ask, ask_wire, client, make_view, query
+from wire_support import CONFIG, ORIGIN, ask, fast_and_slow, make_view, query
 
 from gslbd.model.config import DnsConfig
-from gslbd.wire import Responder, compile_table, slow_response
+from gslbd.wire import Responder, compile_table
 
 NSID = dns.edns.NSIDOption(b"")
 
@@ -30,34 +30,7 @@ def nsids(msg: dns.message.Message) -> list[bytes]:
 
 
 def same_on_both_paths(responder: Responder, wire: bytes) -> dns.message.Message:
-    fast = ask_wire(responder, wire)
-    assert responder.slow_count == 0
-    ip, v6 = client("203.0.113.5")
-    slow = slow_response(
-        wire,
-        responder.view,
-        ip,
-        v6,
-        tcp=False,
-        max_udp_payload=1232,
-        use_client_subnet=True,
-        rng=random.Random(1),
-        seq=0,
-        identity=responder.table.identity,
-        version=responder.view.config.dns.version,
-    )
-    assert fast == slow and fast is not None
-    return dns.message.from_wire(fast)
-
-
-@pytest.mark.parametrize("name", [f"app.{ORIGIN}", f"nope.{ORIGIN}", "www.example.net.", f"sf.{ORIGIN}"])
-def test_nsid_is_sent_when_asked_on_the_fast_path(name: str) -> None:
-    responder = responder_with("ns1-w{worker}", worker=3)
-    msg = same_on_both_paths(responder, query(name, options=(NSID,), ecs="198.51.100.0/24"))
-    assert nsids(msg) == [b"ns1-w3"]
-    assert [o.otype for o in msg.options][:2] == [dns.edns.ECS, dns.edns.NSID]
-    fresh = responder_with("ns1-w{worker}", worker=3)  # its policy counters start again at 0
-    assert nsids(same_on_both_paths(fresh, query(name, edns=0))) == []
+    return dns.message.from_wire(fast_and_slow(responder, wire))
 
 
 def test_no_nsid_without_an_identity() -> None:

@@ -21,7 +21,7 @@ from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import AllDown, EndpointKind, PolicyName
-from gslbd.wire import Responder, compile_table
+from gslbd.wire import Responder, compile_table, slow_response
 
 ORIGIN = "gslb.example.com."
 INNER = "inner.gslb.example.com."
@@ -207,3 +207,29 @@ def ask(responder: Responder, wire: bytes, *, src: str = CLIENT, tcp: bool = Fal
 def texts(msg: dns.message.Message, section: str = "answer") -> list[str]:
     """A section's records as presentation lines, in wire order."""
     return [line for rrset in getattr(msg, section) for line in rrset.to_text().splitlines()]
+
+
+def fast_and_slow(responder: Responder, wire: bytes, *, seed: int = 1, fast_only: bool = True) -> bytes:
+    """The fast path's response to `wire`, after checking that the slow path (dnspython) writes the
+    same bytes for it (with the table's identity and the config's version). `fast_only`: the fast
+    path must have answered it itself."""
+    fast = ask_wire(responder, wire)
+    if fast_only:
+        assert responder.slow_count == 0
+    ip, v6 = client("203.0.113.5")
+    slow = slow_response(
+        wire,
+        responder.view,
+        ip,
+        v6,
+        tcp=False,
+        max_udp_payload=1232,
+        use_client_subnet=True,
+        rng=random.Random(seed),
+        seq=0,
+        identity=responder.table.identity,
+        version=responder.view.config.dns.version,
+    )
+    assert fast is not None
+    assert fast == slow
+    return fast
