@@ -6,25 +6,11 @@ import copy
 from typing import Any
 
 from gslbd import __version__
-from gslbd.api.openapi_console import CONSOLE_PATHS, CONSOLE_SCHEMAS
+from gslbd.api.openapi_console import CONSOLE_PATHS, CONSOLE_SCHEMAS, SERVICE_NAME
+from gslbd.api.openapi_console import error as _error
+from gslbd.api.openapi_console import json_content as _json
 from gslbd.types import AdminState
 
-
-def _json(schema: str) -> dict[str, Any]:
-    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
-
-
-def _error(description: str) -> dict[str, Any]:
-    return {"description": description, "content": _json("Error")}
-
-
-_NAME = {
-    "name": "name",
-    "in": "path",
-    "required": True,
-    "description": 'Service name, absolute ("app.gslb.example.com.") or without the final dot.',
-    "schema": {"type": "string"},
-}
 _ADDRESS = {
     "name": "address",
     "in": "path",
@@ -173,7 +159,7 @@ _PATHS: dict[str, Any] = {
     "/api/v1/services/{name}": {
         "get": {
             "summary": "One service",
-            "parameters": [_NAME],
+            "parameters": [SERVICE_NAME],
             "responses": {
                 "200": {"description": "The service", "content": _json("Service")},
                 "404": _error("No such service."),
@@ -190,7 +176,7 @@ _PATHS: dict[str, Any] = {
         "put": {
             "summary": "Set an endpoint's run-time admin state (up and down force, obey follows checks)",
             "security": [{"bearer": []}],
-            "parameters": [_NAME, _ADDRESS],
+            "parameters": [SERVICE_NAME, _ADDRESS],
             "requestBody": {"required": True, "content": _json("AdminRequest")},
             "responses": {
                 "200": {"description": "Applied and saved", "content": _json("AdminResult")},

@@ -18,7 +18,7 @@ def text(description: str, media: str = "text/plain") -> dict[str, Any]:
     return {"description": description, "content": {media: {"schema": {"type": "string"}}}}
 
 
-_NAME = {
+SERVICE_NAME = {
     "name": "name",
     "in": "path",
     "required": True,
@@ -207,7 +207,7 @@ CONSOLE_PATHS: dict[str, Any] = {
         "get": {
             "summary": "What a client (address, or subnet sent as ECS) gets for the service now, and why",
             "parameters": [
-                _NAME,
+                SERVICE_NAME,
                 {
                     "name": "client",
                     "in": "query",
