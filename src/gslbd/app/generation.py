@@ -189,19 +189,9 @@ class GenerationBuilder:
         config = resolved.config
         view, table = answers.build(config, snapshot, resolved.env)
         counts = CowMap((s.name, count_service(s, snapshot, resolved.peer_sites)) for s in config.services)
-        publication = published(config, snapshot)
-        before = previous.publication if previous is not None else {}
         self._answers = answers
-        return Generation(
-            number=previous.number + 1 if previous is not None else 1,
-            resolved=resolved,
-            snapshot=snapshot,
-            view=view,
-            table=table,
-            counts=counts,
-            changed=None,
-            publication=publication,
-            notify_zones=tuple(changed_zones(before, publication)),
+        return _generation(
+            previous, resolved, snapshot, view, table, counts, None, published(config, snapshot)
         )
 
     def _incremental(
@@ -226,14 +216,29 @@ class GenerationBuilder:
             (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in rebuilt
         )
         publication = republished(previous.publication, config, snapshot, rebuilt)
-        return Generation(
-            number=previous.number + 1,
-            resolved=resolved,
-            snapshot=snapshot,
-            view=view,
-            table=table,
-            counts=counts,
-            changed=services,
-            publication=publication,
-            notify_zones=tuple(changed_zones(previous.publication, publication)),
-        )
+        return _generation(previous, resolved, snapshot, view, table, counts, services, publication)
+
+
+def _generation(
+    previous: Generation | None,
+    resolved: Resolved,
+    snapshot: Snapshot,
+    view: View,
+    table: AnswerTable,
+    counts: CowMap[str, ServiceCount],
+    changed: frozenset[str] | None,
+    publication: Publication,
+) -> Generation:
+    """The generation after `previous` (None: the first), with the zones whose publication changed."""
+    before = previous.publication if previous is not None else {}
+    return Generation(
+        number=previous.number + 1 if previous is not None else 1,
+        resolved=resolved,
+        snapshot=snapshot,
+        view=view,
+        table=table,
+        counts=counts,
+        changed=changed,
+        publication=publication,
+        notify_zones=tuple(changed_zones(before, publication)),
+    )
