@@ -33,6 +33,16 @@ def same_on_both_paths(responder: Responder, wire: bytes) -> dns.message.Message
     return dns.message.from_wire(fast_and_slow(responder, wire))
 
 
+@pytest.mark.parametrize("name", [f"app.{ORIGIN}", f"nope.{ORIGIN}", "www.example.net.", f"sf.{ORIGIN}"])
+def test_nsid_is_sent_when_asked_on_the_fast_path(name: str) -> None:
+    responder = responder_with("ns1-w{worker}", worker=3)
+    msg = same_on_both_paths(responder, query(name, options=(NSID,), ecs="198.51.100.0/24"))
+    assert nsids(msg) == [b"ns1-w3"]
+    assert [o.otype for o in msg.options][:2] == [dns.edns.ECS, dns.edns.NSID]
+    fresh = responder_with("ns1-w{worker}", worker=3)  # its policy counters start again at 0
+    assert nsids(same_on_both_paths(fresh, query(name, edns=0))) == []
+
+
 def test_no_nsid_without_an_identity() -> None:
     assert nsids(same_on_both_paths(responder_with(None), query(f"app.{ORIGIN}", options=(NSID,)))) == []
 
