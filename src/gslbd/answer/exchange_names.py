@@ -84,11 +84,18 @@ def republished(
     config: Config,
     snapshot: Snapshot,
     only: Iterable[Service],
+    removed: Iterable[Service] = (),
 ) -> dict[str, dict[str, tuple[str, ...]]]:
-    """`published(config, snapshot)` computed from `before` (the previous result for the same config)
-    when only the services in `only` may have changed. `before` is left as it was."""
+    """`published(config, snapshot)` computed from `before` (the previous result) when only the
+    services in `only` may have changed and those in `removed` are gone. `before` is left as it was."""
     out = dict(before)
     copied: set[str] = set()
+    for service in removed:
+        if service.zone in out:
+            if service.zone not in copied:
+                out[service.zone] = dict(out[service.zone])
+                copied.add(service.zone)
+            out[service.zone].pop(localtargets_name(service), None)
     for service in only:
         if service.zone not in copied:
             out[service.zone] = dict(out.get(service.zone, {}))

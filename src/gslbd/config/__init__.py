@@ -21,6 +21,7 @@ from gslbd.config.overrides import apply_overrides
 from gslbd.config.protect import secret_warnings
 from gslbd.config.validate import build_config
 from gslbd.errors import ConfigError, Problem
+from gslbd.gcpause import collector_paused
 from gslbd.model.config import Config
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def _check(
     if any(p.severity == "error" for p in problems) and tree is None:
         return None, _order(rep.problems), tree
     try:
-        config = build_config(rep, tree)
+        config = build_config(rep, tree, f"{rep.base_dir}\n{text}")
     except Exception as exc:  # a validator bug must still be a located answer, never a traceback
         log.exception("validating %s failed", source)
         rep.problems.append(Problem(source, None, "", f"the configuration could not be validated: {exc!r}"))
@@ -70,7 +71,8 @@ def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Prob
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return None, [Problem(source, None, "", f"cannot read the configuration: {why}")]
-    config, problems, tree = _check(text, source, Path(path).resolve().parent)
+    with collector_paused():
+        config, problems, tree = _check(text, source, Path(path).resolve().parent)
     if config is not None:
         problems += secret_warnings(source, Path(path), tree, config)
     return config, problems

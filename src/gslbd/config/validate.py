@@ -20,6 +20,7 @@ from gslbd.config.network import (
     read_topology,
 )
 from gslbd.config.run_as import read_run_as
+from gslbd.config.service_file import read_services_file
 from gslbd.config.services import ServiceContext, locality_lookup, read_services
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.model.config import Config, PeersConfig, SiteConfig
@@ -35,6 +36,7 @@ TOP_KEYS = (
     "zones",
     "checks",
     "services",
+    "services_file",
     "topology",
     "sites",
     "cluster",
@@ -138,8 +140,10 @@ def _discover(
     return found
 
 
-def build_config(rep: Report, tree: Node | None) -> Config | None:
-    """Validate a whole configuration; None when there are errors (all of them are in `rep`)."""
+def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | None:
+    """Validate a whole configuration; None when there are errors (all of them are in `rep`).
+    `context` identifies the configuration text: a services file's lines validated under the same
+    text are not validated again (config/service_file.py)."""
     if tree is None:
         tree = Map(1, ())
     if not isinstance(tree, Map):
@@ -175,6 +179,7 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
         can_locate=bool(topology.networks) or topology.geoip_database is not None,
     )
     services = read_services(ctx, r)
+    services += read_services_file(ctx, r, context, (s.name for s in services))
     if not rep.failed:
         check_locality_names(rep, r, services, zones, localities)
     refs.warn_unused(checks_r)
