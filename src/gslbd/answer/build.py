@@ -196,14 +196,16 @@ def diff_services(old: Mapping[str, Service], new: Mapping[str, Service]) -> Ser
     """Which services differ between two configs' services (by name). A services file reuses the
     same objects for unchanged lines (config/service_file.py), which makes this a pass of identity
     checks; otherwise services are compared by value."""
-    changed = frozenset(
-        name
-        for name, service in new.items()
-        if (was := old.get(name)) is not None and was is not service and was != service
-    )
-    added = frozenset(new.keys() - old.keys())
-    removed = frozenset(old.keys() - new.keys())
+    missing = _MISSING
+    differ = [name for name, service in new.items() if old.get(name, missing) is not service]
+    added = frozenset(name for name in differ if name not in old)
+    changed = frozenset(name for name in differ if name not in added and old[name] != new[name])
+    same_names = len(new) - len(added) == len(old)  # every old name is still there
+    removed = frozenset() if same_names else frozenset(old.keys() - new.keys())
     return ServiceDiff(changed, added, removed, new)
+
+
+_MISSING = Service(name="", zone="", label="")
 
 
 def same_but_services(old: Config, new: Config) -> bool:

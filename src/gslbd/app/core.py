@@ -497,7 +497,7 @@ class App:
         addresses, workers, the API address and the cluster only change with a restart."""
         old = self.config
         config = resolved.config
-        keep = unchanged_keys(old, config)
+        keep = unchanged_keys(self._generation.resolved.probed, resolved.probed)
         snapshot = self.book.snapshot(keep=keep)
         began = time.perf_counter()
         try:

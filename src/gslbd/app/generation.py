@@ -22,12 +22,13 @@ every other node of the view and the table (copy-on-write maps), and recounts on
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import os
 import random
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from gslbd.answer import View, diff_services, same_but_services
+from gslbd.answer import ServiceDiff, View, diff_services, same_but_services
 from gslbd.answer.exchange_names import (
     changed_zones,
     counted_endpoints,
@@ -52,6 +53,9 @@ from gslbd.wire import AnswerTable
 Publication = dict[str, dict[str, tuple[str, ...]]]
 
 
+_SERIALS = itertools.count(1)
+
+
 @dataclass(frozen=True, slots=True)
 class Resolved:
     """A validated config with everything resolved that can still fail, done before any commit."""
@@ -65,6 +69,10 @@ class Resolved:
     peer_sites: frozenset[str]
     notify_sources: Mapping[str, tuple[str, ...]]  # peer nameserver address -> its peer sites
     geoip_stamp: tuple[int, ...] | None = None  # the GeoIP database file as opened (see `_stamp`)
+    serial: int = field(default_factory=lambda: next(_SERIALS))
+    # How the services differ from those of the Resolved with serial `diff_base` (resolve(previous=)).
+    diff: ServiceDiff | None = None
+    diff_base: int = 0
 
 
 def _stamp(config: Config) -> tuple[int, ...] | None:
@@ -119,16 +127,19 @@ def _re_resolved(previous: Resolved, config: Config) -> Resolved:
     came, went or changed."""
     services = {s.name: s for s in config.services}
     diff = diff_services(previous.services, services)
-    if not diff.changed and not diff.added and not diff.removed:
-        return replace(previous, config=config, services=services)
     before = [previous.services[name] for name in diff.changed | diff.removed]
     after = [services[name] for name in diff.touched]
     gone, came = probed_endpoints(previous.config, before), probed_endpoints(config, after)
-    if not gone and not came:
-        return replace(previous, config=config, services=services)
-    probed = probed_endpoints(config)
+    probed = probed_endpoints(config) if gone or came else previous.probed
     return replace(
-        previous, config=config, services=services, probed=probed, targets=probe_targets(probed.values())
+        previous,
+        config=config,
+        services=services,
+        probed=probed,
+        targets=probe_targets(probed.values()) if gone or came else previous.targets,
+        serial=next(_SERIALS),
+        diff=diff,
+        diff_base=previous.serial,
     )
 
 
@@ -236,7 +247,9 @@ class GenerationBuilder:
         before, resolved, snapshot = previous.resolved, change.resolved, change.snapshot
         if resolved.env is not before.env or self._answers.empty or change.touched is None:
             return self._full(previous, resolved, snapshot)
-        diff = diff_services(before.services, resolved.services)
+        diff = resolved.diff
+        if diff is None or resolved.diff_base != before.serial:
+            diff = diff_services(before.services, resolved.services)
         if not self._answers.rebase(resolved.config, resolved.env, diff):
             return self._full(previous, resolved, snapshot)
         # Services whose health changed since the previous generation are rebuilt as well.

@@ -4,7 +4,7 @@ keep their health across a reload, and how an admin request names an endpoint.""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from gslbd.health.probes.base import answered_host, probe_host
@@ -32,11 +32,12 @@ def probed_endpoints(
     }
 
 
-def unchanged_keys(old: Config, new: Config) -> set[EndpointKey]:
-    """Endpoints probed under both configs with the same check at the same probed address: their
-    health is carried over (and their probe loops keep running)."""
-    before = probed_endpoints(old)
-    return {key for key, ep in probed_endpoints(new).items() if key in before and _same(before[key], ep)}
+def unchanged_keys(
+    before: Mapping[EndpointKey, Endpoint], after: Mapping[EndpointKey, Endpoint]
+) -> set[EndpointKey]:
+    """Endpoints probed under both configs (`probed_endpoints` of each) with the same check at the
+    same probed address: their health is carried over (and their probe loops keep running)."""
+    return {key for key, ep in after.items() if (was := before.get(key)) is not None and _same(was, ep)}
 
 
 def _same(a: Endpoint, b: Endpoint) -> bool:

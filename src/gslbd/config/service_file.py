@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from pathlib import Path
 
 from gslbd.config.fields import MapReader, Report, string
@@ -31,10 +32,33 @@ KEY = "services_file"
 _Item = tuple[Service, tuple[str, ...]]  # a service and the sites it names (sites_named)
 
 
+@dataclass(frozen=True, slots=True)
+class _Reread:
+    """A line read again at every load, so that its problem is reported again: `item` is its service
+    when the problem is only a warning."""
+
+    item: _Item | None = None
+
+
+_UNREAD = _Reread()  # a line not read yet
+# What a line of the file gave: a service without problems, nothing (blank or comment), or a _Reread.
+_Line = _Item | None | _Reread
+
+
 @dataclass(slots=True)
 class _Remembered:
     context: str  # the rest of the configuration these lines were validated under
-    lines: dict[str, _Item]  # a line without problems (as read) -> its service
+    lines: list[str]  # the file's lines as read
+    items: list[_Line]  # what each line gave
+
+
+@dataclass(frozen=True, slots=True)
+class ServicesFile:
+    """The services of a services file, with the line of each (for problems found later)."""
+
+    source: str
+    services: list[Service]
+    lines: list[int]
 
 
 _MEMORY: dict[str, _Remembered] = {}  # services file (absolute path) -> its validated lines
@@ -70,13 +94,14 @@ def _nodes(line: int) -> json.JSONDecoder:
 
 def read_services_file(
     ctx: ServiceContext, root: MapReader, context: str, taken: Iterable[str]
-) -> list[Service]:
-    """The services of the file named by `services_file` (none when the key is absent). `context`
-    identifies the rest of the configuration: lines remembered under another context are validated
-    again. `taken`: the names of the services defined inline (a name may not be defined twice)."""
+) -> ServicesFile | None:
+    """The services of the file named by `services_file` (None when the key is absent or the file
+    cannot be read, which is reported). `context` identifies the rest of the configuration: lines
+    remembered under another context are validated again. `taken`: the names of the services defined
+    inline (a name may not be defined twice)."""
     text = root.opt(KEY, string)
     if text is None:
-        return []
+        return None
     path = ctx.rep.resolve_path(text)
     source = os.fspath(path)
     try:
@@ -84,52 +109,79 @@ def read_services_file(
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         root.error(KEY, f"cannot read the services file {source!r}: {why}")
-        return []
+        return None
     key = os.path.abspath(source)
     before = _MEMORY.get(key)
-    known = before.lines if before is not None and before.context == context else {}
+    if before is not None and before.context != context:
+        before = None
     rep = Report(source, ctx.rep.base_dir)
-    file_ctx = replace(ctx, rep=rep)
     lines = content.splitlines()
-    # A reload of a large file changes few lines: look every line up at once, read only the others.
-    hits = list(map(known.get, lines))
-    items: list[_Item] = []
-    numbers: list[int] = []
-    fresh: dict[str, _Item] = {}
-    for number, known_item in enumerate(hits, 1):
-        item = known_item
-        if item is None:
-            raw = lines[number - 1]
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            found, remember = _read_line(file_ctx, line, number)
-            if found is None:
-                continue
-            item = (found, sites_named(found))
-            if remember:
-                fresh[raw] = item
-        items.append(item)
-        numbers.append(number)
-    items = _unique(rep, items, numbers, taken)
-    for sites in dict.fromkeys(sites for _, sites in items):  # the sites named, in first-seen order
+    items = _items(replace(ctx, rep=rep), lines, before)
+    numbers, found = _served(items)
+    found, numbers = _unique(rep, found, numbers, taken)
+    for sites in dict.fromkeys(map(itemgetter(1), found)):  # the sites named, in first-seen order
         for site in sites:
             ctx.sites_used.setdefault(site)
     ctx.rep.problems.extend(rep.problems)
-    clean = {raw: hit for raw, hit in zip(lines, hits, strict=True) if hit is not None}
-    clean.update(fresh)
-    _MEMORY[key] = _Remembered(context, clean)
-    return [service for service, _ in items]
+    _MEMORY[key] = _Remembered(context, lines, items)
+    return ServicesFile(source, list(map(itemgetter(0), found)), numbers)
 
 
-def _unique(rep: Report, items: list[_Item], numbers: list[int], taken: Iterable[str]) -> list[_Item]:
-    """`items` without the services whose name is taken already (inline or on an earlier line)."""
+def _items(ctx: ServiceContext, lines: list[str], before: _Remembered | None) -> list[_Line]:
+    """What every line gives. A reload of a large file changes few lines: the lines before the first
+    and after the last that differ from the previous load are taken as they were (those with problems
+    are read again), and the lines between are looked up among the previous load's lines between."""
+    old_lines, old_items = (before.lines, before.items) if before is not None else ([], [])
+    head = _common(lines, old_lines)
+    most = min(len(lines), len(old_lines)) - head
+    tail = _common(lines[::-1][:most], old_lines[::-1][:most]) if most > 0 else 0
+    known = {
+        line: item
+        for line, item in zip(
+            old_lines[head : len(old_lines) - tail], old_items[head : len(old_items) - tail], strict=True
+        )
+        if type(item) is tuple
+    }
+    middle = [known.get(line, _UNREAD) for line in lines[head : len(lines) - tail]]
+    items = [*old_items[:head], *middle, *old_items[len(old_items) - tail :]]
+    for index, item in enumerate(items):
+        if type(item) is _Reread:
+            items[index] = _read_line(ctx, lines[index], index + 1)
+    return items
+
+
+def _served(items: list[_Line]) -> tuple[list[int], list[_Item]]:
+    """The lines that give a service (their numbers) and their services, in file order."""
+    if not any(isinstance(item, _Reread) and item.item is not None for item in items):
+        return (
+            [n for n, item in enumerate(items, 1) if isinstance(item, tuple)],
+            [item for item in items if isinstance(item, tuple)],
+        )
+    pairs = [(n, item if isinstance(item, tuple) else item.item) for n, item in enumerate(items, 1) if item]
+    kept = [(n, item) for n, item in pairs if item is not None]
+    return [n for n, _ in kept], [item for _, item in kept]
+
+
+def _common(a: list[str], b: list[str]) -> int:
+    """How many first items two lists share."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    return next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+
+
+def _unique(
+    rep: Report, items: list[_Item], numbers: list[int], taken: Iterable[str]
+) -> tuple[list[_Item], list[int]]:
+    """`items` (at lines `numbers`) without the services whose name is taken already (inline or on an
+    earlier line)."""
     inline = set(taken)
     names = [service.name for service, _ in items]
     if len(set(names)) == len(names) and inline.isdisjoint(names):
-        return items
+        return items, numbers
     seen = dict.fromkeys(inline, "services")
     out: list[_Item] = []
+    lines: list[int] = []
     for item, number in zip(items, numbers, strict=True):
         name = item[0].name
         if name in seen:
@@ -137,26 +189,32 @@ def _unique(rep: Report, items: list[_Item], numbers: list[int], taken: Iterable
             continue
         seen[name] = f"line {number}"
         out.append(item)
-    return out
+        lines.append(number)
+    return out, lines
 
 
-def _read_line(ctx: ServiceContext, line: str, number: int) -> tuple[Service | None, bool]:
-    """The service of one line (None when it has an error) and whether it met no problem at all."""
+def _read_line(ctx: ServiceContext, raw: str, number: int) -> _Line:
+    """What one line gives: its service and sites, None for a blank line or a comment, a _Reread when
+    it has a problem (reported; an error leaves the service out, a warning keeps it for this load)."""
+    line = raw.strip()
+    if not line or line.startswith("#"):
+        return None
     rep = ctx.rep
     try:
         value = _nodes(number).decode(line)
     except ValueError as exc:  # JSONDecodeError included
         rep.error(number, "", f"invalid JSON: {exc}")
-        return None, False
+        return _UNREAD
     if not isinstance(value, Map):
         rep.error(number, "", "expected one JSON object (a service) per line")
-        return None, False
+        return _UNREAD
     first = len(rep.problems)
     service = read_service(ctx, MapReader(rep, value, "", number))
     found = rep.problems[first:]
-    if any(p.severity == "error" for p in found):
-        return None, False
-    return service, not found
+    if service is None or any(p.severity == "error" for p in found):
+        return _UNREAD
+    item = (service, sites_named(service))
+    return _Reread(item) if found else item
 
 
 def forget() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import random
+import socket
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -276,7 +277,10 @@ def refused_variant(ede: tuple[int, str]) -> Variant:
 def address_record(rtype: str, ttl: int, address: str) -> bytes:
     """An A or AAAA record owned by the question's name (a pointer to offset 12), as dnspython
     writes it behind the question."""
-    packed = ipaddress.ip_address(address).packed
+    try:
+        packed = socket.inet_pton(socket.AF_INET if rtype == "A" else socket.AF_INET6, address)
+    except OSError:  # a form the C parser does not take (an IPv6 scope): ipaddress knows every form
+        packed = ipaddress.ip_address(address).packed
     return struct.pack("!HHHIH", 0xC00C, 1 if rtype == "A" else 28, IN, ttl, len(packed)) + packed
 
 

@@ -149,3 +149,36 @@ def test_a_line_with_a_warning_keeps_its_service_and_warns_at_every_load(tmp_pat
         assert config is not None
         assert [s.name for s in config.services] == ["a.gslb.example.com."]
         assert [(p.line, p.path, p.severity) for p in problems] == [(1, "weights", "warning")]
+
+
+def test_inserted_moved_and_deleted_lines_keep_the_services_of_the_other_lines(tmp_path: Path) -> None:
+    lines = [service(f"s{i}", f"192.0.2.{i}") for i in range(1, 9)]
+    first = {s.name: s for s in loaded(write(tmp_path, lines)).services}
+    edited = [lines[0], service("new", "198.51.100.1"), lines[1], lines[5], lines[3], lines[4], lines[7]]
+    second = loaded(write(tmp_path, edited)).services
+    assert [s.name.split(".")[0] for s in second] == ["s1", "new", "s2", "s6", "s4", "s5", "s8"]
+    assert all(s is first[s.name] for s in second if s.name in first)
+
+
+def test_a_broken_line_is_reported_at_every_load_until_it_is_fixed(tmp_path: Path) -> None:
+    lines = [service("a"), service("b", "bad"), service("c")]
+    for _ in range(2):
+        config, problems = check_config(write(tmp_path, lines))
+        assert config is None
+        errors = [(p.line, p.path) for p in problems if p.severity == "error"]
+        assert errors == [(2, "endpoints[0].address")]
+    lines[1] = service("b", "192.0.2.2")
+    assert [s.name[0] for s in loaded(write(tmp_path, lines)).services] == ["a", "b", "c"]
+
+
+def test_a_locality_name_of_a_file_service_that_clashes_is_located_in_the_file(tmp_path: Path) -> None:
+    main = MAIN.replace("sites: {us: {}}", "sites: {us: {locality: {region: us}}}")
+    clash = json.dumps(
+        {"name": "app", "locality_names": True, "endpoints": [{"address": "192.0.2.1", "site": "us"}]}
+    )
+    config, problems = check_config(write(tmp_path, [service("a"), service("app.us"), clash], main))
+    assert config is None
+    assert [(p.file, p.line, p.path) for p in problems if p.severity == "error"] == [
+        (str(tmp_path / "services.jsonl"), 3, "locality_names")
+    ]
+    assert "also the service 'app.us.gslb.example.com.'" in problems[0].message
