@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import sys
 from collections.abc import Callable, Collection, Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -373,4 +374,4 @@ def site_name(node: Node) -> str:
     value = string(node)
     if not SITE_NAME.match(value):
         raise Invalid(f"invalid site name {value!r}; must match [a-z0-9-]+")
-    return value
+    return sys.intern(value)  # named by every endpoint: one string per site, not one per mention

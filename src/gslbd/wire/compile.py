@@ -319,8 +319,22 @@ def compile_outcome(data: NameData, outcome: Outcome) -> Entry:
     fixed = render(data, outcome, 0, False, _UNUSED_RNG, 0)
     plain = fixed.rcode == Rcode.NOERROR and fixed.answer and not fixed.authority and not fixed.additional
     if plain and fixed.authoritative:
-        return Entry(None, itertools.count(), (compile_records(data.name, fixed.answer),), False)
-    return Entry(None, itertools.count(), (compile_answer(data.name, fixed),), False)
+        return fixed_entry(compile_records(data.name, fixed.answer))
+    return fixed_entry(compile_answer(data.name, fixed))
+
+
+_FIXED: dict[Variant, Entry] = {}
+
+
+def fixed_entry(variant: Variant) -> Entry:
+    """The entry of one fixed variant, shared by every name and type with the same bytes (the NODATA
+    of most types at most names, for one): a fixed entry has no plan, so its counter is never read."""
+    found = _FIXED.get(variant)
+    if found is None:
+        if len(_FIXED) >= _SHAPED_LIMIT:
+            _FIXED.clear()
+        found = _FIXED[variant] = Entry(None, itertools.count(), (variant,), False)
+    return found
 
 
 def compile_node(data: NameData, refused: Entry) -> Node:
