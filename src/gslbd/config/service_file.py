@@ -14,6 +14,7 @@ Only lines that produced no problem are remembered; the memory is one file's lin
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 from collections.abc import Iterable
@@ -50,6 +51,9 @@ class _Remembered:
     context: str  # the rest of the configuration these lines were validated under
     lines: list[str]  # the file's lines as read
     items: list[_Line]  # what each line gave
+    numbers: list[int]  # the lines that gave a service (ascending)
+    found: list[_Item]  # their services
+    names: set[str] | None  # the names of those services (None: some were duplicates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,38 +120,72 @@ def read_services_file(
         before = None
     rep = Report(source, ctx.rep.base_dir)
     lines = content.splitlines()
-    items = _items(replace(ctx, rep=rep), lines, before)
-    numbers, found = _served(items)
-    found, numbers = _unique(rep, found, numbers, taken)
-    for sites in dict.fromkeys(map(itemgetter(1), found)):  # the sites named, in first-seen order
+    inline = set(taken)
+    now = _load(replace(ctx, rep=rep), lines, before, inline)
+    for sites in dict.fromkeys(map(itemgetter(1), now.found)):  # the sites named, in first-seen order
         for site in sites:
             ctx.sites_used.setdefault(site)
     ctx.rep.problems.extend(rep.problems)
-    _MEMORY[key] = _Remembered(context, lines, items)
-    return ServicesFile(source, list(map(itemgetter(0), found)), numbers)
+    _MEMORY[key] = replace(now, context=context)
+    return ServicesFile(source, list(map(itemgetter(0), now.found)), now.numbers)
 
 
-def _items(ctx: ServiceContext, lines: list[str], before: _Remembered | None) -> list[_Line]:
-    """What every line gives. A reload of a large file changes few lines: the lines before the first
-    and after the last that differ from the previous load are taken as they were (those with problems
-    are read again), and the lines between are looked up among the previous load's lines between."""
-    old_lines, old_items = (before.lines, before.items) if before is not None else ([], [])
+def _load(ctx: ServiceContext, lines: list[str], before: _Remembered | None, inline: set[str]) -> _Remembered:
+    """What the lines give. A reload of a large file changes few lines: the lines before the first and
+    after the last line that differ from the previous load are taken as they were, and the lines
+    between are looked up among the previous load's lines between (or read). When nothing outside
+    that middle needs reading again, the services and their names are patched, not gathered anew."""
+    old_lines = before.lines if before is not None else []
     head = _common(lines, old_lines)
     most = min(len(lines), len(old_lines)) - head
     tail = _common(lines[::-1][:most], old_lines[::-1][:most]) if most > 0 else 0
+    old_end, end = len(old_lines) - tail, len(lines) - tail
+    old_items = before.items if before is not None else []
     known = {
         line: item
-        for line, item in zip(
-            old_lines[head : len(old_lines) - tail], old_items[head : len(old_items) - tail], strict=True
-        )
+        for line, item in zip(old_lines[head:old_end], old_items[head:old_end], strict=True)
         if type(item) is tuple
     }
-    middle = [known.get(line, _UNREAD) for line in lines[head : len(lines) - tail]]
-    items = [*old_items[:head], *middle, *old_items[len(old_items) - tail :]]
-    for index, item in enumerate(items):
-        if type(item) is _Reread:
+    middle = [
+        known.get(line) or _read_line(ctx, line, head + i + 1) for i, line in enumerate(lines[head:end])
+    ]
+    outside = [*old_items[:head], *old_items[old_end:]]
+    if before is not None and before.names is not None and not any(type(x) is _Reread for x in outside):
+        patched = _patch(before, middle, head, old_end, end, inline)
+        if patched is not None:
+            return replace(patched, lines=lines, items=[*old_items[:head], *middle, *old_items[old_end:]])
+    items = [*old_items[:head], *middle, *old_items[old_end:]]
+    for index, item in enumerate(items):  # outside the middle: lines with problems are read again
+        if type(item) is _Reread and not head <= index < end:
             items[index] = _read_line(ctx, lines[index], index + 1)
-    return items
+    numbers, found = _served(items)
+    found, numbers, names = _unique(ctx.rep, found, numbers, inline)
+    return _Remembered("", lines, items, numbers, found, names)
+
+
+def _patch(
+    before: _Remembered, middle: list[_Line], head: int, old_end: int, end: int, inline: set[str]
+) -> _Remembered | None:
+    """`before`'s services with those of its lines head..old_end replaced by the `middle` (now lines
+    head..end); None when a name of the middle is taken (then everything is checked again)."""
+    assert before.names is not None
+    first = bisect.bisect_right(before.numbers, head)
+    last = bisect.bisect_right(before.numbers, old_end)
+    numbers, found = _served(middle)
+    names = before.names - {service.name for service, _ in before.found[first:last]}
+    for service, _ in found:
+        if service.name in names or service.name in inline:
+            return None
+        names.add(service.name)
+    shift = end - old_end
+    return _Remembered(
+        "",
+        [],
+        [],
+        [*before.numbers[:first], *(n + head for n in numbers), *(n + shift for n in before.numbers[last:])],
+        [*before.found[:first], *found, *before.found[last:]],
+        names,
+    )
 
 
 def _served(items: list[_Line]) -> tuple[list[int], list[_Item]]:
@@ -171,14 +209,14 @@ def _common(a: list[str], b: list[str]) -> int:
 
 
 def _unique(
-    rep: Report, items: list[_Item], numbers: list[int], taken: Iterable[str]
-) -> tuple[list[_Item], list[int]]:
+    rep: Report, items: list[_Item], numbers: list[int], inline: set[str]
+) -> tuple[list[_Item], list[int], set[str] | None]:
     """`items` (at lines `numbers`) without the services whose name is taken already (inline or on an
-    earlier line)."""
-    inline = set(taken)
+    earlier line), and their names (None when some were left out)."""
     names = [service.name for service, _ in items]
-    if len(set(names)) == len(names) and inline.isdisjoint(names):
-        return items, numbers
+    unique = set(names)
+    if len(unique) == len(names) and inline.isdisjoint(unique):
+        return items, numbers, unique
     seen = dict.fromkeys(inline, "services")
     out: list[_Item] = []
     lines: list[int] = []
@@ -190,7 +228,7 @@ def _unique(
         seen[name] = f"line {number}"
         out.append(item)
         lines.append(number)
-    return out, lines
+    return out, lines, None
 
 
 def _read_line(ctx: ServiceContext, raw: str, number: int) -> _Line:

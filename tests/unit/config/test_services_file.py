@@ -4,6 +4,7 @@ read again only where a line changed."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -182,3 +183,44 @@ def test_a_locality_name_of_a_file_service_that_clashes_is_located_in_the_file(t
         (str(tmp_path / "services.jsonl"), 3, "locality_names")
     ]
     assert "also the service 'app.us.gslb.example.com.'" in problems[0].message
+
+
+def edit(lines: list[str], rng: random.Random, serial: int) -> None:
+    """One random edit of a services file: a line added, removed, changed, blanked, broken or made a
+    duplicate of another service."""
+    what = rng.random()
+    at = rng.randrange(len(lines) + 1)
+    if what < 0.3 or not lines:
+        lines.insert(at, service(f"n{serial}", f"192.0.2.{serial % 250 + 1}"))
+    elif what < 0.5:
+        del lines[min(at, len(lines) - 1)]
+    elif what < 0.7:
+        i = min(at, len(lines) - 1)
+        lines[i] = service(f"c{serial}", f"198.51.100.{serial % 250 + 1}", ttl=rng.randrange(5, 60))
+    elif what < 0.8:
+        lines.insert(at, rng.choice(["", "# comment", "   "]))
+    elif what < 0.9:
+        lines.insert(
+            at,
+            rng.choice([service(f"b{serial}", "bad"), "{broken", service(f"w{serial}", weights={"eu": 1})]),
+        )
+    else:
+        taken = [line for line in lines if line.startswith("{")]
+        if taken:
+            lines.insert(at, rng.choice(taken))  # a duplicate name
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_reloads_of_an_edited_file_give_what_a_fresh_load_gives(tmp_path: Path, seed: int) -> None:
+    """The remembered lines and the patched services of a reload are exactly what reading the whole
+    file again would give: the same services, the same problems at the same lines."""
+    rng = random.Random(seed)
+    lines = [service(f"s{i}", f"192.0.2.{i + 1}") for i in range(30)]
+    for serial in range(25):
+        edit(lines, rng, serial)
+        path = write(tmp_path, lines)
+        again = check_config(path)
+        forget()
+        fresh = check_config(path)
+        assert again == fresh
+        check_config(path)  # remembered for the next edit
