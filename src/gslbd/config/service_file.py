@@ -54,6 +54,7 @@ class _Remembered:
     numbers: list[int]  # the lines that gave a service (ascending)
     found: list[_Item]  # their services
     names: set[str] | None  # the names of those services (None: some were duplicates)
+    rereads: list[int]  # the indexes of the lines that are read again at every load (ascending)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,11 @@ def read_services_file(
     rep = Report(source, ctx.rep.base_dir)
     lines = content.splitlines()
     inline = set(taken)
-    now = _load(replace(ctx, rep=rep), lines, before, inline)
+    try:
+        now = _load(replace(ctx, rep=rep), lines, before, inline)
+    except BaseException:
+        _MEMORY.pop(key, None)  # it may be half updated: the next load reads every line
+        raise
     for sites in dict.fromkeys(map(itemgetter(1), now.found)):  # the sites named, in first-seen order
         for site in sites:
             ctx.sites_used.setdefault(site)
@@ -149,42 +154,55 @@ def _load(ctx: ServiceContext, lines: list[str], before: _Remembered | None, inl
     middle = [
         known.get(line) or _read_line(ctx, line, head + i + 1) for i, line in enumerate(lines[head:end])
     ]
-    outside = [*old_items[:head], *old_items[old_end:]]
-    if before is not None and before.names is not None and not any(type(x) is _Reread for x in outside):
+    items = [*old_items[:head], *middle, *old_items[old_end:]]
+    if before is not None and before.names is not None and _only_between(before.rereads, head, old_end):
         patched = _patch(before, middle, head, old_end, end, inline)
         if patched is not None:
-            return replace(patched, lines=lines, items=[*old_items[:head], *middle, *old_items[old_end:]])
-    items = [*old_items[:head], *middle, *old_items[old_end:]]
+            rereads = [head + i for i, item in enumerate(middle) if type(item) is _Reread]
+            return replace(patched, lines=lines, items=items, rereads=rereads)
+    rereads = []
     for index, item in enumerate(items):  # outside the middle: lines with problems are read again
         if type(item) is _Reread and not head <= index < end:
             items[index] = _read_line(ctx, lines[index], index + 1)
+        if type(items[index]) is _Reread:
+            rereads.append(index)
     numbers, found = _served(items)
     found, numbers, names = _unique(ctx.rep, found, numbers, inline)
-    return _Remembered("", lines, items, numbers, found, names)
+    return _Remembered("", lines, items, numbers, found, names, rereads)
+
+
+def _only_between(indexes: list[int], low: int, high: int) -> bool:
+    """Whether every index of the ascending `indexes` is in low..high-1."""
+    return not indexes or (indexes[0] >= low and indexes[-1] < high)
 
 
 def _patch(
     before: _Remembered, middle: list[_Line], head: int, old_end: int, end: int, inline: set[str]
 ) -> _Remembered | None:
     """`before`'s services with those of its lines head..old_end replaced by the `middle` (now lines
-    head..end); None when a name of the middle is taken (then everything is checked again)."""
-    assert before.names is not None
+    head..end); None when a name of the middle is taken (then everything is checked again). Takes
+    over `before.names` (it is not copied: `before` is not used again)."""
+    names = before.names
+    assert names is not None
     first = bisect.bisect_right(before.numbers, head)
     last = bisect.bisect_right(before.numbers, old_end)
     numbers, found = _served(middle)
-    names = before.names - {service.name for service, _ in before.found[first:last]}
-    for service, _ in found:
-        if service.name in names or service.name in inline:
-            return None
-        names.add(service.name)
+    gone = [service.name for service, _ in before.found[first:last]]
+    names.difference_update(gone)
+    new = [service.name for service, _ in found]
+    if len(set(new)) != len(new) or not names.isdisjoint(new) or not inline.isdisjoint(new):
+        names.update(gone)  # as it was
+        return None
+    names.update(new)
     shift = end - old_end
     return _Remembered(
         "",
         [],
         [],
-        [*before.numbers[:first], *(n + head for n in numbers), *(n + shift for n in before.numbers[last:])],
+        [*before.numbers[:first], *map(head.__add__, numbers), *map(shift.__add__, before.numbers[last:])],
         [*before.found[:first], *found, *before.found[last:]],
         names,
+        [],
     )
 
 
