@@ -85,11 +85,11 @@ def republished(
     snapshot: Snapshot,
     only: Iterable[Service],
     removed: Iterable[Service] = (),
-) -> dict[str, dict[str, tuple[str, ...]]]:
+) -> tuple[dict[str, dict[str, tuple[str, ...]]], list[str]]:
     """`published(config, snapshot)` computed from `before` (the previous result) when only the
-    services in `only` may have changed and those in `removed` are gone. `before` is left as it was,
-    and a zone whose publication did not change keeps its very dict (so `changed_zones` tells the
-    changed zones apart without comparing their contents)."""
+    services in `only` may have changed and those in `removed` are gone, and the zones whose
+    publication changed (what `changed_zones` would say, without comparing whole zones). `before` is
+    left as it was; a zone whose publication did not change keeps its very dict."""
     out = dict(before)
     copied: set[str] = set()
 
@@ -115,7 +115,7 @@ def republished(
     for zone in copied:
         if not out[zone]:
             del out[zone]
-    return out
+    return out, sorted(copied)
 
 
 def changed_zones(

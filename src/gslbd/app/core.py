@@ -596,7 +596,7 @@ class App:
         warnings = [str(p) for p in problems if p.severity != "error"]
         if config is None:
             return errors or [f"{path}: could not be loaded"], warnings
-        errors = privilege_problems(config) + [str(p) for p in zone_problems(self.config, config)]
+        errors = [str(p) for p in zone_problems(self.config, config)]
         errors += await asyncio.to_thread(state_file_problems, self.config, config)
         if errors:
             return errors, warnings
@@ -605,4 +605,7 @@ class App:
             resolved = await asyncio.to_thread(resolve, config, rng, self._generation.resolved)
         except ConfigError as exc:
             return [str(p) for p in exc.problems], warnings
+        errors = privilege_problems(config, resolved.probed)
+        if errors:
+            return errors, warnings
         return self._apply_config(resolved), warnings

@@ -267,9 +267,9 @@ class GenerationBuilder:
         counts = previous.counts.evolve(
             ((s.name, count_service(s, snapshot, resolved.peer_sites)) for s in rebuilt), diff.removed
         )
-        publication = republished(previous.publication, config, snapshot, rebuilt, gone)
+        publication, zones = republished(previous.publication, config, snapshot, rebuilt, gone)
         changed = touched | diff.removed
-        return _generation(previous, resolved, snapshot, view, table, counts, changed, publication)
+        return _generation(previous, resolved, snapshot, view, table, counts, changed, publication, zones)
 
     def _full(self, previous: Generation | None, resolved: Resolved, snapshot: Snapshot) -> Generation:
         # A new config compiles everything; the old builder stays intact (its DNSSEC signatures are
@@ -307,8 +307,8 @@ class GenerationBuilder:
         counts = previous.counts.evolve(
             (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in rebuilt
         )
-        publication = republished(previous.publication, config, snapshot, rebuilt)
-        return _generation(previous, resolved, snapshot, view, table, counts, services, publication)
+        publication, zones = republished(previous.publication, config, snapshot, rebuilt)
+        return _generation(previous, resolved, snapshot, view, table, counts, services, publication, zones)
 
 
 def _generation(
@@ -320,9 +320,13 @@ def _generation(
     counts: CowMap[str, ServiceCount],
     changed: frozenset[str] | None,
     publication: Publication,
+    notify: list[str] | None = None,
 ) -> Generation:
-    """The generation after `previous` (None: the first), with the zones whose publication changed."""
+    """The generation after `previous` (None: the first), with the zones whose publication changed
+    (`notify` when the caller knows them)."""
     before = previous.publication if previous is not None else {}
+    if notify is None:
+        notify = changed_zones(before, publication)
     return Generation(
         number=previous.number + 1 if previous is not None else 1,
         resolved=resolved,
@@ -332,5 +336,5 @@ def _generation(
         counts=counts,
         changed=changed,
         publication=publication,
-        notify_zones=tuple(changed_zones(before, publication)),
+        notify_zones=tuple(notify),
     )

@@ -3,9 +3,12 @@ process may run every check the config asks for."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gslbd.app.reconcile import probed_endpoints
 from gslbd.health.probes import check_privileges
 from gslbd.model.config import Config
+from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.state.store import FileStateStore, MemoryStateStore, StateStore
 
 
@@ -16,11 +19,12 @@ def store_for(config: Config) -> StateStore:
     return MemoryStateStore()
 
 
-def privilege_problems(config: Config) -> list[str]:
-    """Checks this process cannot run (an icmp check without the right to open an ICMP socket)."""
+def privilege_problems(config: Config, probed: Mapping[EndpointKey, Endpoint] | None = None) -> list[str]:
+    """Checks this process cannot run (an icmp check without the right to open an ICMP socket).
+    `probed`: the config's `probed_endpoints`, when known already."""
     out: list[str] = []
     seen: set[str] = set()
-    for ep in probed_endpoints(config).values():
+    for ep in (probed if probed is not None else probed_endpoints(config)).values():
         check = ep.check
         if check is None or check.name in seen:
             continue

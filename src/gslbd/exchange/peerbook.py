@@ -97,8 +97,9 @@ class PeerBook:
         """Follow a new configuration: peers that remain keep their state, others come and go.
         True when the learned endpoints changed."""
         self._config = config
-        self._services = {service.name: service for service in config.services}
         names = [p.name for p in config.peers.sites] if config.peers is not None else []
+        # Only a site with peers looks services up by name (no peers: nothing is learned).
+        self._services = {service.name: service for service in config.services} if names else {}
         old = self._states
         self._states = {n: old.get(n, PeerState(n)) for n in names}
         for gone in set(old) - set(names):

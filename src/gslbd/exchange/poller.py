@@ -76,13 +76,15 @@ def build_questions(config: Config, before: Questions | None = None) -> Question
     """The questions of `config`'s polls (none without peers); those of `before` are reused for the
     names they already ask, so a reload that changes a few services builds a few questions."""
     targets: list[tuple[str, Question]] = []
-    if config.peers is not None and config.peers.sites:
-        known = {q.name: q for _, q in before.targets if q.rdtype == A} if before is not None else {}
-        known_aaaa = {q.name: q for _, q in before.targets if q.rdtype == AAAA} if before is not None else {}
-        for service in config.services:
-            name = localtargets_name(service)
-            targets.append((service.name, known.get(name) or question(name, A)))
-            targets.append((service.name, known_aaaa.get(name) or question(name, AAAA)))
+    if config.peers is None or not config.peers.sites:  # nothing is polled
+        origins = tuple(z.origin for z in config.zones)
+        return Questions((), origins[0] if origins else None, origins)
+    known = {q.name: q for _, q in before.targets if q.rdtype == A} if before is not None else {}
+    known_aaaa = {q.name: q for _, q in before.targets if q.rdtype == AAAA} if before is not None else {}
+    for service in config.services:
+        name = localtargets_name(service)
+        targets.append((service.name, known.get(name) or question(name, A)))
+        targets.append((service.name, known_aaaa.get(name) or question(name, AAAA)))
     zones = [s.zone for s in config.services] or [z.origin for z in config.zones]
     return Questions(tuple(targets), zones[0] if zones else None, tuple(dict.fromkeys(zones)))
 
