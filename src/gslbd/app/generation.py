@@ -125,8 +125,7 @@ def _re_resolved(previous: Resolved, config: Config) -> Resolved:
     """`config`, which differs from `previous.config` only in services, resolved from `previous`: the
     probes are grouped again (in config order, as `resolve` does) only when an endpoint with a check
     came, went or changed."""
-    services = {s.name: s for s in config.services}
-    diff = diff_services(previous.services, services)
+    services, diff = _services_diff(previous, config)
     before = [previous.services[name] for name in diff.changed | diff.removed]
     after = [services[name] for name in diff.touched]
     gone, came = probed_endpoints(previous.config, before), probed_endpoints(config, after)
@@ -143,12 +142,32 @@ def _re_resolved(previous: Resolved, config: Config) -> Resolved:
     )
 
 
+def _services_diff(previous: Resolved, config: Config) -> tuple[Mapping[str, Service], ServiceDiff]:
+    """`config`'s services by name, and how they differ from `previous`'s. When the services are
+    the same in number and each position holds the same service or one of the same name (a services
+    file with lines edited, as config/service_file.py keeps the others' objects), the map is evolved
+    from the previous one and only those positions are looked at."""
+    old, new = previous.config.services, config.services
+    if len(old) == len(new):
+        moved = [i for i, pair in enumerate(zip(old, new, strict=True)) if pair[0] is not pair[1]]
+        if all(old[i].name == new[i].name for i in moved):
+            services = _cow(previous.services).evolve((new[i].name, new[i]) for i in moved)
+            changed = frozenset(new[i].name for i in moved if old[i] != new[i])
+            return services, ServiceDiff(changed, frozenset(), frozenset(), services)
+    services = CowMap((s.name, s) for s in new)
+    return services, diff_services(previous.services, services)
+
+
+def _cow(services: Mapping[str, Service]) -> CowMap[str, Service]:
+    return services if isinstance(services, CowMap) else CowMap(services.items())
+
+
 def _resolved(config: Config, env: PolicyEnv, stamp: tuple[int, ...] | None) -> Resolved:
     probed = probed_endpoints(config)
     return Resolved(
         config=config,
         env=env,
-        services={s.name: s for s in config.services},
+        services=CowMap((s.name, s) for s in config.services),
         probed=probed,
         targets=probe_targets(probed.values()),
         peer_sites=peer_site_names(config),
