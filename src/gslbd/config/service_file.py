@@ -49,8 +49,8 @@ _Line = _Item | None | _Reread
 @dataclass(slots=True)
 class _Remembered:
     context: str  # the rest of the configuration these lines were validated under
-    lines: list[str]  # the file's lines as read
-    items: list[_Line]  # what each line gave
+    data: bytes  # the file as read
+    items: list[_Line]  # what each line gave (a line ends at b"\n")
     numbers: list[int]  # the lines that gave a service (ascending)
     found: list[_Item]  # their services
     names: set[str] | None  # the names of those services (None: some were duplicates)
@@ -110,20 +110,18 @@ def read_services_file(
     path = ctx.rep.resolve_path(text)
     source = os.fspath(path)
     try:
-        content = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        root.error(KEY, f"cannot read the services file {source!r}: {why}")
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        root.error(KEY, f"cannot read the services file {source!r}: {exc.strerror or exc}")
         return None
     key = os.path.abspath(source)
     before = _MEMORY.get(key)
     if before is not None and before.context != context:
         before = None
     rep = Report(source, ctx.rep.base_dir)
-    lines = content.splitlines()
     inline = set(taken)
     try:
-        now = _load(replace(ctx, rep=rep), lines, before, inline)
+        now = _load(replace(ctx, rep=rep), data, before, inline)
     except BaseException:
         _MEMORY.pop(key, None)  # it may be half updated: the next load reads every line
         raise
@@ -135,40 +133,78 @@ def read_services_file(
     return ServicesFile(source, list(map(itemgetter(0), now.found)), now.numbers)
 
 
-def _load(ctx: ServiceContext, lines: list[str], before: _Remembered | None, inline: set[str]) -> _Remembered:
+def _load(ctx: ServiceContext, data: bytes, before: _Remembered | None, inline: set[str]) -> _Remembered:
     """What the lines give. A reload of a large file changes few lines: the lines before the first and
-    after the last line that differ from the previous load are taken as they were, and the lines
-    between are looked up among the previous load's lines between (or read). When nothing outside
-    that middle needs reading again, the services and their names are patched, not gathered anew."""
-    old_lines = before.lines if before is not None else []
-    head = _common(lines, old_lines)
-    most = min(len(lines), len(old_lines)) - head
-    tail = _common(lines[::-1][:most], old_lines[::-1][:most]) if most > 0 else 0
-    old_end, end = len(old_lines) - tail, len(lines) - tail
+    after the last line that differ from the previous load (found by comparing bytes) are taken as they
+    were, and the lines between are looked up among the previous load's lines between (or read). When
+    nothing outside that middle needs reading again, the services and their names are patched, not
+    gathered anew; only the middle is split into lines."""
+    old = before.data if before is not None else b""
     old_items = before.items if before is not None else []
+    start, stop, old_stop = _changed(data, old)
+    head = data.count(b"\n", 0, start)  # lines before the change (start is a line's start)
+    tail = data.count(b"\n", stop) + 1 if stop < len(data) or old_stop < len(old) else 0
+    lines_now, lines_old = data.count(b"\n") + 1, (old.count(b"\n") + 1 if before is not None else 0)
+    end, old_end = lines_now - tail, lines_old - tail
+    middle_lines = data[start:stop].split(b"\n")[: end - head]
     known = {
         line: item
-        for line, item in zip(old_lines[head:old_end], old_items[head:old_end], strict=True)
+        for line, item in zip(old[start:old_stop].split(b"\n"), old_items[head:old_end], strict=False)
         if type(item) is tuple
     }
-    middle = [
-        known.get(line) or _read_line(ctx, line, head + i + 1) for i, line in enumerate(lines[head:end])
-    ]
+    middle = [known.get(line) or _read_line(ctx, line, head + i + 1) for i, line in enumerate(middle_lines)]
     items = [*old_items[:head], *middle, *old_items[old_end:]]
     if before is not None and before.names is not None and _only_between(before.rereads, head, old_end):
         patched = _patch(before, middle, head, old_end, end, inline)
         if patched is not None:
             rereads = [head + i for i, item in enumerate(middle) if type(item) is _Reread]
-            return replace(patched, lines=lines, items=items, rereads=rereads)
+            return replace(patched, data=data, items=items, rereads=rereads)
     rereads = []
+    lines: list[bytes] | None = None
     for index, item in enumerate(items):  # outside the middle: lines with problems are read again
         if type(item) is _Reread and not head <= index < end:
+            lines = data.split(b"\n") if lines is None else lines
             items[index] = _read_line(ctx, lines[index], index + 1)
         if type(items[index]) is _Reread:
             rereads.append(index)
     numbers, found = _served(items)
     found, numbers, names = _unique(ctx.rep, found, numbers, inline)
-    return _Remembered("", lines, items, numbers, found, names, rereads)
+    return _Remembered("", data, items, numbers, found, names, rereads)
+
+
+def _changed(new: bytes, old: bytes) -> tuple[int, int, int]:
+    """Where two files differ, in whole lines: (start, stop in `new`, stop in `old`): both files are
+    the same before `start` (a line's start) and from their stops to their ends (each stop a line's
+    start, or the end)."""
+    first = _common_prefix(new, old)
+    start = new.rfind(b"\n", 0, first) + 1
+    room = min(len(new), len(old)) - start
+    same_end = _common_prefix(new[::-1][:room], old[::-1][:room])
+    # The common end, from the first line start inside it (a byte before it may differ).
+    at = new.find(b"\n", len(new) - same_end) if same_end else -1
+    if at < 0:
+        return start, len(new), len(old)
+    cut = len(new) - (at + 1)  # bytes of whole lines at the end, the same in both
+    return start, len(new) - cut, len(old) - cut
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """How many first bytes two strings share (compared 64 KiB at a time, then narrowed)."""
+    n = min(len(a), len(b))
+    step = 1 << 16
+    i = 0
+    while i < n and a[i : i + step] == b[i : i + step]:
+        i += step
+    if i >= n:
+        return n
+    lo, hi = i, min(i + step, n)  # a[:lo] == b[:lo]; they differ before hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo if a[lo] != b[lo] else hi
 
 
 def _only_between(indexes: list[int], low: int, high: int) -> bool:
@@ -197,7 +233,7 @@ def _patch(
     shift = end - old_end
     return _Remembered(
         "",
-        [],
+        b"",
         [],
         [*before.numbers[:first], *map(head.__add__, numbers), *map(shift.__add__, before.numbers[last:])],
         [*before.found[:first], *found, *before.found[last:]],
@@ -216,14 +252,6 @@ def _served(items: list[_Line]) -> tuple[list[int], list[_Item]]:
     pairs = [(n, item if isinstance(item, tuple) else item.item) for n, item in enumerate(items, 1) if item]
     kept = [(n, item) for n, item in pairs if item is not None]
     return [n for n, _ in kept], [item for _, item in kept]
-
-
-def _common(a: list[str], b: list[str]) -> int:
-    """How many first items two lists share."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    return next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
 
 
 def _unique(
@@ -249,13 +277,17 @@ def _unique(
     return out, lines, None
 
 
-def _read_line(ctx: ServiceContext, raw: str, number: int) -> _Line:
+def _read_line(ctx: ServiceContext, raw: bytes, number: int) -> _Line:
     """What one line gives: its service and sites, None for a blank line or a comment, a _Reread when
     it has a problem (reported; an error leaves the service out, a warning keeps it for this load)."""
-    line = raw.strip()
+    rep = ctx.rep
+    try:
+        line = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        rep.error(number, "", f"not UTF-8: {exc}")
+        return _UNREAD
     if not line or line.startswith("#"):
         return None
-    rep = ctx.rep
     try:
         value = _nodes(number).decode(line)
     except ValueError as exc:  # JSONDecodeError included

@@ -210,17 +210,40 @@ def edit(lines: list[str], rng: random.Random, serial: int) -> None:
             lines.insert(at, rng.choice(taken))  # a duplicate name
 
 
+def repair(lines: list[str]) -> None:
+    """Take out the broken lines and the repeated services, as an operator fixing the file would."""
+    seen: set[str] = set()
+    kept = []
+    for line in lines:
+        if line == "{broken" or '"bad"' in line or line in seen:
+            continue
+        seen.add(line)
+        kept.append(line)
+    lines[:] = kept
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_reloads_of_an_edited_file_give_what_a_fresh_load_gives(tmp_path: Path, seed: int) -> None:
     """The remembered lines and the patched services of a reload are exactly what reading the whole
     file again would give: the same services, the same problems at the same lines."""
     rng = random.Random(seed)
     lines = [service(f"s{i}", f"192.0.2.{i + 1}") for i in range(30)]
+    lines[3] = "# a comment with \u2028 in it (a line ends at a newline only)"
+    newline = "\r\n" if seed % 2 else "\n"
+    path = write(tmp_path, [])
+    configs = 0
     for serial in range(25):
         edit(lines, rng, serial)
-        path = write(tmp_path, lines)
+        if rng.random() < 0.5:
+            repair(lines)
+        data = newline.join(lines).encode() + (newline.encode() if rng.random() < 0.7 else b"")
+        if rng.random() < 0.1:
+            data += b'{"name": "\xff"}\n'  # not UTF-8
+        (tmp_path / "services.jsonl").write_bytes(data)
         again = check_config(path)
         forget()
         fresh = check_config(path)
         assert again == fresh
+        configs += fresh[0] is not None
         check_config(path)  # remembered for the next edit
+    assert configs >= 3  # not only broken files
