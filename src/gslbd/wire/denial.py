@@ -125,8 +125,8 @@ class NsecChain:
     def cover(self, qname: bytes) -> tuple[int, int] | None:
         """The indexes of the links that prove `qname` (lower-case wire form, inside the zone, not
         the apex) does not exist: the one covering it and the one covering the wildcard at its closest
-        encloser (the same when one covers both). None when the name or that wildcard is in the
-        chain."""
+        encloser (the same when one covers both). None when the name exists (in the chain, or as an
+        empty non-terminal above names of it) or that wildcard does."""
         end = len(qname) - self.origin_len
         if 0 in qname[:end]:  # a zero byte inside a label (length bytes are never 0): compare as tuples
             return self._cover_key(rel_key(qname[:end]))
@@ -147,6 +147,8 @@ class NsecChain:
         # a prefix of its neighbour before or after.
         before = chain[i]
         after = chain[i + 1] if i + 1 < len(chain) else b""
+        if after.startswith(flat):
+            return None  # an empty non-terminal: it exists
         cut = len(flat) - len(labels[-1]) - 1
         while cut > 0:
             ancestor = flat[:cut]
@@ -170,6 +172,8 @@ class NsecChain:
         if keys[i] == key:
             return None
         after = keys[i + 1] if i + 1 < len(keys) else ()
+        if after[: len(key)] == key:
+            return None  # an empty non-terminal: it exists
         depth = max(_common(key, keys[i]), _common(key, after))
         j = self._covering((*key[:depth], _WILD))
         return None if j < 0 else (i, j)
