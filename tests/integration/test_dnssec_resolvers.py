@@ -77,12 +77,12 @@ def svc(name: str, *addresses: str, **settings: str) -> str:
 
 
 def config(ksk: Path, zsk: Path, insecure: Path, bogus: Path, chain: Path) -> str:
-    def zone(origin: str, keys: list[Path], extra: str = "") -> str:
+    def zone(origin: str, keys: list[Path], extra: str = "", ttl: int = 1) -> str:
         listed = ", ".join(f'"{k}"' for k in keys)
         return f"""
   - origin: {origin}
-    negative_ttl: 1
-    ttl: 1
+    negative_ttl: {ttl}
+    ttl: {ttl}
     nameservers: [{{name: ns1.{origin}, address: 127.0.0.1}}]
     dnssec: {{keys: [{listed}]{extra}}}"""
 
@@ -96,7 +96,7 @@ zones:{zone(ORIGIN, [ksk, zsk])}
       - {{name: info, type: TXT, value: "hello"}}
       - {{name: mail, type: MX, value: "10 mx.example.net."}}
       - {{name: a.b.deep, type: A, value: 192.0.2.99}}{zone(INSECURE, [insecure])}{zone(BOGUS, [bogus])}
-{zone(CHAIN, [chain], ", denial_signing_rate: 0")}
+{zone(CHAIN, [chain], ", denial_signing_rate: 0", ttl=300)}
     records:
       - {{name: info, type: TXT, value: "chain"}}
       - {{name: a.b.deep, type: A, value: 192.0.2.98}}
@@ -135,6 +135,8 @@ class World:
     workdir: Path
     parent_port: int
     chain_key: Path
+    anchor: str
+    forwards: dict[str, int]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +172,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             wait_until(lambda: gslbd.ask(f"nx.{ORIGIN}").rcode() == dns.rcode.NXDOMAIN, timeout=10)
             wait_until(lambda: len(gslbd.ask(f"loc.zone-c.region-2.{ORIGIN}").answer) == 3, timeout=10)
             anchor_file = delv_anchor_file(base / "anchor.conf", anchor)
-            yield World(gslbd, unbound, bind, anchor_file, ksk, base, nsd.port, chain)
+            yield World(gslbd, unbound, bind, anchor_file, ksk, base, nsd.port, chain, anchor, forwards)
 
 
 # (name, type, expected rcode, whether the answer section has data)
@@ -234,6 +236,20 @@ def test_bind_validates_every_kind_of_answer_with_the_ad_bit(
     world: World, name: str, rtype: str, rcode: str, has_data: bool
 ) -> None:
     check_secure(world.bind.ask(name, rtype), rcode, has_data)
+
+
+def test_unbound_answers_a_flood_from_the_nsec_chain_it_cached_without_asking_gslbd(world: World) -> None:
+    """RFC 8198: the chain's NSEC records let a validating resolver deny names itself."""
+    workdir = world.workdir / "unbound-aggressive"
+    workdir.mkdir()
+    with running_validating_unbound(workdir, world.anchor, world.forwards, CHAIN, aggressive=True) as unbound:
+        first = unbound.ask(f"flood-a.{CHAIN}", dnssec=True)
+        assert first.rcode() == dns.rcode.NXDOMAIN and first.flags & dns.flags.AD, first.to_text()
+        before = unbound.stats().get("num.query.aggressive.NXDOMAIN", 0)
+        for label in ("flood-b", "flood-c", "flood-d", "flood-e"):
+            reply = unbound.ask(f"{label}.{CHAIN}", dnssec=True)
+            assert reply.rcode() == dns.rcode.NXDOMAIN and reply.flags & dns.flags.AD, reply.to_text()
+        assert unbound.stats().get("num.query.aggressive.NXDOMAIN", 0) - before == 4
 
 
 def test_a_locality_chain_validates_link_by_link(world: World) -> None:
