@@ -22,10 +22,10 @@ the origin, reversed, in lower case; tuples of bytes compare exactly as canonica
 from __future__ import annotations
 
 import struct
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import dns.name
 import dns.rdatatype
@@ -102,12 +102,14 @@ class NsecChain:
         "wild_apex",
     )
 
-    def __init__(self, origin: bytes, ttl: int, keys: list[Key], links: list[Link]) -> None:
+    def __init__(
+        self, origin: bytes, ttl: int, keys: list[Key], links: list[Link], flat: list[bytes] | None = None
+    ) -> None:
         self.origin = origin
         self.origin_len = len(origin)
         self.ttl = ttl
         self.keys = keys
-        self.flat = [b"".join(label + b"\0" for label in key) for key in keys]
+        self.flat = flat if flat is not None else [b"".join(label + b"\0" for label in key) for key in keys]
         self.links = links
         self.sig_count = len(links[0].sigs)
         # The link covering `*.<origin>` (-1 when that wildcard exists): the closest encloser of a
@@ -197,45 +199,44 @@ class NsecChain:
         self, signer: Signer, zone: ZoneKeys, changes: Mapping[Key, tuple[int, ...] | None]
     ) -> NsecChain:
         """This chain with names added, changed (`types`) or removed (None); itself when nothing
-        changes. Only the links of changed names and their predecessors are made anew."""
-        keys = self.keys
-        effective = {}
+        changes. Only the links of changed names and their predecessors are made anew; the lists are
+        copied, never changed in place."""
+        effective: dict[Key, tuple[int, ...] | None] = {}
         for key, types in changes.items():
             if key == ():
                 continue  # the apex changes only with the config (a full compilation)
-            at = bisect_left(keys, key)
-            present = at < len(keys) and keys[at] == key
+            at = bisect_left(self.keys, key)
+            present = at < len(self.keys) and self.keys[at] == key
             if (types is None and present) or (
                 types is not None and (not present or self.links[at].types != types)
             ):
                 effective[key] = types
         if not effective:
             return self
-        keys = list(keys)
+        keys = list(self.keys)
+        flat = list(self.flat)
         links: list[Link | None] = list(self.links)
-        all_types: list[tuple[int, ...]] = [link.types for link in self.links]
-        dirty: set[Key] = set()
-        gone: list[Key] = []
         for key, types in effective.items():
             at = bisect_left(keys, key)
-            present = at < len(keys) and keys[at] == key
             if types is None:
-                del keys[at], links[at], all_types[at]
-                gone.append(key)
-            elif present:
-                all_types[at] = types
+                del keys[at], flat[at], links[at]
+            elif at < len(keys) and keys[at] == key:
                 links[at] = None
-                dirty.add(key)
             else:
-                insort(keys, key)
+                keys.insert(at, key)
+                flat.insert(at, b"".join(label + b"\0" for label in key))
                 links.insert(at, None)
-                all_types.insert(at, types)
-                dirty.add(key)
-        rebuild = {bisect_left(keys, key) for key in dirty}
-        rebuild.update((bisect_left(keys, key) - 1) % len(keys) for key in (*dirty, *gone))
-        for i in rebuild:
-            links[i] = None
-        return _linked(signer, zone, self.ttl, keys, all_types, links)
+        # The links to make: the changed names' own, and their predecessors' (the next name changed).
+        redo: dict[int, tuple[int, ...]] = {}
+        for key, types in effective.items():
+            at = bisect_left(keys, key)
+            if types is not None:
+                redo[at] = types
+            before = (at - 1) % len(keys)
+            found = links[before]
+            if before not in redo and found is not None:
+                redo[before] = found.types
+        return _linked(signer, zone, self.ttl, keys, links, redo, flat)
 
 
 def _linked(
@@ -243,32 +244,32 @@ def _linked(
     zone: ZoneKeys,
     ttl: int,
     keys: list[Key],
-    types: Sequence[tuple[int, ...]],
     links: list[Link | None],
+    redo: Mapping[int, tuple[int, ...]],
+    flat: list[bytes] | None = None,
 ) -> NsecChain:
-    """A chain over `keys`, making the links that are None (signed through the signer's cache)."""
+    """A chain over `keys` with the links at the indexes of `redo` made (with those types), signed
+    through the signer's cache; every other link is kept."""
     origin = zone.origin_wire
     count = len(keys)
-    for i, link in enumerate(links):
-        if link is not None:
-            continue
+    for i, types in redo.items():
         owner = key_wire(keys[i], origin)
-        rdata = key_wire(keys[(i + 1) % count], origin) + type_bitmap((*types[i], RRSIG, NSEC))
+        rdata = key_wire(keys[(i + 1) % count], origin) + type_bitmap((*types, RRSIG, NSEC))
         sigs = signer.rrsig_rdatas(zone, owner, NSEC, ttl, (rdata,))
         rel = owner[: len(owner) - len(origin)]
         parts = [rel, struct.pack("!HHIH", NSEC, IN, ttl, len(rdata)) + rdata]
         for sig in sigs:
             parts[-1] += rel
             parts.append(struct.pack("!HHIH", RRSIG, IN, ttl, len(sig)) + sig)
-        links[i] = Link(owner, types[i], rdata, sigs, tuple(parts))
-    done: list[Link] = [link for link in links if link is not None]
-    return NsecChain(origin, ttl, keys, done)
+        links[i] = Link(owner, types, rdata, sigs, tuple(parts))
+    # Every None was at an index of `redo` (NsecChain.updated, build_chain): all links are made.
+    return NsecChain(origin, ttl, keys, cast(list[Link], links), flat)
 
 
 def build_chain(signer: Signer, zone: ZoneKeys, ttl: int, names: Mapping[Key, tuple[int, ...]]) -> NsecChain:
     """The signed chain over `names` (keys and their types; the apex, key `()`, must be one)."""
     keys = sorted(names)
-    return _linked(signer, zone, ttl, keys, [names[k] for k in keys], [None] * len(keys))
+    return _linked(signer, zone, ttl, keys, [None] * len(keys), {i: names[k] for i, k in enumerate(keys)})
 
 
 @lru_cache(maxsize=512)
