@@ -1,12 +1,16 @@
-"""DNSSEC cost: CPU per answered query signed vs unsigned, and signing at startup.
+"""DNSSEC cost: CPU per answered query signed vs unsigned, the NSEC chain, and signing at startup.
 
-    python bench/dnssec_bench.py [--seconds 0.5] [--services 10000]
+    python bench/dnssec_bench.py [--queries 50000] [--rounds 7] [--services 10000] [--chain-names 100000]
 
 Per query: ns through `Responder.handle` (the query path of every listener), the same query with DO
 against the zone signed and against the same zone unsigned, built in this invocation; the ratio is
 signed / unsigned (issue 11's target: at most 1.3). Scenarios: round_robin A, geo with ECS, and an
-NXDOMAIN flood, both of one repeated name (its denial signed once, then cached) and of names never
-asked before (each one signed on the query path: RFC 9824's NSEC is owned by the query name).
+NXDOMAIN flood, both of one repeated name (its compact denial signed once, then cached) and of names
+never asked before (RFC 9824's NSEC is owned by the query name: the zone signs `denial_signing_rate` of
+them per second and answers the others from its pre-signed NSEC chain, wire/denial.py), one label below
+the apex and two (below a service), with the default rate and with rate 0 (always the chain), and with
+RFC 9824's CO flag (which the fast path leaves to the slow path in a signed zone).
+The chain alone at `--chain-names` names: signing it, finding a name's denial, one name added.
 Startup: a full build (view + table) of `--services` services, unsigned and signed, and the number of
 signatures made. Not a test: it prints figures (docs/benchmarks.md).
 """
