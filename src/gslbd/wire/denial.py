@@ -370,7 +370,8 @@ class Denier:
     def answer(self, qname: bytes, offset: int) -> tuple[Heads, Heads, bytes]:
         """The answer to a DO query for the nonexistent `qname` (lower-case wire form) whose zone
         suffix is at `offset` in the question: (heads, tc_heads, records after the question)."""
-        if not self._budget.take():
+        budget = self._budget
+        if budget.wall() < budget.empty_until or not budget.take():
             # NsecChain.cover and .sections, the one-label case written out (the flood's path).
             chain = self.chain
             end = len(qname) - chain.origin_len

@@ -118,22 +118,23 @@ class DenialBudget:
     least one) saved up. `take()` is called only when a nonexistent name has no cached denial; once the
     bucket is empty it costs one clock read until the next token is due."""
 
-    __slots__ = ("_empty_until", "_last", "_tokens", "_wall", "burst", "rate")
+    __slots__ = ("_last", "_tokens", "burst", "empty_until", "rate", "wall")
 
     def __init__(self, rate: int, wall: Callable[[], float]) -> None:
         if getattr(wall, "__func__", None) is SystemClock.wall:
             wall = time.time  # the same clock without a Python call: take() runs on the query path
         self.rate = rate
         self.burst = float(max(rate, 1))
-        self._wall = wall
+        self.wall = wall
         self._tokens = self.burst if rate else 0.0
         self._last = wall()
-        self._empty_until = float("inf") if rate == 0 else float("-inf")
+        # No token before this time (`take` is False): the query path reads it without a call.
+        self.empty_until = float("inf") if rate == 0 else float("-inf")
 
     def take(self) -> bool:
         """True when one signature may be made now (and count it)."""
-        now = self._wall()
-        if now < self._empty_until:
+        now = self.wall()
+        if now < self.empty_until:
             return False
         tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
         self._last = now
@@ -141,7 +142,7 @@ class DenialBudget:
             self._tokens = tokens - 1.0
             return True
         self._tokens = tokens
-        self._empty_until = now + (1.0 - tokens) / self.rate
+        self.empty_until = now + (1.0 - tokens) / self.rate
         return False
 
 
