@@ -1,12 +1,16 @@
-"""DNSSEC cost: CPU per answered query signed vs unsigned, and signing at startup.
+"""DNSSEC cost: CPU per answered query signed vs unsigned, the NSEC chain, and signing at startup.
 
-    python bench/dnssec_bench.py [--seconds 0.5] [--services 10000]
+    python bench/dnssec_bench.py [--queries 50000] [--rounds 7] [--services 10000] [--chain-names 100000]
 
 Per query: ns through `Responder.handle` (the query path of every listener), the same query with DO
 against the zone signed and against the same zone unsigned, built in this invocation; the ratio is
 signed / unsigned (issue 11's target: at most 1.3). Scenarios: round_robin A, geo with ECS, and an
-NXDOMAIN flood, both of one repeated name (its denial signed once, then cached) and of names never
-asked before (each one signed on the query path: RFC 9824's NSEC is owned by the query name).
+NXDOMAIN flood, both of one repeated name (its compact denial signed once, then cached) and of names
+never asked before (RFC 9824's NSEC is owned by the query name: the zone signs `denial_signing_rate` of
+them per second and answers the others from its pre-signed NSEC chain, wire/denial.py), one label below
+the apex and two (below a service), with the default rate and with rate 0 (always the chain), and with
+RFC 9824's CO flag (which the fast path leaves to the slow path in a signed zone).
+The chain alone at `--chain-names` names: signing it, finding a name's denial, one name added.
 Startup: a full build (view + table) of `--services` services, unsigned and signed, and the number of
 signatures made. Not a test: it prints figures (docs/benchmarks.md).
 """
@@ -22,21 +26,26 @@ from pathlib import Path
 import dns.edns
 import dns.flags
 import dns.message
+import dns.name
 
 from gslbd.config import load_config_text
-from gslbd.config.dnssec import generate_key_pair
+from gslbd.config.dnssec import generate_key_pair, read_key_pair
 from gslbd.model.config import Config
+from gslbd.model.dnssec import Dnssec
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import Responder
+from gslbd.wire.denial import Denier, build_chain
+from gslbd.wire.dnssec import CO, Signer
 
 ORIGIN = "bench.example."
 CLIENT = (0xCB007105, False)
 
 
-def make_config(services: int, keys: list[Path] | None) -> Config:
-    dnssec = f"    dnssec: {{keys: [{', '.join(str(k) for k in keys)}]}}" if keys else ""
+def make_config(services: int, keys: list[Path] | None, denial_rate: int | None = None) -> Config:
+    rate = f", denial_signing_rate: {denial_rate}" if denial_rate is not None else ""
+    dnssec = f"    dnssec: {{keys: [{', '.join(str(k) for k in keys)}]{rate}}}" if keys else ""
     lines = [
         "version: 1",
         "site: {name: eu}",
@@ -73,11 +82,11 @@ def build(config: Config) -> tuple[Responder, AnswerBuilder, float]:
     return Responder(table, view, random.Random(7)), builder, time.process_time() - began
 
 
-def query(name: str, ecs: str | None = None) -> bytes:
+def query(name: str, ecs: str | None = None, co: bool = False) -> bytes:
     msg = dns.message.make_query(name, "A", want_dnssec=True)
     msg.flags = dns.flags.Flag(dns.flags.RD)
     options = [dns.edns.ECSOption.from_text(ecs)] if ecs else []
-    msg.use_edns(0, dns.flags.DO, 1232, options=options)
+    msg.use_edns(0, dns.flags.DO | (CO if co else 0), 1232, options=options)
     return msg.to_wire()
 
 
@@ -94,11 +103,47 @@ def cpu_ns(handle: object, wires: list[bytes], rounds: int) -> float:
     return best
 
 
+def chain_figures(keys: list[Path], count: int) -> None:
+    """The NSEC chain of a zone of `count` names alone (wire/denial.py): signing it, the query path's
+    lookup of a nonexistent name one and two labels below the apex (budget spent: `Denier.answer`),
+    and an incremental change of one name."""
+    settings = Dnssec(tuple(read_key_pair(k, ORIGIN) for k in keys), denial_signing_rate=0)
+    signer = Signer({ORIGIN: settings}, time.time)
+    zone = signer.zones[ORIGIN]
+    names = {(): (2, 6, 48)} | {(f"s{i}".encode(),): (1, 5, 28) for i in range(count)}
+    began = time.process_time()
+    chain = build_chain(signer, zone, 60, names)
+    built = time.process_time() - began
+    print(
+        f"NSEC chain of {count} names: signed in {built:.2f} s of CPU ({built / count * 1e6:.0f} us a name)"
+    )
+    empty = (b"", b"", b"", b"")
+    denier = Denier(signer, zone, 60, (b"",) * 268, (empty, empty), (empty, empty, empty), chain)
+    rng = random.Random(5)
+    for label, parent in (("one label", ""), ("two labels", "s{}.")):
+        wires = []
+        for _ in range(20_000):
+            text = f"x{rng.randrange(1 << 30)}.{parent.format(rng.randrange(count))}{ORIGIN}"
+            wire = dns.name.from_text(text).to_wire() or b""
+            wires.append((wire, 12 + len(wire) - len(chain.origin)))
+        best = float("inf")
+        for _ in range(5):
+            began = time.process_time()
+            for wire, offset in wires:
+                denier.answer(wire, offset)
+            best = min(best, (time.process_time() - began) / len(wires) * 1e9)
+        print(f"  a nonexistent name {label} below the apex: {best:.0f} ns to find and write its denial")
+    began = time.process_time()
+    chain.updated(signer, zone, {(b"new-name",): (1,)})
+    print(f"  one name added: {(time.process_time() - began) * 1e3:.1f} ms of CPU (two links signed)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=50_000, help="queries per pass")
     parser.add_argument("--rounds", type=int, default=7, help="passes per figure (the best counts)")
     parser.add_argument("--services", type=int, default=10_000, help="services for the startup figure")
+    parser.add_argument("--chain-names", type=int, default=100_000, help="names in the NSEC chain figure")
     parser.add_argument(
         "--startup-rounds", type=int, default=2, help="full builds of each kind (the best counts)"
     )
@@ -125,14 +170,33 @@ def main() -> None:
         for responder in (plain, signed):
             assert responder.slow_count == 0, f"{label} fell to the slow path"
         print(f"{label:<22} {figures[0]:>14.0f} {figures[1]:>12.0f} {figures[1] / figures[0]:>6.2f}x")
-    # A flood of names never asked before: every signed answer signs one NSEC on the query path.
-    flood = [query(f"n{i}.{ORIGIN}") for i in range(min(n, 20_000))]
-    plain, _, _ = build(make_config(0, None))
-    signed, _, _ = build(make_config(0, keys))
-    unsigned_ns = cpu_ns(plain.handle, flood, 3)
-    signed_ns = cpu_ns(signed.handle, flood, 1)  # one pass: a second would hit the denial cache
-    label = "NXDOMAIN, new names"
-    print(f"{label:<22} {unsigned_ns:>14.0f} {signed_ns:>12.0f} {signed_ns / unsigned_ns:>6.2f}x")
+    # A flood of names never asked before: each pass asks new ones, so that no pass is answered from
+    # the cache of compact denials. The signed zone signs at most `denial_signing_rate` (per second)
+    # of them and answers the others from its pre-signed NSEC chain; with rate 0 always the chain.
+    # The passes run back to back (queries made beforehand), as a sustained flood: the bucket fills
+    # only while the unsigned pass runs, at `denial_signing_rate` per second of wall time.
+    size = min(n, 20_000)
+    floods = [
+        ("NXDOMAIN, new names", None, "{}." + ORIGIN, False),
+        ("  same, rate 0 (chain)", 0, "{}." + ORIGIN, False),
+        ("  new names below rr", None, "{}.rr." + ORIGIN, False),
+        ("  with CO flag", None, "{}." + ORIGIN, True),
+    ]
+    for label, rate, pattern, co in floods:
+        plain, _, _ = build(make_config(0, None))
+        signed, _, _ = build(make_config(0, keys, rate))
+        passes = [
+            [query(pattern.format(f"r{r}-n{i}"), co=co) for i in range(size)] for r in range(args.rounds)
+        ]
+        figures = [float("inf"), float("inf")]
+        for flood in passes:
+            for i, responder in enumerate((plain, signed)):
+                figures[i] = min(figures[i], cpu_ns(responder.handle, flood, 1))
+        for responder in (plain, signed) if not co else ():
+            assert responder.slow_count == 0, f"{label} fell to the slow path"
+        print(f"{label:<22} {figures[0]:>14.0f} {figures[1]:>12.0f} {figures[1] / figures[0]:>6.2f}x")
+    print()
+    chain_figures(keys, args.chain_names)
     print()
     print(f"startup, {args.services} services (3 endpoints each, A and AAAA), CPU seconds of a full build:")
     unsigned_config, signed_config = make_config(args.services, None), make_config(args.services, keys)

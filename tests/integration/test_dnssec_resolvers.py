@@ -1,7 +1,9 @@
 """Signed answers validated by real resolvers: a signed parent (dnssec-signzone, served by NSD) holds
 the DS of gslbd's zone; a validating Unbound and a validating BIND named with the parent's trust anchor
 resolve every kind of answer with the AD bit; delv validates on its own; a zone whose DS does not match
-its keys is bogus (SERVFAIL) and one without a DS is insecure (no AD)."""
+its keys is bogus (SERVFAIL) and one without a DS is insecure (no AD). A zone with
+`denial_signing_rate: 0` answers every nonexistent name from its pre-signed NSEC chain (RFC 4035
+NXDOMAIN), which both resolvers validate too."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import dns.flags
 import dns.message
+import dns.name
 import dns.rcode
 import dns.rdatatype
 import pytest
@@ -46,6 +49,7 @@ pytestmark = [
 ORIGIN = "gslb.example.com."
 INSECURE = "insecure.example.com."
 BOGUS = "bogus.example.com."
+CHAIN = "chain.example.com."  # denial_signing_rate: 0: NXDOMAIN from the NSEC chain, never compact
 
 
 def keygen(zone: str, directory: Path, *extra: str) -> Path:
@@ -72,15 +76,15 @@ def svc(name: str, *addresses: str, **settings: str) -> str:
     return f"  - {{name: {name}, ttl: 1{extra}, endpoints: [{endpoints}]}}"
 
 
-def config(ksk: Path, zsk: Path, insecure: Path, bogus: Path) -> str:
-    def zone(origin: str, keys: list[Path]) -> str:
+def config(ksk: Path, zsk: Path, insecure: Path, bogus: Path, chain: Path) -> str:
+    def zone(origin: str, keys: list[Path], extra: str = "", ttl: int = 1) -> str:
         listed = ", ".join(f'"{k}"' for k in keys)
         return f"""
   - origin: {origin}
-    negative_ttl: 1
-    ttl: 1
+    negative_ttl: {ttl}
+    ttl: {ttl}
     nameservers: [{{name: ns1.{origin}, address: 127.0.0.1}}]
-    dnssec: {{keys: [{listed}]}}"""
+    dnssec: {{keys: [{listed}]{extra}}}"""
 
     return f"""
 version: 1
@@ -92,6 +96,10 @@ zones:{zone(ORIGIN, [ksk, zsk])}
       - {{name: info, type: TXT, value: "hello"}}
       - {{name: mail, type: MX, value: "10 mx.example.net."}}
       - {{name: a.b.deep, type: A, value: 192.0.2.99}}{zone(INSECURE, [insecure])}{zone(BOGUS, [bogus])}
+{zone(CHAIN, [chain], ", denial_signing_rate: 0", ttl=300)}
+    records:
+      - {{name: info, type: TXT, value: "chain"}}
+      - {{name: a.b.deep, type: A, value: 192.0.2.98}}
 checks:
   down: {{type: exec, command: ["/bin/false"], interval: 200ms, timeout: 150ms, rise: 1, fall: 1}}
 services:
@@ -112,6 +120,8 @@ services:
       - {{address: 198.51.100.30, check: down, locality: {{region: region-2, zone: zone-c}}}}
 {svc(f"plain.{INSECURE}", "192.0.2.41")}
 {svc(f"broken.{BOGUS}", "192.0.2.51")}
+{svc(f"app.{CHAIN}", "192.0.2.61", '"2001:db8::61"')}
+{svc(f"zz.{CHAIN}", "192.0.2.62")}
 """
 
 
@@ -124,6 +134,9 @@ class World:
     ksk: Path
     workdir: Path
     parent_port: int
+    chain_key: Path
+    anchor: str
+    forwards: dict[str, int]
 
 
 @pytest.fixture(scope="module")
@@ -136,17 +149,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     insecure = bind_keygen(INSECURE, keys)
     bogus = keygen(BOGUS, keys, "--algorithm", "ed25519")
     stranger = keygen(BOGUS, keys, "--algorithm", "ed25519")  # its DS is in the parent, not its key
+    chain = keygen(CHAIN, keys)
     children = [
         Child(ORIGIN, (ds_of(ksk.with_name(ksk.name + ".key")),)),
         Child(INSECURE),
         Child(BOGUS, (ds_of(stranger.with_name(stranger.name + ".key")),)),
+        Child(CHAIN, (ds_of(chain.with_name(chain.name + ".key")),)),
     ]
     zone_text, anchor = signed_parent(base / "parent", children)
     with (
-        running_gslbd(base, config(ksk, zsk, insecure, bogus), zone=ORIGIN) as gslbd,
+        running_gslbd(base, config(ksk, zsk, insecure, bogus, chain), zone=ORIGIN) as gslbd,
         running_nsd(base / "nsd", "example.com.", zone_text) as nsd,
     ):
-        forwards = {"example.com.": nsd.port, ORIGIN: gslbd.port, INSECURE: gslbd.port, BOGUS: gslbd.port}
+        zones = (ORIGIN, INSECURE, BOGUS, CHAIN)
+        forwards = {"example.com.": nsd.port, **{zone: gslbd.port for zone in zones}}
         (base / "unbound").mkdir()
         with (
             running_validating_unbound(base / "unbound", anchor, forwards, ORIGIN) as unbound,
@@ -156,7 +172,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             wait_until(lambda: gslbd.ask(f"nx.{ORIGIN}").rcode() == dns.rcode.NXDOMAIN, timeout=10)
             wait_until(lambda: len(gslbd.ask(f"loc.zone-c.region-2.{ORIGIN}").answer) == 3, timeout=10)
             anchor_file = delv_anchor_file(base / "anchor.conf", anchor)
-            yield World(gslbd, unbound, bind, anchor_file, ksk, base, nsd.port)
+            yield World(gslbd, unbound, bind, anchor_file, ksk, base, nsd.port, chain, anchor, forwards)
 
 
 # (name, type, expected rcode, whether the answer section has data)
@@ -183,12 +199,23 @@ SECURE = [
     (f"nx.{ORIGIN}", "A", "NXDOMAIN", False),
     (f"nothing-here.{ORIGIN}", "A", "NXDOMAIN", False),
     (f"x.y.nothing.{ORIGIN}", "AAAA", "NXDOMAIN", False),
+    # The zone that answers nonexistent names from its NSEC chain (and everything else as before).
+    (f"app.{CHAIN}", "A", "NOERROR", True),
+    (f"app.{CHAIN}", "MX", "NOERROR", False),
+    (f"deep.{CHAIN}", "A", "NOERROR", False),
+    (f"nothing-here.{CHAIN}", "A", "NXDOMAIN", False),
+    (f"zzzz.{CHAIN}", "A", "NXDOMAIN", False),  # after the last name: the apex's link wraps around
+    (f"x.y.nothing.{CHAIN}", "AAAA", "NXDOMAIN", False),
+    (f"q.app.{CHAIN}", "A", "NXDOMAIN", False),  # below a service
+    (f"q.deep.{CHAIN}", "TXT", "NXDOMAIN", False),  # below an empty non-terminal
 ]
 
 
 def check_secure(reply: dns.message.Message, rcode: str, has_data: bool) -> None:
     assert reply.flags & dns.flags.AD, reply.to_text()
-    if rcode == "NXDOMAIN":
+    if rcode == "NXDOMAIN" and reply.question[0].name.is_subdomain(dns.name.from_text(CHAIN)):
+        assert reply.rcode() == dns.rcode.NXDOMAIN, reply.to_text()  # a traditional NSEC denial
+    elif rcode == "NXDOMAIN":
         # RFC 9824: a nonexistent name is a NODATA whose NSEC has NXNAME; resolvers that know NXNAME
         # turn it back into NXDOMAIN.
         assert dns.rcode.to_text(reply.rcode()) in ("NOERROR", "NXDOMAIN"), reply.to_text()
@@ -209,6 +236,20 @@ def test_bind_validates_every_kind_of_answer_with_the_ad_bit(
     world: World, name: str, rtype: str, rcode: str, has_data: bool
 ) -> None:
     check_secure(world.bind.ask(name, rtype), rcode, has_data)
+
+
+def test_unbound_answers_a_flood_from_the_nsec_chain_it_cached_without_asking_gslbd(world: World) -> None:
+    """RFC 8198: the chain's NSEC records let a validating resolver deny names itself."""
+    workdir = world.workdir / "unbound-aggressive"
+    workdir.mkdir()
+    with running_validating_unbound(workdir, world.anchor, world.forwards, CHAIN, aggressive=True) as unbound:
+        first = unbound.ask(f"flood-a.{CHAIN}", dnssec=True)
+        assert first.rcode() == dns.rcode.NXDOMAIN and first.flags & dns.flags.AD, first.to_text()
+        before = unbound.stats().get("num.query.aggressive.NXDOMAIN", 0)
+        for label in ("flood-b", "flood-c", "flood-d", "flood-e"):
+            reply = unbound.ask(f"{label}.{CHAIN}", dnssec=True)
+            assert reply.rcode() == dns.rcode.NXDOMAIN and reply.flags & dns.flags.AD, reply.to_text()
+        assert unbound.stats().get("num.query.aggressive.NXDOMAIN", 0) - before == 4
 
 
 def test_a_locality_chain_validates_link_by_link(world: World) -> None:
@@ -233,7 +274,14 @@ def test_a_zone_whose_keys_do_not_match_the_parents_ds_is_bogus(world: World) ->
 
 
 @pytest.mark.parametrize(
-    ("name", "rtype"), [(f"app.{ORIGIN}", "A"), (f"nothing.{ORIGIN}", "A"), (f"app.{ORIGIN}", "TXT")]
+    ("name", "rtype"),
+    [
+        (f"app.{ORIGIN}", "A"),
+        (f"nothing.{ORIGIN}", "A"),
+        (f"app.{ORIGIN}", "TXT"),
+        (f"nothing.{CHAIN}", "A"),
+        (f"q.app.{CHAIN}", "A"),
+    ],
 )
 def test_delv_validates_answers_from_the_trust_anchor(world: World, name: str, rtype: str) -> None:
     out = delv(world.anchor_file, world.unbound.port, name, rtype)
@@ -242,21 +290,18 @@ def test_delv_validates_answers_from_the_trust_anchor(world: World, name: str, r
 
 
 @pytest.mark.skipif(dnsviz_binary() is None, reason="dnsviz is not installed (scripts/test installs it)")
-def test_dnsviz_grok_finds_no_errors_or_warnings(world: World) -> None:
-    ds = ds_of(world.ksk.with_name(world.ksk.name + ".key"))
-    names = [ORIGIN, f"app.{ORIGIN}", f"nothing.{ORIGIN}", f"www.{ORIGIN}", f"loc.zone-c.region-2.{ORIGIN}"]
-    (world.workdir / "dnsviz").mkdir(exist_ok=True)
-    found = dnsviz_grok(
-        world.workdir / "dnsviz",
-        ORIGIN,
-        world.gslbd.port,
-        ds,
-        world.ksk.with_name(world.ksk.name + ".key"),
-        names,
-    )
+@pytest.mark.parametrize("zone", [ORIGIN, CHAIN], ids=["compact-denial", "nsec-chain"])
+def test_dnsviz_grok_finds_no_errors_or_warnings(world: World, zone: str) -> None:
+    key = world.ksk if zone == ORIGIN else world.chain_key
+    ds = ds_of(key.with_name(key.name + ".key"))
+    names = [zone, f"app.{zone}", f"nothing.{zone}", f"q.app.{zone}"]
+    names += [f"www.{ORIGIN}", f"loc.zone-c.region-2.{ORIGIN}"] if zone == ORIGIN else [f"q.deep.{zone}"]
+    workdir = world.workdir / f"dnsviz-{zone}"
+    workdir.mkdir(exist_ok=True)
+    found = dnsviz_grok(workdir, zone, world.gslbd.port, ds, key.with_name(key.name + ".key"), names)
     assert grok_problems(found) == []
-    zone = found[ORIGIN]
-    assert isinstance(zone, dict) and zone["delegation"]["status"] == "SECURE"
+    found_zone = found[zone]
+    assert isinstance(found_zone, dict) and found_zone["delegation"]["status"] == "SECURE"
 
 
 def test_doctor_checks_the_ds_in_the_parent_and_the_served_signatures(

@@ -59,16 +59,30 @@ stub-zone:
 """
 
 
-def validating_unbound_conf(workdir: Path, port: int, trust_anchor: str, stubs: dict[str, int]) -> str:
+def validating_unbound_conf(
+    workdir: Path, port: int, trust_anchor: str, stubs: dict[str, int], aggressive: bool = False
+) -> str:
     """A validating Unbound (validator + iterator) with one trust anchor (a DS record in presentation
-    form) and a stub-zone per zone name -> port on 127.0.0.1."""
+    form) and a stub-zone per zone name -> port on 127.0.0.1. With `aggressive`, it answers from cached
+    NSEC records (RFC 8198 aggressive-nsec) and takes `unbound-control` on a socket in `workdir` (for
+    `Resolver.stats`)."""
     base = unbound_conf(workdir, port, "invalid.", 9).split("stub-zone:")[0]
     base = base.replace('module-config: "iterator"', 'module-config: "validator iterator"')
     base = base.replace(
         "remote-control:",
         f'    trust-anchor: "{trust_anchor}"\n    val-log-level: 2\n    qname-minimisation: no\n'
-        "    aggressive-nsec: no\nremote-control:",
+        f"    aggressive-nsec: {'yes' if aggressive else 'no'}\nremote-control:",
     )
+    if aggressive:
+        base = base.replace(
+            "    control-enable: no",
+            f'    control-enable: yes\n    control-interface: "{workdir}/control.sock"\n'
+            "    control-use-cert: no",
+        )
+        base = base.replace(
+            "    verbosity: 1",
+            "    verbosity: 1\n    extended-statistics: yes",
+        )
     stanzas = "".join(
         f'stub-zone:\n    name: "{zone}"\n    stub-addr: 127.0.0.1@{stub_port}\n'
         for zone, stub_port in stubs.items()
@@ -78,7 +92,7 @@ def validating_unbound_conf(workdir: Path, port: int, trust_anchor: str, stubs: 
 
 @contextlib.contextmanager
 def running_validating_unbound(
-    workdir: Path, trust_anchor: str, stubs: dict[str, int], ready_zone: str
+    workdir: Path, trust_anchor: str, stubs: dict[str, int], ready_zone: str, aggressive: bool = False
 ) -> Iterator[Resolver]:
     """Start a validating `unbound -d` (validating_unbound_conf); waits for SOA of `ready_zone`."""
     binary = unbound_binary()
@@ -86,7 +100,7 @@ def running_validating_unbound(
         raise RuntimeError("unbound is not installed (scripts/test installs the Debian package unbound)")
     port = free_port()
     conf = workdir / "unbound.conf"
-    conf.write_text(validating_unbound_conf(workdir, port, trust_anchor, stubs))
+    conf.write_text(validating_unbound_conf(workdir, port, trust_anchor, stubs, aggressive))
     log_path = workdir / "unbound.log"
     with daemon([binary, "-d", "-c", str(conf)], log_path) as proc:
         resolver = Resolver(proc, port, log_path)
@@ -111,6 +125,18 @@ class Resolver:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def stats(self) -> dict[str, float]:
+        """`unbound-control stats_noreset` (a resolver started with `aggressive`), name -> value."""
+        conf = self.log_path.with_name("unbound.conf")
+        out = subprocess.run(
+            ["unbound-control", "-c", str(conf), "stats_noreset"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+        return {k: float(v) for k, _, v in (line.partition("=") for line in out.splitlines()) if v}
 
 
 def chain(reply: dns.message.Message) -> list[str]:

@@ -9,6 +9,7 @@ zones:
       signature_validity: 7d
       refresh_before: 2d
       jitter: 12h
+      denial_signing_rate: 100               # fresh compact denials per second, then the NSEC chain
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ import dns.rdtypes.ANY.DNSKEY
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from gslbd.config.fields import Invalid, MapReader, as_map, boolean, duration, nonempty_string
+from gslbd.config.fields import Invalid, MapReader, as_map, boolean, duration, integer, nonempty_string
 from gslbd.config.loader import Scalar
-from gslbd.model.dnssec import ALGORITHMS, REVOKE, SEP, ZONE_KEY, Dnssec, DnssecKey
+from gslbd.model.dnssec import ALGORITHMS, DENIAL_SIGNING_RATE, REVOKE, SEP, ZONE_KEY, Dnssec, DnssecKey
 
 DNSKEY_FLAGS = (ZONE_KEY, ZONE_KEY | SEP)
 _KEY_SUFFIXES = (".key", ".private")
@@ -169,10 +170,11 @@ def generate_key_pair(origin: str, algorithm: int, ksk: bool, directory: Path) -
 
 def read_dnssec(r: MapReader, origin: str) -> Dnssec | None:
     """The zone's `dnssec` block; every problem is reported at its key (None when unusable)."""
-    r.check_keys(("keys", "signature_validity", "refresh_before", "jitter"))
+    r.check_keys(("keys", "signature_validity", "refresh_before", "jitter", "denial_signing_rate"))
     validity = round(r.get("signature_validity", duration(), 7 * 86400.0))
     refresh = round(r.get("refresh_before", duration(), 2 * 86400.0))
     jitter = round(r.get("jitter", duration(positive=False), 12 * 3600.0))
+    denial_rate = r.get("denial_signing_rate", integer(0, 1_000_000), DENIAL_SIGNING_RATE)
     if refresh + jitter >= validity:
         r.error(
             "refresh_before",
@@ -224,4 +226,4 @@ def read_dnssec(r: MapReader, origin: str) -> Dnssec | None:
         r.error("keys", "keys that sign must share one algorithm (an algorithm rollover is not supported)")
         return None
     cds = tuple(ds_text(origin, k) for k in keys if k.sep)
-    return Dnssec(tuple(keys), validity, refresh, jitter, cds)
+    return Dnssec(tuple(keys), validity, refresh, jitter, cds, denial_rate)

@@ -9,6 +9,7 @@ ALGORITHMS = {13: "ECDSAP256SHA256", 15: "ED25519"}
 SEP = 0x0001  # the Secure Entry Point flag: a KSK (or a CSK) has flags 257
 ZONE_KEY = 0x0100
 REVOKE = 0x0080
+DENIAL_SIGNING_RATE = 100  # the default of zones[].dnssec.denial_signing_rate, signatures per second
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -47,6 +48,9 @@ class Dnssec:
     refresh_before: int = 2 * 86400
     jitter: int = 12 * 3600
     cds: tuple[str, ...] = ()
+    # Fresh RFC 9824 compact denials signed per second (per process) before nonexistent names are
+    # answered from the pre-signed NSEC chain instead (0: always the chain). docs/dnssec.md "Denial".
+    denial_signing_rate: int = DENIAL_SIGNING_RATE
 
     def signing_keys(self, apex_keyset: bool) -> tuple[DnssecKey, ...]:
         """Keys that sign the DNSKEY, CDS and CDNSKEY RRsets (`apex_keyset`: the active SEP keys) or

@@ -48,6 +48,7 @@ from gslbd.answer import (
 )
 from gslbd.cow import CowMap
 from gslbd.types import Rcode
+from gslbd.wire.denial import Denier, Key, build_chain, chain_changes, chain_names
 from gslbd.wire.dnssec import NSEC, RRSIG, SignedReply, Signer, ZoneKeys, existing_types, type_bitmap
 from gslbd.wire.ede import ede_option
 from gslbd.wire.render import IN, QR, build_message, dns_name, message_wire, rdata, sections_wire
@@ -112,18 +113,21 @@ class ZoneEntry(NamedTuple):
 
 
 class SignedZone(NamedTuple):
-    """A signed zone's answer to a DO query for a nonexistent name (RFC 9824 compact denial):
-    header tails (NOERROR, four authority records), the SOA and its RRSIGs as records after their
-    owner (`soa_at[offset]`: with a pointer to the zone's suffix at `offset` before each), and
-    `denial(qname)`, the NSEC at the query name with its RRSIGs (signed when the name is first asked,
-    then found in `denials`)."""
+    """A signed zone's answer to a DO query for a nonexistent name: header tails (RFC 9824 compact
+    denial: NOERROR, four authority records), the SOA and its RRSIGs as records after their owner
+    (`soa_at[offset]`: with a pointer to the zone's suffix at `offset` before each), the compact
+    denials made before (`denials`, the signer's cache: the NSEC at the query name with its RRSIGs),
+    and `denial(qname, offset)` for any other name: (heads, tc_heads, records after the question),
+    a fresh compact denial within the zone's signing budget, else NXDOMAIN from the zone's pre-signed
+    NSEC chain (wire/denial.py)."""
 
     heads: Heads
     tc_heads: Heads
     soa_tails: tuple[bytes, ...]
     soa_at: tuple[bytes, ...]  # by the zone suffix's offset in the query: each tail after a pointer there
-    denials: Mapping[bytes, bytes]  # denial(qname) of the names asked before (the signer's cache)
-    denial: Callable[[bytes], bytes]
+    denials: Mapping[bytes, bytes]  # the compact denials of the names asked before (the signer's cache)
+    denial: Callable[[bytes, int], tuple[Heads, Heads, bytes]]  # denier.answer
+    denier: Denier
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,8 +505,9 @@ def compile_table(
     signed_names: dict[bytes, Node] = {}
     signed_zones: dict[bytes, SignedZone] = {}
     if signer is not None:
+        linked = chain_names(view, (origin for origin in signer.zones if origin in view.zones))
         for origin in view.zones:
-            zone_signed = compile_signed_zone(origin, view, signer)
+            zone_signed = compile_signed_zone(origin, view, signer, linked.get(origin, {}))
             if zone_signed is not None:
                 signed_zones[_wire_key(origin)] = zone_signed
         for name, data in view.names.items():
@@ -568,6 +573,7 @@ def update_table(
     wildcards.difference_update(key[2:] for key in dropped if key.startswith(b"\x01*") and key not in names)
     return replace(
         table,
+        signed_zones=_updated_chains(table, view, changed, removed),
         names=new_names,
         signed_names=table.signed_names.evolve(signed, (k for k in dropped if k not in signed)),
         policy_counters=old.evolve(counters, (k for k in dropped if k not in counters)),
@@ -741,8 +747,35 @@ def compile_signed_node(
     return Node(types, signed(node.default, data.outcome(_OTHER_TYPE)))
 
 
-def compile_signed_zone(origin: str, view: View, signer: Signer) -> SignedZone | None:
-    """A signed zone's compact denial for nonexistent names (None for an unsigned zone)."""
+def _updated_chains(
+    table: AnswerTable, view: View, changed: Iterable[str], removed: Iterable[str]
+) -> Mapping[bytes, SignedZone]:
+    """The signed zones of `table` with their NSEC chains following an incremental change (the same
+    mapping when no chain changes: health changes leave the chains alone)."""
+    if table.signer is None or not table.signed_zones:
+        return table.signed_zones
+    changed, removed = list(changed), list(removed)
+    out = dict(table.signed_zones)
+    for origin in table.signer.zones:
+        key = _wire_key(origin)
+        signed_zone = out.get(key)
+        if signed_zone is None:
+            continue
+        denier = signed_zone.denier
+        chain = denier.chain.updated(
+            table.signer, table.signer.zones[origin], chain_changes(view, origin, changed, removed)
+        )
+        if chain is not denier.chain:
+            new = denier.with_chain(chain)
+            out[key] = signed_zone._replace(denial=new.answer, denier=new)
+    return out if any(out[k] is not table.signed_zones[k] for k in out) else table.signed_zones
+
+
+def compile_signed_zone(
+    origin: str, view: View, signer: Signer, linked: Mapping[Key, tuple[int, ...]]
+) -> SignedZone | None:
+    """A signed zone's denial of nonexistent names (None for an unsigned zone): compact denial, and
+    the NSEC chain over `linked` (wire/denial.py chain_names) past the signing budget."""
     keys = signer.zones.get(origin)
     if keys is None:
         return None
@@ -754,19 +787,22 @@ def compile_signed_zone(origin: str, view: View, signer: Signer) -> SignedZone |
     tails = [struct.pack("!HHIH", dns.rdatatype.SOA, IN, soa.ttl, len(rdata_wire)) + rdata_wire]
     tails += [struct.pack("!HHIH", RRSIG, IN, soa.ttl, len(sig)) + sig for sig in sigs]
     ttl = soa.ttl
-
-    def denial(qname: bytes) -> bytes:
-        return signer.denial_records(keys, qname, ttl)
-
     nscount = len(tails) + 1 + len(sigs)
     soa_at = tuple(
         b"".join(struct.pack("!H", 0xC000 | offset) + tail for tail in tails) for offset in range(12 + 256)
     )
-    return SignedZone(
+    compact = (
         heads(Rcode.NOERROR, authoritative=True, counts=(0, nscount, 0)),
         tc_heads(Rcode.NOERROR, authoritative=True),
-        tuple(tails),
-        soa_at,
-        signer.denial_wire,
-        denial,
     )
+    # RFC 4035 3.1.3.2 from the chain: the SOA, the NSEC covering the name and the one covering the
+    # wildcard at its closest encloser (one NSEC when it covers both), each with its RRSIGs.
+    chain = build_chain(signer, keys, ttl, {(): (), **linked})
+    per_link = 1 + chain.sig_count
+    nxdomain = (
+        heads(Rcode.NXDOMAIN, authoritative=True, counts=(0, len(tails) + per_link, 0)),
+        heads(Rcode.NXDOMAIN, authoritative=True, counts=(0, len(tails) + 2 * per_link, 0)),
+        tc_heads(Rcode.NXDOMAIN, authoritative=True),
+    )
+    denier = Denier(signer, keys, ttl, soa_at, compact, nxdomain, chain)
+    return SignedZone(compact[0], compact[1], tuple(tails), soa_at, signer.denial_wire, denier.answer, denier)

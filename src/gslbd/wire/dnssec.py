@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import random
 import struct
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import dns.name
 import dns.rdata
@@ -33,9 +35,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from gslbd.answer import Answer, NameData, Negative
+from gslbd.clock import SystemClock
 from gslbd.model.dnssec import Dnssec, DnssecKey
 from gslbd.types import Rcode
 from gslbd.wire.render import IN, dns_name, to_rrsets
+
+if TYPE_CHECKING:
+    from gslbd.wire.denial import Denier
 
 RRSIG = 46
 NSEC = 47
@@ -107,6 +113,39 @@ class ZoneKeys:
 CacheKey = tuple[object, ...]
 
 
+class DenialBudget:
+    """A token bucket of fresh compact-denial signatures: `rate` per second, at most `rate` (and at
+    least one) saved up. `take()` is called only when a nonexistent name has no cached denial; once the
+    bucket is empty it costs one clock read until the next token is due."""
+
+    __slots__ = ("_last", "_tokens", "burst", "empty_until", "rate", "wall")
+
+    def __init__(self, rate: int, wall: Callable[[], float]) -> None:
+        if getattr(wall, "__func__", None) is SystemClock.wall:
+            wall = time.time  # the same clock without a Python call: take() runs on the query path
+        self.rate = rate
+        self.burst = float(max(rate, 1))
+        self.wall = wall
+        self._tokens = self.burst if rate else 0.0
+        self._last = wall()
+        # No token before this time (`take` is False): the query path reads it without a call.
+        self.empty_until = float("inf") if rate == 0 else float("-inf")
+
+    def take(self) -> bool:
+        """True when one signature may be made now (and count it)."""
+        now = self.wall()
+        if now < self.empty_until:
+            return False
+        tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if tokens >= 1.0:
+            self._tokens = tokens - 1.0
+            return True
+        self._tokens = tokens
+        self.empty_until = now + (1.0 - tokens) / self.rate
+        return False
+
+
 class Signer:
     """Signs RRsets of the signed zones and caches the signatures (see the module docstring).
 
@@ -135,6 +174,8 @@ class Signer:
         self._earliest: float = share._earliest if share else float("inf")  # the earliest refresh cached
         self._signers: dict[DnssecKey, KeySigner] = share._signers if share else {}
         self.served: frozenset[str] = frozenset()
+        # Per zone: the budget of fresh compact denials (past it wire/denial.py serves the NSEC chain).
+        self.budgets: dict[str, DenialBudget] = dict(share.budgets) if share else {}
         self.set_zones(zones, served)
 
     def set_zones(self, zones: Mapping[str, Dnssec], served: Iterable[str] = ()) -> None:
@@ -158,6 +199,12 @@ class Signer:
         if out.keys() != self.zones.keys() or any(out[o] is not self.zones[o] for o in out):
             self._denials.clear()
             self.denial_wire.clear()
+        self.budgets = {
+            o: self.budgets[o]
+            if o in self.budgets and self.budgets[o].rate == z.dnssec.denial_signing_rate
+            else DenialBudget(z.dnssec.denial_signing_rate, self.wall)
+            for o, z in out.items()
+        }
         self.zones = out
 
     def _key_signer(self, key: DnssecKey) -> KeySigner:
@@ -285,11 +332,18 @@ class Signer:
         return out
 
     def signed_reply(
-        self, qname: str, data: NameData | None, answer: Answer, *, compact_ok: bool = False
+        self,
+        qname: str,
+        data: NameData | None,
+        answer: Answer,
+        *,
+        compact_ok: bool = False,
+        deniers: Mapping[bytes, Denier] | None = None,
     ) -> SignedReply | None:
         """The signed form of an answer to a DO query for `qname` (lower-case text), or None when it
         is not signed (outside the signed zones, or an rcode other than NOERROR/NXDOMAIN).
-        `data` is the name's node (None: the name does not exist)."""
+        `data` is the name's node (None: the name does not exist). `deniers` (the table's, by zone
+        origin in wire form) answer a nonexistent name from the NSEC chain past the signing budget."""
         zone = self.zone_of(qname)
         if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
             return None
@@ -303,6 +357,13 @@ class Signer:
         soa = [rr for rr in answer.authority if rr.rtype == "SOA"]
         ttl = soa[0].ttl if soa else 0
         exists = answer.rcode == Rcode.NOERROR and data is not None
+        if not exists and data is None and deniers is not None:
+            denier = deniers.get(zone.origin_wire)
+            links = denier.chain_denial(dns_name(qname).to_wire() or b"") if denier is not None else None
+            if links is not None:  # RFC 4035 3.1.3.2, as the fast path answers past the budget
+                chain = [self._chain_rrsets(link.owner, link.rdata, link.sigs, ttl) for link in links]
+                authority = [*self.with_rrsigs(to_rrsets(soa)), *(r for pair in chain for r in pair)]
+                return SignedReply(Rcode.NXDOMAIN, [], authority, [])
         types = existing_types(data) if exists and data is not None else (NXNAME,)
         rcode = Rcode.NXDOMAIN if not exists and compact_ok else Rcode.NOERROR
         nsec = self.nsec_rrset(qname, ttl, types)
@@ -313,7 +374,21 @@ class Signer:
             for sig in self._denial(zone, nsec.name.to_wire() or b"", ttl)[1]:
                 sigs.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), ttl)
             denial = [nsec, sigs]
-        return SignedReply(rcode, [], [*self.with_rrsigs(to_rrsets(soa)), *denial], [])
+        authority = [*self.with_rrsigs(to_rrsets(soa)), *denial]
+        return SignedReply(rcode, [], authority, [], compact_nx=not exists)
+
+    @staticmethod
+    def _chain_rrsets(
+        owner: bytes, rdata: bytes, sigs: Sequence[bytes], ttl: int
+    ) -> tuple[dns.rrset.RRset, dns.rrset.RRset]:
+        """A chain link's NSEC and RRSIG RRsets (dnspython objects)."""
+        name = dns.name.from_wire(owner, 0)[0]
+        nsec = dns.rrset.RRset(name, IN, dns.rdatatype.NSEC)
+        nsec.add(dns.rdata.from_wire(IN, dns.rdatatype.NSEC, rdata, 0, len(rdata)), ttl)
+        out = dns.rrset.RRset(name, IN, dns.rdatatype.RRSIG, dns.rdatatype.NSEC)
+        for sig in sigs:
+            out.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), ttl)
+        return nsec, out
 
 
 _NXNAME_BITMAP = type_bitmap((RRSIG, NSEC, NXNAME))
@@ -327,6 +402,7 @@ class SignedReply:
     answer: list[dns.rrset.RRset]
     authority: list[dns.rrset.RRset]
     additional: list[dns.rrset.RRset]
+    compact_nx: bool = False  # an RFC 9824 compact denial of a nonexistent name (CO applies)
 
 
 def existing_types(data: NameData) -> tuple[int, ...]:

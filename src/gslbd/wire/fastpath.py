@@ -167,10 +167,16 @@ def fast_answer(
                 if zone is not None:
                     options = b""
                     signed = table.signed_zones.get(zone_key) if do else None
-                    if signed is not None:  # RFC 9824 compact denial
-                        heads, tc_heads, _, soa_at, denials, denial = signed
-                        found = denials.get(key)
-                        sections = soa_at[offset] + (found if found is not None else denial(key))
+                    if signed is not None:  # RFC 9824 compact denial, or NXDOMAIN from the NSEC chain
+                        found = signed.denials.get(key)
+                        if found is not None:
+                            heads, tc_heads, sections = (
+                                signed.heads,
+                                signed.tc_heads,
+                                signed.soa_at[offset] + found,
+                            )
+                        else:
+                            heads, tc_heads, sections = signed.denial(key, offset)
                         break
                     heads = zone.heads
                     tc_heads = zone.tc_heads
@@ -300,6 +306,7 @@ class Responder:
             max_udp_payload=table.max_udp_payload,
             use_client_subnet=table.use_client_subnet,
             signer=table.signer,
+            signed_zones=table.signed_zones,
             rng=self.rng,
             seq=next(self._slow_seq),
             on_notify=self.on_notify,

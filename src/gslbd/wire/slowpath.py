@@ -30,6 +30,7 @@ import ipaddress
 import random
 import struct
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import dns.edns
@@ -55,6 +56,7 @@ from gslbd.answer import (
 )
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
+from gslbd.wire.compile import SignedZone
 from gslbd.wire.dnssec import CO, NXNAME, Signer
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
@@ -90,6 +92,7 @@ def slow_response(
     identity: str | None = None,
     version: str | None = None,
     signer: Signer | None = None,
+    signed_zones: Mapping[bytes, SignedZone] | None = None,
 ) -> bytes | None:
     """The response to one query packet (without the TCP length prefix), or None to drop it.
     `on_notify` answers DNS NOTIFY (wire/notify.py); without it NOTIFY gets NOTIMP like any opcode.
@@ -123,6 +126,7 @@ def slow_response(
         on_notify,
         _Identity(identity, version),
         signer,
+        signed_zones,
     )
     if not query.had_tsig:
         return wire
@@ -160,6 +164,7 @@ def _respond(
     on_notify: NotifyHook | None,
     ident: _Identity,
     signer: Signer | None = None,
+    signed_zones: Mapping[bytes, SignedZone] | None = None,
 ) -> bytes:
     """The response to a parsed (and, when signed, verified) query."""
     has_edns = query.edns >= 0
@@ -214,8 +219,10 @@ def _respond(
     ):
         qname = question.name.canonicalize().to_text()
         compact_ok = bool(query.ednsflags & CO)
-        signed = signer.signed_reply(qname, view.names.get(qname), answer, compact_ok=compact_ok)
-        if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN:
+        deniers = {k: z.denier for k, z in signed_zones.items()} if signed_zones else None
+        data = view.names.get(qname)
+        signed = signer.signed_reply(qname, data, answer, compact_ok=compact_ok, deniers=deniers)
+        if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx:
             edns = EdnsReply(edns.payload, edns.flags | CO, edns.options)
     if signed is not None:
         msg = build_message(qid, flags, [question], rcode=signed.rcode, edns=edns)

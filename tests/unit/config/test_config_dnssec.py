@@ -39,6 +39,7 @@ def test_a_ksk_and_a_zsk_are_read_with_their_roles_and_the_default_timings(
     assert d is not None
     assert [(k.flags, k.algorithm, k.sign) for k in d.keys] == [(257, 13, True), (256, 13, True)]
     assert (d.signature_validity, d.refresh_before, d.jitter) == (7 * 86400, 2 * 86400, 12 * 3600)
+    assert d.denial_signing_rate == 100
     assert [k.flags for k in d.signing_keys(True)] == [257]
     assert [k.flags for k in d.signing_keys(False)] == [256]
     assert len(d.cds) == 1 and d.cds[0].split()[1:3] == ["13", "2"]
@@ -69,6 +70,19 @@ def test_a_key_of_another_zone_is_rejected(tmp_path: Path) -> None:
     other = generate_key_pair("other.example.", 13, True, tmp_path)
     [error] = errors(zone(f"    dnssec: {{keys: [{other.name}]}}\n"), tmp_path)
     assert "is a key of 'other.example.', not of the zone 'gslb.example.com.'" in error
+
+
+def test_the_denial_signing_rate_is_read_and_checked(tmp_path: Path, keys: tuple[Path, Path]) -> None:
+    ksk, _ = keys
+    config, problems = check_config_text(
+        zone(f"    dnssec:\n      keys: [{ksk.name}]\n      denial_signing_rate: 0\n"), "c.yaml", tmp_path
+    )
+    assert config is not None and config.zones[0].dnssec is not None, problems
+    assert config.zones[0].dnssec.denial_signing_rate == 0
+    [error] = errors(
+        zone(f"    dnssec:\n      keys: [{ksk.name}]\n      denial_signing_rate: -5\n"), tmp_path
+    )
+    assert error.startswith("c.yaml:6: zones[0].dnssec.denial_signing_rate: "), error
 
 
 def test_timings_that_leave_no_time_to_refresh_are_rejected(tmp_path: Path, keys: tuple[Path, Path]) -> None:
