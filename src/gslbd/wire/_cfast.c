@@ -34,7 +34,7 @@
 #define NAME_MAX_END (12 + 255)
 
 enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON };
-enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8 };
+enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16 };
 enum { R_FALLBACK = -1 };
 
 typedef unsigned __int128 u128;
@@ -50,6 +50,8 @@ typedef struct {
     uint8_t tc[4][10];
     uint32_t len;
     uint8_t *sec; /* answer, authority and additional records */
+    uint32_t optlen;
+    uint8_t *opt; /* EDNS options the variant adds after ECS (an Extended DNS Error) */
 } variant_t;
 
 typedef struct {
@@ -68,6 +70,7 @@ typedef struct {
     uint64_t counter; /* answers (the policy's query counter, `seq`) */
     uint8_t kind;
     uint8_t locdep;
+    uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python) */
     uint16_t policy;
     uint32_t nvar;
     variant_t *var;
@@ -108,14 +111,21 @@ typedef struct {
 } node_t;
 
 typedef struct {
+    uint32_t len;  /* without the root byte */
+    uint8_t *raw;  /* the labels as written */
+    uint8_t *low;  /* the same in lower case, followed by the root byte */
+} zname_t;
+
+typedef struct {
     uint64_t hash;
     uint32_t keylen;
     uint8_t *key;
     uint8_t heads[4][10];
     uint8_t tc[4][10];
-    uint32_t taillen;
-    uint8_t *tail;
-    int python; /* the NXDOMAIN answer is not a fixed tail: ask Python */
+    uint8_t rr_head[8]; /* SOA type, class, TTL */
+    zname_t mname, rname;
+    uint8_t numbers[20];
+    int python; /* the NXDOMAIN answer is not known here: ask Python */
 } zone_t;
 
 typedef struct {
@@ -125,8 +135,8 @@ typedef struct {
     uint32_t flags;
     uint8_t opt_plain[2][11];
     uint8_t opt_prefix[2][9];
-    uint8_t refused_heads[4][10];
-    uint8_t refused_tc[4][10];
+    variant_t refused;  /* names outside every zone */
+    variant_t transfer; /* AXFR and IXFR */
     uint32_t nzones, zmask;
     zone_t *zones;
     int32_t *zindex;
@@ -141,6 +151,7 @@ typedef struct {
     uint32_t nnodes, mask;
     node_t **nodes;
     int32_t *index;
+    uint32_t nwild; /* nodes of wildcard names (\x01* + parent): their parents' NXDOMAIN is Python's */
 } ctab_t;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -178,7 +189,10 @@ static inline double draw_of(uint64_t *state) { return (double)(next_rand(state)
 /* Freeing */
 
 static void free_entry(entry_t *e) {
-    for (uint32_t i = 0; i < e->nvar; i++) PyMem_RawFree(e->var[i].sec);
+    for (uint32_t i = 0; i < e->nvar; i++) {
+        PyMem_RawFree(e->var[i].sec);
+        PyMem_RawFree(e->var[i].opt);
+    }
     PyMem_RawFree(e->var);
     PyMem_RawFree(e->bounds);
     PyMem_RawFree(e->ids);
@@ -223,8 +237,15 @@ static void base_decref(base_t *b) {
     if (b == NULL || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     for (uint32_t i = 0; i < b->nzones; i++) {
         PyMem_RawFree(b->zones[i].key);
-        PyMem_RawFree(b->zones[i].tail);
+        PyMem_RawFree(b->zones[i].mname.raw);
+        PyMem_RawFree(b->zones[i].mname.low);
+        PyMem_RawFree(b->zones[i].rname.raw);
+        PyMem_RawFree(b->zones[i].rname.low);
     }
+    PyMem_RawFree(b->refused.sec);
+    PyMem_RawFree(b->refused.opt);
+    PyMem_RawFree(b->transfer.sec);
+    PyMem_RawFree(b->transfer.opt);
     PyMem_RawFree(b->zones);
     PyMem_RawFree(b->zindex);
     for (uint32_t i = 0; i < b->nlpm; i++) lpm_clear(&b->lpms[i]);
@@ -307,13 +328,13 @@ static uint32_t lpm_find(const lpm_t *l, u128 ip, int v6) {
 /* The answer: a plan of pieces to concatenate (no copy until the caller writes it). */
 
 typedef struct {
-    const uint8_t *p[12];
-    uint32_t l[12];
+    const uint8_t *p[16];
+    uint32_t l[16];
     int n;
     uint32_t total;
-    uint8_t pointer[2];
-    uint8_t ecslen[2];
+    uint8_t optlen[2];
     uint8_t scope;
+    uint8_t soa[2 + 10 + 256 + 256 + 20]; /* an NXDOMAIN's SOA record, compressed for this query */
 } plan_t;
 
 static inline void piece(plan_t *o, const uint8_t *p, uint32_t l) {
@@ -329,8 +350,80 @@ typedef struct {
     uint64_t *rng;    /* the caller's PRNG state */
 } choice_t;
 
+typedef struct {
+    const uint8_t *p; /* lower-case wire form of a name, ending with the root byte */
+    uint32_t len;
+    uint32_t off; /* where it is written in the message */
+} known_t;
+
+/* The SOA record of an NXDOMAIN answer, as wire/compile.py's nx_soa writes it: owner a pointer to the
+   zone's suffix at `off` in the question (lower-case `key`, `keylen` bytes with the root), the record
+   starting at `rest`; MNAME and RNAME compressed against the longest suffix already written (the
+   question's suffixes first, then MNAME's own), as dnspython does. Returns its length. */
+static uint32_t nx_soa(const zone_t *z, const uint8_t *key, uint32_t keylen, uint32_t off, uint32_t rest,
+                       uint8_t *out) {
+    known_t known[3 * 130];
+    uint32_t nk = 0, at = 0, pos = rest + 12;
+    while (key[at] && nk < 130) {
+        known[nk].p = key + at;
+        known[nk].len = keylen - at;
+        known[nk].off = 12 + at;
+        nk++;
+        at += key[at] + 1u;
+    }
+    out[0] = (uint8_t)(0xC0 | (off >> 8));
+    out[1] = (uint8_t)(off & 0xFF);
+    memcpy(out + 2, z->rr_head, 8);
+    uint8_t *w = out + 12;
+    const zname_t *names[2] = {&z->mname, &z->rname};
+    for (int k = 0; k < 2; k++) {
+        const zname_t *nm = names[k];
+        uint32_t i = 0;
+        int pointed = 0;
+        while (i < nm->len) {
+            const uint8_t *cand = nm->low + i;
+            uint32_t clen = nm->len - i + 1;
+            for (uint32_t j = 0; j < nk; j++) {
+                if (known[j].len == clen && memcmp(known[j].p, cand, clen) == 0) {
+                    w[0] = (uint8_t)(0xC0 | (known[j].off >> 8));
+                    w[1] = (uint8_t)(known[j].off & 0xFF);
+                    w += 2;
+                    pos += 2;
+                    pointed = 1;
+                    break;
+                }
+            }
+            if (pointed) break;
+            if (pos <= 0x3FFF && nk < 3 * 130) {
+                known[nk].p = cand;
+                known[nk].len = clen;
+                known[nk].off = pos;
+                nk++;
+            }
+            uint32_t lab = (uint32_t)nm->raw[i] + 1;
+            memcpy(w, nm->raw + i, lab);
+            w += lab;
+            pos += lab;
+            i += lab;
+        }
+        if (!pointed) {
+            *w++ = 0;
+            pos++;
+        }
+    }
+    memcpy(w, z->numbers, 20);
+    w += 20;
+    uint32_t rdlen = (uint32_t)(w - out) - 12;
+    out[10] = (uint8_t)(rdlen >> 8);
+    out[11] = (uint8_t)rdlen;
+    return (uint32_t)(w - out);
+}
+
+static inline uint32_t rcode_of(const uint8_t (*heads)[10]) { return heads[0][1] & 0xFu; }
+
 /* Mirrors wire/fastpath.py fast_answer step by step: every case where Python returns None or would raise
-   IndexError returns R_FALLBACK here, so that the caller asks Python. Returns 0 with `o` filled. */
+   IndexError returns R_FALLBACK here, so that the caller asks Python; so do the features the base's
+   flags leave to Python (see wire/ctable.py). Returns 0 with `o` filled. */
 static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 src_ip, int src_v6, int tcp,
                        choice_t *ch, plan_t *o) {
     const base_t *b = t->base;
@@ -388,8 +481,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         }
     }
     if (qend + 3 >= n) return R_FALLBACK;
-    if (data[qend + 2] || data[qend + 3] != 1) return R_FALLBACK;
+    if (data[qend + 2] || data[qend + 3] != 1) return R_FALLBACK; /* class IN (CHAOS: Python) */
     uint32_t qtype = (uint32_t)data[qend] << 8 | data[qend + 1];
+    if (qtype == 128) return R_FALLBACK; /* RFC 9824 NXNAME: FORMERR, from the slow path */
     uint32_t rest = qend + 4;
 
     /* EDNS */
@@ -401,7 +495,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (data[rest] || data[rest + 1] || data[rest + 2] != 41 || data[rest + 6]) return R_FALLBACK;
         payload = (uint32_t)data[rest + 3] << 8 | data[rest + 4];
         dobit = data[rest + 7] >> 7;
-        if (dobit && (b->flags & FB_DO)) return R_FALLBACK;
+        if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO, signed zones */
         uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
         if (end != n) return R_FALLBACK;
         uint32_t at = rest + 11;
@@ -435,6 +529,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 if (b->flags & FB_COOKIE) return R_FALLBACK;
                 uint32_t size = after - at - 4;
                 if (size != 8 && !(size >= 16 && size <= 40)) return R_FALLBACK;
+            } else if (code == 3) {
+                return R_FALLBACK; /* NSID: Python adds the identity */
             } else if (code == 15 || code == 18 || code == 22 || code == 23 || code == 24 || code == 25) {
                 return R_FALLBACK;
             } else if (b->flags & FB_OPTIONS) {
@@ -451,8 +547,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     const uint8_t(*tcheads)[10];
     const uint8_t *sec = NULL;
     uint32_t seclen = 0;
-    const uint8_t *tail = NULL;
-    uint32_t taillen = 0;
+    const uint8_t *vopt = NULL;
+    uint32_t voptlen = 0;
     int locdep = 0;
     if (node != NULL) {
         int32_t idx = node->dflt;
@@ -463,14 +559,27 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             }
         }
         if (idx < 0) {
-            heads = b->refused_heads;
-            tcheads = b->refused_tc;
+            if (b->flags & FB_NEG) return R_FALLBACK;
+            heads = b->transfer.heads;
+            tcheads = b->transfer.tc;
+            vopt = b->transfer.opt;
+            voptlen = b->transfer.optlen;
         } else {
             entry_t *e = &node->ent[idx];
             uint32_t pick = 0;
             if (e->kind == K_PYTHON) return R_FALLBACK;
+            if (e->neg && (b->flags & FB_NEG)) return R_FALLBACK;
             if (e->kind != K_NONE) {
                 uint64_t seq;
+                if (e->kind == K_GEO) { /* locate before counting: a client C cannot place goes to Python */
+                    uint32_t loc = lpm_find(e->lpm, ip, v6);
+                    if (loc >= e->nloc) return R_FALLBACK;
+                    int32_t c = e->class_of[loc];
+                    if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
+                    seq = ch->seq >= 0 ? (uint64_t)ch->seq : ATOMIC_ADD(&e->counter, 1);
+                    pick = e->starts[c] + (uint32_t)(seq % e->counts[c]);
+                    goto picked;
+                }
                 if (ch->seq >= 0) seq = (uint64_t)ch->seq;
                 else seq = ATOMIC_ADD(&e->counter, 1);
                 switch (e->kind) {
@@ -496,14 +605,6 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     pick = (uint32_t)x;
                     break;
                 }
-                case K_GEO: {
-                    uint32_t loc = lpm_find(e->lpm, ip, v6);
-                    if (loc >= e->nloc) return R_FALLBACK;
-                    int32_t c = e->class_of[loc];
-                    if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
-                    pick = e->starts[c] + (uint32_t)(seq % e->counts[c]);
-                    break;
-                }
                 case K_HASH: {
                     uint64_t k = v6 ? (((uint64_t)(ip >> 72)) << 1 | 1) : ((uint64_t)(ip >> 8)) << 1;
                     uint64_t seed = mix64(k), best_score = 0;
@@ -522,87 +623,96 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     return R_FALLBACK;
                 }
             }
+        picked:
             if (pick >= e->nvar) return R_FALLBACK;
             heads = e->var[pick].heads;
             tcheads = e->var[pick].tc;
             sec = e->var[pick].sec;
             seclen = e->var[pick].len;
+            vopt = e->var[pick].opt;
+            voptlen = e->var[pick].optlen;
             locdep = e->locdep;
         }
     } else {
-        heads = b->refused_heads;
-        tcheads = b->refused_tc;
-        if (qtype != 251 && qtype != 252) {
+        if (b->flags & FB_NEG) return R_FALLBACK; /* REFUSED or NXDOMAIN: the exchange hook may own it */
+        if (qtype == 251 || qtype == 252) {
+            heads = b->transfer.heads;
+            tcheads = b->transfer.tc;
+            vopt = b->transfer.opt;
+            voptlen = b->transfer.optlen;
+        } else {
+            heads = b->refused.heads;
+            tcheads = b->refused.tc;
+            vopt = b->refused.opt;
+            voptlen = b->refused.optlen;
             for (i = 0; i < nsuf; i++) {
                 uint32_t off = suffixes[i];
-                zone_t *z = find_zone(b, key + (off - 12), keylen - (off - 12));
+                uint32_t zlen = keylen - (off - 12);
+                if (t->nwild) { /* a wildcard below this suffix may synthesize the answer (RFC 4592) */
+                    uint8_t wild[NAME_MAX_END + 4];
+                    wild[0] = 1;
+                    wild[1] = '*';
+                    memcpy(wild + 2, key + (off - 12), zlen);
+                    if (find_node(t, wild, zlen + 2, fnv(wild, zlen + 2)) != NULL) return R_FALLBACK;
+                }
+                zone_t *z = find_zone(b, key + (off - 12), zlen);
                 if (z != NULL) {
                     if (z->python) return R_FALLBACK;
                     heads = z->heads;
                     tcheads = z->tc;
-                    o->pointer[0] = (uint8_t)(0xC0 | (off >> 8));
-                    o->pointer[1] = (uint8_t)(off & 0xFF);
-                    tail = z->tail;
-                    taillen = z->taillen;
+                    vopt = NULL;
+                    voptlen = 0;
+                    sec = o->soa;
+                    seclen = nx_soa(z, key, keylen, off, rest, o->soa);
                     break;
                 }
             }
         }
     }
 
-    /* The response: ID, header tail, the query's question, records, OPT. */
+    /* The response: ID, header tail, the query's question, records, OPT with options in the slow path's
+       order: the ECS echo, then the variant's own (EDE). */
     int index;
-    uint32_t limit;
-    const uint8_t *opt1 = NULL;
-    uint32_t opt1len = 0, optlen = 0;
+    uint32_t limit, optlen = 0, options = 0;
     int ecs_echo = 0;
     if (has_opt) {
         index = (data[2] & 1) | 2;
-        if (ecs_end && b->ecs) {
-            ecs_echo = 1;
-            opt1 = b->opt_prefix[dobit];
-            opt1len = 9;
-            o->ecslen[0] = (uint8_t)((ecs_end - ecs_at) >> 8);
-            o->ecslen[1] = (uint8_t)(ecs_end - ecs_at);
-            o->scope = locdep ? (uint8_t)ecs_src : 0;
-            optlen = 9 + 2 + (ecs_end - ecs_at);
-        } else {
-            opt1 = b->opt_plain[dobit];
-            opt1len = 11;
-            optlen = 11;
-        }
+        ecs_echo = ecs_end && b->ecs;
+        options = (ecs_echo ? ecs_end - ecs_at : 0) + voptlen;
+        if (options > 0xFFFF) return R_FALLBACK;
+        optlen = options ? 9 + 2 + options : 11;
+        o->scope = locdep ? (uint8_t)ecs_src : 0;
         limit = payload < 512 ? 512 : payload;
         if (limit > b->max_udp) limit = b->max_udp > 512 ? b->max_udp : 512;
     } else {
         index = data[2] & 1;
         limit = 512;
     }
-    uint32_t records = tail != NULL ? 2 + taillen : seclen;
     o->n = 0;
     o->total = 0;
     piece(o, data, 2);
-    if (!tcp && rest + records + optlen > limit) {
+    if (!tcp && rest + seclen + optlen > limit) {
         piece(o, tcheads[index], 10);
+        piece(o, data + 12, rest - 12);
     } else {
         piece(o, heads[index], 10);
         piece(o, data + 12, rest - 12);
-        if (tail != NULL) {
-            piece(o, o->pointer, 2);
-            piece(o, tail, taillen);
-        } else if (seclen) {
-            piece(o, sec, seclen);
-        }
-        goto opt;
+        if (seclen) piece(o, sec, seclen);
     }
-    piece(o, data + 12, rest - 12);
-opt:
-    if (opt1 != NULL) {
-        piece(o, opt1, opt1len);
-        if (ecs_echo) {
-            piece(o, o->ecslen, 2);
-            piece(o, data + ecs_at, 7);
-            piece(o, &o->scope, 1);
-            if (ecs_end > ecs_at + 8) piece(o, data + ecs_at + 8, ecs_end - ecs_at - 8);
+    if (has_opt) {
+        if (options) {
+            piece(o, b->opt_prefix[dobit], 9);
+            o->optlen[0] = (uint8_t)(options >> 8);
+            o->optlen[1] = (uint8_t)options;
+            piece(o, o->optlen, 2);
+            if (ecs_echo) {
+                piece(o, data + ecs_at, 7);
+                piece(o, &o->scope, 1);
+                if (ecs_end > ecs_at + 8) piece(o, data + ecs_at + 8, ecs_end - ecs_at - 8);
+            }
+            if (voptlen) piece(o, vopt, voptlen);
+        } else {
+            piece(o, b->opt_plain[dobit], 11);
         }
     }
     return 0;
@@ -688,7 +798,24 @@ static uint32_t *u32_array(PyObject *seq, uint32_t *count, const char *what) {
     return out;
 }
 
-/* entry spec: (kind, policy, locdep, variants, param); variant: (heads40, tc40, sections) */
+/* variant: (heads40, tc40, sections, options) */
+static int build_variant(PyObject *v, variant_t *out) {
+    PyObject *h = item(v, 0, 4, "variant");
+    if (h == NULL || fixed_bytes(h, out->heads, 40, "heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(v, 1), out->tc, 40, "tc_heads") < 0)
+        return -1;
+    out->sec = copy_bytes(PyTuple_GET_ITEM(v, 2), &out->len, "sections");
+    if (out->sec == NULL) return -1;
+    out->opt = copy_bytes(PyTuple_GET_ITEM(v, 3), &out->optlen, "options");
+    if (out->opt == NULL) return -1;
+    if (out->optlen > 0xFFFF) {
+        PyErr_SetString(PyExc_ValueError, "options longer than an OPT record holds");
+        return -1;
+    }
+    return 0;
+}
+
+/* entry spec: (kind, policy, locdep, variants, param) */
 static int build_entry(PyObject *spec, entry_t *e, const base_t *b) {
     PyObject *variants, *param;
     memset(e, 0, sizeof(*e));
@@ -720,14 +847,10 @@ static int build_entry(PyObject *spec, entry_t *e, const base_t *b) {
         return -1;
     }
     for (Py_ssize_t i = 0; i < nv; i++) {
-        PyObject *v = PyTuple_GET_ITEM(variants, i);
-        PyObject *h = item(v, 0, 3, "variant");
-        if (h == NULL || fixed_bytes(h, e->var[i].heads, 40, "heads") < 0 ||
-            fixed_bytes(PyTuple_GET_ITEM(v, 1), e->var[i].tc, 40, "tc_heads") < 0)
-            return -1;
-        e->var[i].sec = copy_bytes(PyTuple_GET_ITEM(v, 2), &e->var[i].len, "sections");
-        if (e->var[i].sec == NULL) return -1;
         e->nvar = (uint32_t)(i + 1);
+        if (build_variant(PyTuple_GET_ITEM(variants, i), &e->var[i]) < 0) return -1;
+        uint32_t rc = rcode_of(e->var[i].heads);
+        if (rc == 3 || rc == 5) e->neg = 1;
     }
     if (nv == 0 && e->kind != K_PYTHON) {
         PyErr_SetString(PyExc_ValueError, "an entry needs a variant");
@@ -946,8 +1069,33 @@ static int build_lpm(PyObject *spec, lpm_t *l) {
     return 0;
 }
 
-/* settings: (max_udp, ecs, opt_plain0, opt_plain1, opt_prefix0, opt_prefix1, refused_heads, refused_tc,
-   flags); zones: ((key, heads40, tc40, tail or None = ask Python), ...); locators: (lpm spec, ...) */
+/* A zone's SOA name (labels without the root) in both forms. */
+static int build_zname(PyObject *obj, zname_t *out) {
+    out->raw = copy_bytes(obj, &out->len, "SOA name");
+    if (out->raw == NULL) return -1;
+    out->low = PyMem_RawMalloc((size_t)out->len + 1);
+    if (out->low == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t i = 0; i < out->len; i++) out->low[i] = lower(out->raw[i]);
+    out->low[out->len] = 0;
+    /* labels of 1..63 bytes that end exactly at len */
+    uint32_t at = 0;
+    while (at < out->len) {
+        if (out->raw[at] == 0 || out->raw[at] > 63) break;
+        at += out->raw[at] + 1u;
+    }
+    if (at != out->len || out->len > 254) {
+        PyErr_SetString(PyExc_ValueError, "a SOA name must be labels of 1..63 bytes");
+        return -1;
+    }
+    return 0;
+}
+
+/* settings: (max_udp, ecs, opt_plain0, opt_plain1, opt_prefix0, opt_prefix1, refused variant, transfer
+   variant, flags); zones: ((key, heads40, tc40, soa), ...) with soa (rr_head8, mname, rname, numbers20) or
+   None (ask Python); locators: (lpm spec, ...) */
 static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators) {
     base_t *b = PyMem_RawCalloc(1, sizeof(base_t));
     if (b == NULL) {
@@ -965,8 +1113,8 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
         fixed_bytes(PyTuple_GET_ITEM(settings, 3), b->opt_plain[1], 11, "opt_plain") < 0 ||
         fixed_bytes(PyTuple_GET_ITEM(settings, 4), b->opt_prefix[0], 9, "opt_prefix") < 0 ||
         fixed_bytes(PyTuple_GET_ITEM(settings, 5), b->opt_prefix[1], 9, "opt_prefix") < 0 ||
-        fixed_bytes(PyTuple_GET_ITEM(settings, 6), b->refused_heads, 40, "refused heads") < 0 ||
-        fixed_bytes(PyTuple_GET_ITEM(settings, 7), b->refused_tc, 40, "refused tc_heads") < 0)
+        build_variant(PyTuple_GET_ITEM(settings, 6), &b->refused) < 0 ||
+        build_variant(PyTuple_GET_ITEM(settings, 7), &b->transfer) < 0)
         goto fail;
     if (!PyTuple_Check(zones) || !PyTuple_Check(locators)) {
         PyErr_SetString(PyExc_TypeError, "zones and locators must be tuples");
@@ -991,17 +1139,17 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
         if (fixed_bytes(PyTuple_GET_ITEM(spec, 1), z->heads, 40, "zone heads") < 0 ||
             fixed_bytes(PyTuple_GET_ITEM(spec, 2), z->tc, 40, "zone tc_heads") < 0)
             goto fail;
-        PyObject *tail = PyTuple_GET_ITEM(spec, 3);
-        if (tail == Py_None) {
+        PyObject *soa = PyTuple_GET_ITEM(spec, 3);
+        if (soa == Py_None) {
             z->python = 1;
-            tail = PyBytes_FromStringAndSize("", 0);
-            if (tail == NULL) goto fail;
-            z->tail = copy_bytes(tail, &z->taillen, "zone tail");
-            Py_DECREF(tail);
         } else {
-            z->tail = copy_bytes(tail, &z->taillen, "zone tail");
+            PyObject *head = item(soa, 0, 4, "zone soa");
+            if (head == NULL || fixed_bytes(head, z->rr_head, 8, "soa rr_head") < 0 ||
+                build_zname(PyTuple_GET_ITEM(soa, 1), &z->mname) < 0 ||
+                build_zname(PyTuple_GET_ITEM(soa, 2), &z->rname) < 0 ||
+                fixed_bytes(PyTuple_GET_ITEM(soa, 3), z->numbers, 20, "soa numbers") < 0)
+                goto fail;
         }
-        if (z->tail == NULL) goto fail;
         if (find_zone(b, z->key, z->keylen) != NULL) continue; /* the first one wins */
         uint32_t at = (uint32_t)z->hash & b->zmask;
         while (b->zindex[at] >= 0) at = (at + 1) & b->zmask;
@@ -1052,6 +1200,9 @@ static ctab_t *assemble(base_t *base, totals_t *totals, node_t **nodes, uint32_t
             }
             at = (at + 1) & t->mask;
         }
+    }
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i]->keylen > 2 && t->nodes[i]->key[0] == 1 && t->nodes[i]->key[1] == '*') t->nwild++;
     }
     return t;
 nomem:
@@ -1249,6 +1400,14 @@ static PyObject *table_policy_answers(TableObject *self, UNUSED PyObject *unused
     return out;
 }
 
+/* table.seed(n): the state of the generator answer() draws from (weighted and random policies). */
+static PyObject *table_seed(TableObject *self, PyObject *arg) {
+    unsigned long long v = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred()) return NULL;
+    self->rng = (uint64_t)v;
+    Py_RETURN_NONE;
+}
+
 static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return PyLong_FromUnsignedLong(self->t->nnodes); }
 
 static PyMethodDef table_methods[] = {
@@ -1256,6 +1415,7 @@ static PyMethodDef table_methods[] = {
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},
+    {"seed", (PyCFunction)table_seed, METH_O, "seed(n): the state of answer()'s random draws"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1740,5 +1900,6 @@ PyMODINIT_FUNC PyInit__cfast(void) {
     PyModule_AddIntConstant(m, "FB_COOKIE", FB_COOKIE);
     PyModule_AddIntConstant(m, "FB_OPTIONS", FB_OPTIONS);
     PyModule_AddIntConstant(m, "FB_ALL", FB_ALL);
+    PyModule_AddIntConstant(m, "FB_NEG", FB_NEG);
     return m;
 }

@@ -14,17 +14,22 @@ holds them equal for the same choice), from a copy of the table that needs no Py
                 seq % the set's rotations
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
       python    anything else (a plan type C does not know): the query is answered in Python
-  - per zone the NXDOMAIN heads and SOA tail; the REFUSED heads; the OPT records and limits.
+  - per variant its EDNS options after ECS (an Extended DNS Error, RFC 8914);
+  - per zone the NXDOMAIN heads and the SOA's parts: C writes the record per query, its names compressed
+    against the query's name exactly as `compile.nx_soa` does; the REFUSED variants (outside every zone,
+    and zone transfers); the OPT records and limits.
 Draws come from a per-thread splitmix64 generator in C (Python's `random` in the Python path), so the two
 paths agree for the same draw, not for the same seed. The `seq` counters are C's own (one per entry,
 atomic, shared by the UDP threads); they also count the answers per policy for the metric.
 
 Falls back to Python (the query goes to `Responder.handle`'s Python path) for what the C table cannot
-answer: any shape `fast_answer` leaves to the slow path, a plan kind C does not know, a geo client that
-only the GeoIP database can place, and what `Fallback` names: DO set (`do`, for signed answers), a DNS
-cookie (`cookie`, for server cookies), any EDNS option but ECS and cookies (`options`, e.g. NSID), or
-every query (`everything`, e.g. RRL or dnstap on). Those features live in Python; they can move into C by
-adding variants or flags here.
+answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), an NSID option (the
+identity is added in Python), a plan kind C does not know (a chain through several policies), a geo
+client that only the GeoIP database can place, a nonexistent name below the parent of a wildcard, and
+what `Fallback` names: DO or CO set (`do`: a signed zone's variants and compact denial), a DNS cookie
+(`cookie`), any EDNS option but ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED
+(`negative`: the exchange hook may own the name), or every query (`everything`: RRL or cookies on). Those
+features live in Python; they can move into C by adding variants or flags here.
 
 Updates: `update_ctable` shares every node of the previous C table but the changed ones (found by
 identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those.
@@ -56,7 +61,7 @@ AVAILABLE = _cfast is not None
 ENV_SWITCH = "GSLBD_NATIVE"
 
 K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON = range(8)
-FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL = 1, 2, 4, 8
+FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG = 1, 2, 4, 8, 16
 MAX_POLICIES = 32
 _UNCOUNTED = 0  # policy id of entries that no policy counter covers
 _POLICY_IDS: dict[str, int] = {}  # policy name -> id in the C counters, process-wide
@@ -71,10 +76,11 @@ def enabled() -> bool:
 class Fallback:
     """What the C table must leave to Python because a feature in Python changes the answer."""
 
-    do: bool = False  # DO set (signed answers)
+    do: bool = False  # DO or CO set (signed answers, compact denial)
     cookie: bool = False  # a COOKIE option (server cookies)
-    options: bool = False  # any option but ECS and COOKIE (NSID, ...)
-    everything: bool = False  # every query (RRL, dnstap, ...)
+    options: bool = False  # any option but ECS and COOKIE
+    everything: bool = False  # every query (RRL, cookies)
+    negative: bool = False  # an NXDOMAIN or REFUSED answer (the exchange hook)
 
     @property
     def flags(self) -> int:
@@ -83,6 +89,7 @@ class Fallback:
             | (FB_COOKIE if self.cookie else 0)
             | (FB_OPTIONS if self.options else 0)
             | (FB_ALL if self.everything else 0)
+            | (FB_NEG if self.negative else 0)
         )
 
 
@@ -160,8 +167,8 @@ class CTable:
         return {name: counts[i] for name, i in _POLICY_IDS.items() if counts[i]}
 
 
-def _variant(v: Variant) -> tuple[bytes, bytes, bytes]:
-    return (b"".join(v.heads), b"".join(v.tc_heads), v.sections)
+def _variant(v: Variant) -> tuple[bytes, bytes, bytes, bytes]:
+    return (b"".join(v.heads), b"".join(v.tc_heads), v.sections, v.options)
 
 
 def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ...]:
@@ -214,12 +221,13 @@ def _policies(table: AnswerTable, key: bytes) -> dict[int, str]:
     return {id(counter): name for name, counter in table.policy_counters.get(key, ())}
 
 
-def _soa_tail(zone: ZoneEntry) -> bytes | None:
-    """The zone's NXDOMAIN records after the owner pointer, when they are the same for every query; None
-    (NXDOMAIN answered in Python) for a zone entry without a fixed tail, e.g. one whose SOA names are
-    compressed against each query's name."""
-    tail = getattr(zone, "soa_tail", None)
-    return tail if isinstance(tail, bytes) else None
+def _soa_parts(zone: ZoneEntry) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """What C needs to write the zone's NXDOMAIN SOA per query as `compile.nx_soa` does: type, class and
+    TTL, MNAME and RNAME as labels (without the root), the five numbers. None leaves the zone's NXDOMAIN
+    to Python."""
+    if len(zone.rr_head) != 8 or len(zone.numbers) != 20:
+        return None
+    return (zone.rr_head, b"".join(zone.mname), b"".join(zone.rname), zone.numbers)
 
 
 def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
@@ -230,8 +238,8 @@ def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
         table.opt_plain[1],
         table.opt_prefix[0],
         table.opt_prefix[1],
-        b"".join(table.refused.heads),
-        b"".join(table.refused.tc_heads),
+        _variant(table.refused),
+        _variant(table.refused_transfer),
         fallback.flags,
     )
 
@@ -244,7 +252,7 @@ def build_ctable(
     locators = _Locators()
     nodes = tuple(_node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items())
     zones = tuple(
-        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_tail(z)) for key, z in table.zones.items()
+        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z)) for key, z in table.zones.items()
     )
     native = _cfast.build(
         _settings(table, fallback),
@@ -264,6 +272,7 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
         fallback == old.fallback
         and table.zones is base.zones
         and table.refused is base.refused
+        and table.refused_transfer is base.refused_transfer
         and table.max_udp_payload == base.max_udp_payload
         and table.use_client_subnet == base.use_client_subnet
         and table.opt_plain == base.opt_plain
@@ -271,10 +280,16 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
     if not same_base:
         return build_ctable(table, fallback, old)
     assert _cfast is not None
-    keys, removed = _cfast.diff(base.names, table.names)
+    keys: list[bytes] = []
+    removed: list[bytes] = []
+    for before, after in zip(base.names.shards, table.names.shards, strict=True):
+        if before is not after:  # a CowMap shares the shards an update did not touch
+            found, gone = _cfast.diff(before, after)
+            keys += found
+            removed += gone
     names = table.names
-    changed = tuple(_node_spec(key, names[key], _policies(table, key), old.locators) for key in keys)
-    return CTable(old.native.update(tuple(removed), changed), table, old.locators, fallback)
+    specs = tuple(_node_spec(key, names[key], _policies(table, key), old.locators) for key in keys)
+    return CTable(old.native.update(tuple(removed), specs), table, old.locators, fallback)
 
 
 def new_slot() -> Any:

@@ -230,7 +230,9 @@ class Responder:
         "slow_count",
     )
 
-    def __init__(self, table: AnswerTable, view: View, rng: random.Random, *, native: bool | None = None) -> None:
+    def __init__(
+        self, table: AnswerTable, view: View, rng: random.Random, *, native: bool | None = None
+    ) -> None:
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
         self._slow_seq = itertools.count()
@@ -307,6 +309,8 @@ class Responder:
         except Exception:
             log.exception("cannot copy the answer table into C; answering in Python")
             built = None
+        if built is not None:  # handle()'s draws in C follow this responder's rng (a UDP loop has its own)
+            built.native.seed(self.rng.getrandbits(64))
         self.slot.set(built.native if built is not None else None)
         return built
 

@@ -78,6 +78,11 @@ class FixedDraw(random.Random):
         return self.value
 
 
+def with_co(wire: bytes) -> bytes:
+    """`wire` (ending with an OPT record without options) with the CO flag (RFC 9824) set."""
+    return wire[:-4] + bytes((wire[-4] | 0x40,)) + wire[-3:]
+
+
 def ecs_options() -> st.SearchStrategy[str | None]:
     v4 = st.sampled_from(
         ["10.1.2.0/24", "10.1.3.0/24", "10.1.0.0/16", "10.9.0.0/16", "192.0.2.0/25", "0.0.0.0/0"]
@@ -195,8 +200,12 @@ def test_geo_clients_are_placed_by_the_longest_topology_prefix() -> None:
             ct.Fallback(cookie=True),
             query(f"app.{ORIGIN}", options=(dns.edns.CookieOption(b"12345678", b""),)),
         ),
-        (ct.Fallback(options=True), query(f"app.{ORIGIN}", options=(dns.edns.NSIDOption(b""),))),
+        (ct.Fallback(do=True), with_co(query(f"app.{ORIGIN}", edns=0))),
+        (ct.Fallback(options=True), query(f"app.{ORIGIN}", options=(dns.edns.GenericOption(65001, b"x"),))),
         (ct.Fallback(everything=True), query(f"app.{ORIGIN}")),
+        (ct.Fallback(negative=True), query(f"nope.{ORIGIN}")),
+        (ct.Fallback(negative=True), query("outside.example.net.")),
+        (ct.Fallback(negative=True), query(f"app.{ORIGIN}", "AXFR")),
     ],
 )
 def test_features_in_python_send_their_queries_to_python(fallback: ct.Fallback, wire: bytes) -> None:
@@ -243,11 +252,11 @@ def test_the_responder_without_c_answers_the_same() -> None:
         assert ask_wire(with_c, wire) == ask_wire(without, wire)
 
 
-def test_a_zone_without_a_fixed_nxdomain_tail_leaves_its_nxdomain_to_python(
+def test_a_zone_whose_soa_c_cannot_write_leaves_its_nxdomain_to_python(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
-    monkeypatch.setattr(ct, "_soa_tail", lambda zone: None)
+    monkeypatch.setattr(ct, "_soa_parts", lambda zone: None)
     native = ct.build_ctable(table).native
     assert native.answer(query(f"nope.{ORIGIN}"), 1, False, False) is None
     assert native.answer(query(f"app.{ORIGIN}"), 1, False, False) is not None
