@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import random
+from dataclasses import replace
 
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
@@ -219,11 +220,11 @@ class Responder:
 
     __slots__ = (
         "_exchange",
+        "_guard",
         "_policy_totals",
         "_slow_seq",
         "_state",
         "cookie_secret",
-        "guard",
         "on_notify",
         "rng",
         "slot",
@@ -241,12 +242,26 @@ class Responder:
         # Cookies and RRL (wire/guard.py), from the view's `dns` settings; the secret is used when
         # `dns.cookies` names no secret file (the parent hands it to worker processes in their config).
         self.cookie_secret = os.urandom(16)
-        self.guard: Guard | None = guard_for(view.config.dns, None, self.cookie_secret)
+        self._guard: Guard | None = guard_for(view.config.dns, None, self.cookie_secret)
         self._exchange: ExchangeHook | None = None  # serves the exchange zone when set (wire/transfer.py)
         use_c = ctable.enabled() if native is None else (native and ctable.AVAILABLE)
         self.slot = ctable.new_slot() if use_c else None  # read by the C UDP loops (server/udp.py)
         built = self._c_copy(None, table) if use_c else None
         self._state: tuple[AnswerTable, View, CTable | None] = (table, view, built)
+
+    @property
+    def guard(self) -> Guard | None:
+        """Cookies and RRL (wire/guard.py), applied to every response; while set, the C copy answers
+        nothing (every query goes through Python)."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, guard: Guard | None) -> None:
+        before = self._guard
+        self._guard = guard
+        if self.slot is not None and (before is None) != (guard is None):
+            table, view, built = self._state
+            self._state = (table, view, self._c_copy(built, table))
 
     @property
     def on_exchange(self) -> ExchangeHook | None:
@@ -256,23 +271,27 @@ class Responder:
 
     @on_exchange.setter
     def on_exchange(self, hook: ExchangeHook | None) -> None:
+        if self.slot is None or (hook is None) == (self._exchange is None):
+            self._exchange = hook
+            return
         table, view, built = self._state
         if hook is not None:  # the C copy steps aside before the hook is asked
+            self._state = (
+                table,
+                view,
+                self._c_copy(built, table, replace(self.fallback_of(table), negative=True)),
+            )
             self._exchange = hook
-            if self.slot is not None:
-                self._state = (table, view, self._c_copy(built, table))
         else:
-            if self.slot is not None:
-                self._exchange = None
-                self._state = (table, view, self._c_copy(built, table))
             self._exchange = None
+            self._state = (table, view, self._c_copy(built, table))
 
     def fallback_of(self, table: AnswerTable) -> Fallback:
         """What the C copy of `table` must leave to Python, given this responder's features."""
         return Fallback(
             do=table.signer is not None or bool(table.signed_names) or bool(table.signed_zones),
             negative=self._exchange is not None,
-            everything=self.guard is not None,
+            everything=self._guard is not None,
         )
 
     def swap(self, table: AnswerTable, view: View) -> None:
@@ -282,7 +301,7 @@ class Responder:
         copy is updated by name when only names changed (one pointer store in the slot), and continues
         the old one's counts."""
         old, _, old_c = self._state
-        self.guard = guard_for(view.config.dns, self.guard, self.cookie_secret)
+        self._guard = guard_for(view.config.dns, self._guard, self.cookie_secret)
         built = self._c_copy(old_c, table) if self.slot is not None else None
         self._state = (table, view, built)
         if table.derived_from == old.serial:  # updated from the table served until now
@@ -295,11 +314,14 @@ class Responder:
         for policy, count in retired.items():
             self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
 
-    def _c_copy(self, old: CTable | None, table: AnswerTable) -> CTable | None:
+    def _c_copy(
+        self, old: CTable | None, table: AnswerTable, fallback: Fallback | None = None
+    ) -> CTable | None:
         """The C copy of `table` (updated from `old` when there is one), handed to the UDP loops; None
         after an error (logged): then Python answers everything until a later table copies well."""
         assert self.slot is not None
-        fallback = self.fallback_of(table)
+        if fallback is None:
+            fallback = self.fallback_of(table)
         try:
             built = (
                 ctable.update_ctable(old, table, fallback)

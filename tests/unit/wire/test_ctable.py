@@ -15,17 +15,32 @@ import dns.edns
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_wire_equivalence import PAYLOADS, QTYPES, names, random_case, sources
+from test_wire_dnssec import World, signed_config
+from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
 from test_wire_fuzz import MUTATION, SEEDS, Mutation, mutate
-from wire_support import CONFIG, ORIGIN, SERVICES, ask_wire, make_snapshot, make_view, query, svc
+from test_wire_services import responder as services_responder
+from wire_support import (
+    CONFIG,
+    INNER,
+    ORIGIN,
+    OTHER,
+    SERVICES,
+    ask_wire,
+    make_snapshot,
+    make_view,
+    query,
+    svc,
+)
 
 from gslbd.answer import View, build_view
+from gslbd.model.config import DnsConfig, RrlConfig
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator
 from gslbd.types import PolicyName
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
+from gslbd.wire.compile import AnswerTable
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
 
@@ -64,7 +79,9 @@ def geo_view() -> View:
     return build_view(config, make_snapshot(), env)
 
 
-VIEWS = {"plain": make_view(), "geo": geo_view()}
+# The wire tests' world (chains, EDE, a SOA whose MNAME lies in the zone), with topology, with
+# dns.identity (NSID), and the services world (HTTPS, SRV, a wildcard service).
+VIEWS = {"plain": make_view(), "geo": geo_view(), "identity": VIEW_ID, "wild": services_responder().view}
 
 
 class FixedDraw(random.Random):
@@ -104,19 +121,25 @@ def test_the_extension_is_built_where_a_compiler_exists() -> None:
 def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: st.DataObject) -> None:
     view = VIEWS[data.draw(st.sampled_from(sorted(VIEWS)), "view")]
     pool = sorted(view.names)
-    name = data.draw(st.one_of(st.sampled_from(pool), names()), "name")
+    below = st.tuples(st.lists(LABEL, min_size=1, max_size=2), st.sampled_from(pool)).map(
+        lambda t: ".".join(t[0]) + "." + t[1]
+    )
+    name = data.draw(st.one_of(st.sampled_from(pool), below, names()), "name")
     name = random_case(name, random.Random(data.draw(st.integers(0, 1000), "case")))
     if sum(len(label) + 1 for label in name.split(".") if label) + 1 > 255:
         name = name[name.index(".") + 1 :]
     edns = data.draw(st.sampled_from([None, 0]), "edns")
     cookie = edns is not None and data.draw(st.booleans(), "cookie")
+    nsid = edns is not None and data.draw(st.booleans(), "nsid")
+    options: tuple[dns.edns.Option, ...] = (dns.edns.CookieOption(b"cookie!!", b""),) if cookie else ()
+    options += (dns.edns.NSIDOption(b""),) if nsid else ()
     wire = query(
         name,
         data.draw(st.sampled_from(QTYPES), "rtype"),
         edns=edns,
         payload=data.draw(PAYLOADS, "payload"),
         ecs=data.draw(ecs_options(), "ecs") if edns is not None else None,
-        options=(dns.edns.CookieOption(b"cookie!!", b""),) if cookie else (),
+        options=options,
         rd=data.draw(st.booleans(), "rd"),
         dnssec_ok=edns is not None and data.draw(st.booleans(), "do"),
         qid=data.draw(st.integers(0, 65535), "id"),
@@ -139,8 +162,10 @@ def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: s
         draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
         python = fast_answer(table, wire, ip, v6, tcp, FixedDraw(draw))
         c = native.native.answer(wire, ip, v6, tcp, seq, draw)
-        assert python is not None, "every well-formed query of these shapes has a fast answer"
-        assert c == python
+        if nsid:
+            assert c is None, "NSID: Python adds the identity"
+        else:
+            assert c == python  # None both: below a wildcard's parent (the slow path synthesizes)
 
 
 @settings(max_examples=500, deadline=None)
@@ -279,3 +304,120 @@ def test_a_table_that_cannot_be_copied_into_c_is_answered_in_python(monkeypatch:
     monkeypatch.undo()
     responder.swap(compile_table(view, max_udp_payload=1232, use_client_subnet=True), view)
     assert responder.native is not None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        f"nope.{ORIGIN}",
+        f"A.b.C.{ORIGIN}",
+        f"x.ns1.{ORIGIN}",  # below the SOA's MNAME: its name compresses against the query's
+        f"Y.X.NS1.{ORIGIN}",
+        f"x.hostmaster.{ORIGIN}",
+        f"nothing.{INNER}",
+        f"ns1.x.{INNER}",
+        f"nope.{OTHER}",
+    ],
+)
+@pytest.mark.parametrize("edns", [None, 0])
+def test_nxdomain_soa_is_written_in_c_as_python_writes_it(name: str, edns: int | None) -> None:
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
+    native = ct.build_ctable(table).native
+    wire = query(name, edns=edns)
+    c = native.answer(wire, 1, False, False)
+    assert c is not None and c[3] & 0xF == 3
+    assert c == fast_answer(table, wire, 1, False, False, random.Random(1))
+
+
+def test_names_below_a_wildcards_parent_go_to_python_and_other_nxdomains_do_not() -> None:
+    view = VIEWS["wild"]
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    native = ct.build_ctable(table).native
+    for below in ("x.apps.gslb.test.", "a.b.apps.gslb.test."):
+        assert native.answer(query(below), 1, False, False) is None
+    for other in ("nope.gslb.test.", "x.web.gslb.test."):  # no wildcard parent between it and the zone
+        out = native.answer(query(other), 1, False, False)
+        assert out is not None and out == fast_answer(table, query(other), 1, False, False, random.Random(1))
+
+
+def test_the_responder_sends_what_its_features_change_to_python() -> None:
+    """RRL/cookies: everything; the exchange hook: NXDOMAIN and REFUSED; set and cleared at run time."""
+    view = VIEWS["plain"]
+    responder = Responder(
+        compile_table(view, max_udp_payload=1232, use_client_subnet=True), view, random.Random(1), native=True
+    )
+    assert responder.native is not None and responder.native.fallback == ct.Fallback()
+    asked: list[bytes] = []
+
+    def hook(data: bytes, evaluated_at: float, ip: int, v6: bool, tcp: bool) -> bytes | None:
+        asked.append(data)
+        return None
+
+    responder.on_exchange = hook
+    assert responder.native is not None and responder.native.fallback == ct.Fallback(negative=True)
+    nx, refused, found = query(f"nope.{ORIGIN}"), query("elsewhere.example.net."), query(f"app.{ORIGIN}")
+    assert responder.native.answer(nx, 1, False, False) is None
+    assert responder.native.answer(refused, 1, False, False) is None
+    assert responder.native.answer(found, 1, False, False) is not None
+    for wire in (nx, refused, found):
+        ask_wire(responder, wire)
+    assert asked == [nx, refused]  # the hook still sees every NXDOMAIN and REFUSED
+    responder.on_exchange = None
+    assert responder.native is not None and responder.native.fallback == ct.Fallback()
+
+    rrl = RrlConfig(responses_per_second=5, errors_per_second=5, nxdomains_per_second=5, window=2.0, slip=2)
+    guarded = make_view(replace(CONFIG, dns=DnsConfig(rrl=rrl)))
+    responder.swap(compile_table(guarded, max_udp_payload=1232, use_client_subnet=True), guarded)
+    assert responder.guard is not None
+    assert responder.native is not None and responder.native.fallback.everything
+    assert responder.native.answer(found, 1, False, False) is None
+    responder.guard = None
+    assert responder.native is not None and not responder.native.fallback.everything
+
+
+@pytest.fixture(scope="module")
+def signed_table(tmp_path_factory: pytest.TempPathFactory) -> AnswerTable:
+    world = World(signed_config(tmp_path_factory.mktemp("keys"), 13, False))
+    return world.table
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_a_signed_table_leaves_do_and_co_to_python_and_answers_the_rest_alike(
+    signed_table: AnswerTable, data: st.DataObject
+) -> None:
+    table = signed_table
+    responder = Responder(table, VIEWS["plain"], random.Random(1), native=False)
+    fallback = responder.fallback_of(table)
+    assert fallback == ct.Fallback(do=True)
+    native = ct.build_ctable(table, fallback).native
+    name = data.draw(st.one_of(st.sampled_from(sorted(VIEWS["plain"].names)), names()), "name")
+    if sum(len(label) + 1 for label in name.split(".") if label) + 1 > 255:
+        name = name[name.index(".") + 1 :]
+    edns = data.draw(st.sampled_from([None, 0]), "edns")
+    do = edns is not None and data.draw(st.booleans(), "do")
+    co = edns is not None and data.draw(st.booleans(), "co")
+    wire = query(
+        name, data.draw(st.sampled_from([*QTYPES, "DNSKEY", "NSEC"]), "rtype"), edns=edns, dnssec_ok=do
+    )
+    if co:
+        wire = with_co(wire)
+    draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
+    before = counter_values(table)
+    python = fast_answer(table, wire, 1, False, False, FixedDraw(draw))
+    after = counter_values(table)
+    seq = next((value for key, value in before.items() if after[key] != value), 0)  # the count Python used
+    c = native.answer(wire, 1, False, False, seq, draw)
+    if do or co:
+        assert c is None
+    else:
+        assert c == python
+
+
+def counter_values(table: AnswerTable) -> dict[int, int]:
+    """The current value of every entry's query counter, by the counter's id (read without advancing)."""
+    out = {}
+    for node in table.names.values():
+        for entry in (*node.types.values(), node.default):
+            out[id(entry.counter)] = int(repr(entry.counter)[6:-1])
+    return out
