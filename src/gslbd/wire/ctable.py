@@ -116,6 +116,9 @@ class _Locators:
     locations: list[list[Location]] = field(default_factory=list)  # per index: location of each id
     geoip: list[bool] = field(default_factory=list)  # per index: unmatched clients need the GeoIP database
     specs: list[tuple[Any, Any]] = field(default_factory=list)
+    # Variant specs made during one build or update, by id of the Variant (kept alive beside its spec):
+    # the compiler shares variants across names (NODATA, REFUSED, the same address sets), so most repeat.
+    variants: dict[int, tuple[Variant, tuple[bytes, bytes, bytes, bytes]]] = field(default_factory=dict)
 
     def add(self, locator: object) -> int:
         found = self.index.get(id(locator))
@@ -171,8 +174,19 @@ def _variant(v: Variant) -> tuple[bytes, bytes, bytes, bytes]:
     return (b"".join(v.heads), b"".join(v.tc_heads), v.sections, v.options)
 
 
+def _variant_specs(variants: tuple[Variant, ...], locators: _Locators) -> tuple[Any, ...]:
+    memo = locators.variants
+    out = []
+    for v in variants:
+        found = memo.get(id(v))
+        if found is None:
+            found = memo[id(v)] = (v, _variant(v))
+        out.append(found[1])
+    return tuple(out)
+
+
 def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ...]:
-    variants = tuple(_variant(v) for v in entry.variants)
+    variants = _variant_specs(entry.variants, locators)
     pick = entry.pick
     if pick is None:
         return (K_NONE, _UNCOUNTED, False, variants, None)
@@ -261,6 +275,7 @@ def build_ctable(
         nodes,
         inherit.native if inherit is not None else None,
     )
+    locators.variants.clear()
     return CTable(native, table, locators, fallback)
 
 
@@ -288,7 +303,9 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
             keys += found
             removed += gone
     names = table.names
+    old.locators.variants.clear()
     specs = tuple(_node_spec(key, names[key], _policies(table, key), old.locators) for key in keys)
+    old.locators.variants.clear()
     return CTable(old.native.update(tuple(removed), specs), table, old.locators, fallback)
 
 

@@ -5,6 +5,7 @@ features it does not know to Python, and keeps its counters across updates."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import random
 import shutil
@@ -12,6 +13,7 @@ import sysconfig
 from dataclasses import replace
 
 import dns.edns
+import dns.message
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,7 +42,7 @@ from gslbd.policy.locate import TopologyLocator
 from gslbd.types import PolicyName
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
-from gslbd.wire.compile import AnswerTable
+from gslbd.wire.compile import AnswerTable, wire_key
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
 
@@ -119,7 +121,8 @@ def test_the_extension_is_built_where_a_compiler_exists() -> None:
 @settings(max_examples=400, deadline=None)
 @given(data=st.data())
 def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: st.DataObject) -> None:
-    view = VIEWS[data.draw(st.sampled_from(sorted(VIEWS)), "view")]
+    view_key = data.draw(st.sampled_from(sorted(VIEWS)), "view")
+    view = VIEWS[view_key]
     pool = sorted(view.names)
     below = st.tuples(st.lists(LABEL, min_size=1, max_size=2), st.sampled_from(pool)).map(
         lambda t: ".".join(t[0]) + "." + t[1]
@@ -144,12 +147,11 @@ def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: s
         dnssec_ok=edns is not None and data.draw(st.booleans(), "do"),
         qid=data.draw(st.integers(0, 65535), "id"),
     )
-    table = compile_table(
-        view,
-        max_udp_payload=data.draw(st.sampled_from([512, 600, 700, 1232, 4096]), "max_udp_payload"),
-        use_client_subnet=data.draw(st.booleans(), "use_client_subnet"),
+    table, native = tables(
+        view_key,
+        data.draw(st.sampled_from([512, 600, 700, 1232, 4096]), "max_udp_payload"),
+        data.draw(st.booleans(), "use_client_subnet"),
     )
-    native = ct.build_ctable(table)
     tcp = data.draw(st.booleans(), "tcp")
     ip, v6 = data.draw(
         st.one_of(
@@ -158,14 +160,41 @@ def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: s
         ),
         "source",
     )
-    for seq in range(data.draw(st.integers(1, 4), "repeats")):
+    for _ in range(data.draw(st.integers(1, 4), "repeats")):
         draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
+        before = counter_values(table)
         python = fast_answer(table, wire, ip, v6, tcp, FixedDraw(draw))
+        seq = used_count(before, counter_values(table))
         c = native.native.answer(wire, ip, v6, tcp, seq, draw)
         if nsid:
             assert c is None, "NSID: Python adds the identity"
-        else:
-            assert c == python  # None both: below a wildcard's parent (the slow path synthesizes)
+        else:  # None both: e.g. below a wildcard's parent (the slow path synthesizes the answer)
+            assert c == python or (c is None and entry_kind(table, wire) == ct.K_PYTHON)
+
+
+@functools.cache
+def tables(view_key: str, max_udp_payload: int, use_client_subnet: bool) -> tuple[AnswerTable, ct.CTable]:
+    """A table and its C copy per world and settings, shared by the examples (the choice is given to C
+    as the count Python used, so the counters need not start at zero)."""
+    table = compile_table(
+        VIEWS[view_key], max_udp_payload=max_udp_payload, use_client_subnet=use_client_subnet
+    )
+    return table, ct.build_ctable(table)
+
+
+def used_count(before: dict[int, int], after: dict[int, int]) -> int:
+    """The count the Python fast path used for its choice: the value of the one counter it advanced."""
+    return next((value for key, value in before.items() if after[key] != value), 0)
+
+
+def entry_kind(table: AnswerTable, wire: bytes) -> int:
+    """The C kind of the entry that answers `wire` (K_PYTHON: C leaves it to Python by design)."""
+    question = dns.message.from_wire(wire).question[0]
+    node = table.names.get(wire_key(question.name.to_text()))
+    assert node is not None
+    entry = node.types.get(question.rdtype, node.default)
+    kind: int = ct._entry_spec(entry, 0, ct._Locators())[0]
+    return kind
 
 
 @settings(max_examples=500, deadline=None)
@@ -405,13 +434,12 @@ def test_a_signed_table_leaves_do_and_co_to_python_and_answers_the_rest_alike(
     draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
     before = counter_values(table)
     python = fast_answer(table, wire, 1, False, False, FixedDraw(draw))
-    after = counter_values(table)
-    seq = next((value for key, value in before.items() if after[key] != value), 0)  # the count Python used
+    seq = used_count(before, counter_values(table))
     c = native.answer(wire, 1, False, False, seq, draw)
     if do or co:
         assert c is None
     else:
-        assert c == python
+        assert c == python or (c is None and entry_kind(table, wire) == ct.K_PYTHON)
 
 
 def counter_values(table: AnswerTable) -> dict[int, int]:
