@@ -56,3 +56,16 @@ def test_udp_counters_of_several_threads_add_up_exactly() -> None:
     assert s.udp_queries == 80_000
     assert s.as_dict()["udp_queries"] == 80_000
     assert CounterReport.of(s, {}).rcodes["udp"][0] == 80_000
+
+
+def test_a_report_keeps_dnstap_and_guard_counters_beside_the_udp_sums() -> None:
+    s = stats({0: 3}, {}, udp_queries=3, udp_oversized=1, dnstap_written=2, dnstap_dropped=1, tcp_queries=4)
+    report = CounterReport.of(s, {}, {"rrl_limited": 5, "cookies_new": 1})
+    assert {k: report.events[k] for k in ("udp_queries", "udp_oversized", "tcp_queries")} == {
+        "udp_queries": 3,
+        "udp_oversized": 1,
+        "tcp_queries": 4,
+    }
+    assert (report.events["dnstap_written"], report.events["dnstap_dropped"]) == (2, 1)
+    assert (report.events["rrl_limited"], report.events["cookies_new"]) == (5, 1)
+    assert "tcp_rcodes" not in report.events and "handler_errors" in report.events
