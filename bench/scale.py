@@ -41,6 +41,7 @@ import dns.message
 import dns.query
 
 POLICIES = ("round_robin", "failover", "weighted", "geo", "random", "hash")
+SITES = ("eu", "us", "ap")
 TOKEN = "bench-token"
 ZONE = "gslb.example.com."
 
@@ -67,29 +68,44 @@ def header(port: int, api_port: int, checks: str = "") -> list[str]:
         "topology:",
         "  networks: [{cidr: 10.1.0.0/16, site: eu}, {cidr: 10.2.0.0/16, site: us}]",
         *checks.splitlines(),
-        "services:",
     ]
 
 
-def mixed_config(n: int, port: int, api_port: int, change: int | None = None) -> str:
+def mixed_services(n: int, change: int | None = None) -> list[dict[str, object]]:
     """N services of mixed policies; `change` gives that service's first endpoint another address."""
-    out = header(port, api_port)
+    out: list[dict[str, object]] = []
     for i in range(n):
         policy = POLICIES[i % len(POLICIES)]
-        out.append(f"  - name: s{i}.{ZONE}")
-        out.append(f"    policy: {policy}")
+        service: dict[str, object] = {"name": f"s{i}.{ZONE}", "policy": policy}
         if policy == "failover":
-            out.append("    failover_order: [eu, us, ap]")
+            service["failover_order"] = ["eu", "us", "ap"]
         if policy == "weighted":
-            out.append("    weights: {eu: 70, us: 20, ap: 10}")
-        out.append("    check: none")
-        out.append("    endpoints:")
+            service["weights"] = {"eu": 70, "us": 20, "ap": 10}
+        service["check"] = "none"
         a, b = (i >> 8) & 255, i & 255
         first = 99 if change == i else 10
-        for j, site in enumerate(("eu", "us", "ap")):
-            out.append(f"      - {{address: 10.{first + j}.{a}.{b}, site: {site}}}")
-        out.append(f"      - {{address: '2001:db8::{i:x}', site: eu}}")
-    return "\n".join(out) + "\n"
+        endpoints = [{"address": f"10.{first + j}.{a}.{b}", "site": site} for j, site in enumerate(SITES)]
+        endpoints.append({"address": f"2001:db8::{i >> 16:x}:{i & 0xFFFF:x}", "site": "eu"})
+        service["endpoints"] = endpoints
+        out.append(service)
+    return out
+
+
+def write_config(
+    path: Path, fmt: str, n: int, port: int, api_port: int, change: int | None = None
+) -> None:
+    """The config of N mixed services at `path`: inline YAML (`yaml`, one flow mapping per service) or
+    a JSON Lines services file beside it (`jsonl`, `services_file`)."""
+    lines = [json.dumps(s, separators=(",", ":")) for s in mixed_services(n, change)]
+    out = header(port, api_port)
+    if fmt == "jsonl":
+        services = path.with_suffix(".jsonl")
+        services.write_text("\n".join(lines) + "\n")
+        out.append(f"services_file: {services.name}")
+    else:
+        out.append("services:")
+        out.extend(f"  - {line}" for line in lines)
+    path.write_text("\n".join(out) + "\n")
 
 
 def shared_config(n: int, port: int, api_port: int, backend_ports: list[int]) -> str:
@@ -100,7 +116,7 @@ def shared_config(n: int, port: int, api_port: int, backend_ports: list[int]) ->
     checks = (
         f"checks:\n  web: {{type: http, port: {port0}, path: /, interval: 2s, timeout: 1s, rise: 1, fall: 1}}"
     )
-    out = header(port, api_port, checks)
+    out = [*header(port, api_port, checks), "services:"]
     backends = len(backend_ports)
     for i in range(n):
         out.append(f"  - {{name: s{i}.{ZONE}, check: web, endpoints: [")
@@ -159,10 +175,10 @@ def wait(condition: object, timeout: float, step: float = 0.002) -> float:
     return time.monotonic() - began
 
 
-def measure(n: int, workdir: Path, timeout: float) -> dict[str, float]:
+def measure(n: int, fmt: str, workdir: Path, timeout: float) -> dict[str, object]:
     port, api_port = free_port(), free_port()
-    path = workdir / f"scale-{n}.yaml"
-    path.write_text(mixed_config(n, port, api_port))
+    path = workdir / f"scale-{n}-{fmt}.yaml"
+    write_config(path, fmt, n, port, api_port)
     began = time.monotonic()
     checked = subprocess.run(
         gslbd("check", "--config", str(path)), capture_output=True, text=True, check=False
@@ -182,7 +198,7 @@ def measure(n: int, workdir: Path, timeout: float) -> dict[str, float]:
         index = (n // 2) // 6 * 6  # a round_robin service: every answer lists every address
         target = f"s{index}.{ZONE}"
         before = answer(port, target)
-        path.write_text(mixed_config(n, port, api_port, change=index))
+        write_config(path, fmt, n, port, api_port, change=index)
         cpu = cpu_seconds(proc.pid)
         began = time.monotonic()
         api(api_port, "/api/v1/reload", "POST")
@@ -205,6 +221,7 @@ def measure(n: int, workdir: Path, timeout: float) -> dict[str, float]:
     verdict_ms = measure_verdicts(path)
     return {
         "services": n,
+        "format": fmt,
         "verdict_ms": verdict_ms,
         "check_s": check_s,
         "first_answer_s": first_s,
@@ -292,24 +309,28 @@ def main() -> int:
         "--shared", type=int, default=0, help="services for the shared-backends run (0: skip)"
     )
     parser.add_argument("--backends", type=int, default=1000)
+    parser.add_argument(
+        "--formats", default="yaml,jsonl", help="services inline (yaml) and/or in a services_file (jsonl)"
+    )
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="gslbd-scale-") as tmp:
         for n in (int(x) for x in args.sizes.split(",") if x):
-            rows.append(measure(n, Path(tmp), args.timeout))
-            print(json.dumps(rows[-1]), flush=True)
+            for fmt in args.formats.split(","):
+                rows.append(measure(n, fmt, Path(tmp), args.timeout))
+                print(json.dumps(rows[-1]), flush=True)
         shared = measure_shared(args.shared, args.backends, Path(tmp), args.timeout) if args.shared else None
     print()
     print(
-        "| services | check s | first answer s | RSS MB (peak) | reload ms (CPU s) | admin change ms "
+        "| services | format | check s | first answer s | RSS MB (peak) | reload ms (CPU s) | admin change ms "
         "| verdict ms |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['services']:,} | {r['check_s']:.1f} | {r['first_answer_s']:.1f} | "
+            f"| {r['services']:,} | {r['format']} | {r['check_s']:.1f} | {r['first_answer_s']:.1f} | "
             f"{r['rss_mb']:.0f} ({r['peak_mb']:.0f}) | {r['reload_ms']:.0f} ({r['reload_cpu_s']:.2f}) | "
             f"{r['change_ms']:.1f} | {r['verdict_ms']:.2f} |"
         )

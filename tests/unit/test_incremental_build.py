@@ -10,6 +10,7 @@ scratch, and only the names of the services whose inputs changed may have been r
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from types import MappingProxyType
 
 import dns.message
@@ -18,11 +19,11 @@ import pytest
 from gslbd.answer import View
 from gslbd.answer.exchange_names import published
 from gslbd.app.gauges import ServiceGauges
-from gslbd.app.generation import Generation, GenerationBuilder, NewSnapshot, resolve
+from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, resolve
 from gslbd.config import load_config_text
 from gslbd.metrics import REGISTRY
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint
+from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder, compile_answers
@@ -301,3 +302,74 @@ def test_policy_counts_survive_incremental_swaps_and_count_each_answer_once() ->
     view3, table3 = compile_answers(cfg, view2.snapshot, build_env(cfg, random.Random(1)))
     responder.swap(table3, view3)  # a full rebuild retires everything
     assert counted(responder) == {"round_robin": 4, "hash": 4}
+
+
+def edit_services(cfg: Config, rng: random.Random, serial: int) -> Config:
+    """One config reload's worth of service edits: an address, a policy or a TTL changed, a service
+    added or removed (the services file case: the rest of the config stays as it was)."""
+    services = list(cfg.services)
+    what = rng.random()
+    if what < 0.4:  # an endpoint moves to another address
+        i = rng.randrange(len(services))
+        s = services[i]
+        ips = [j for j, e in enumerate(s.endpoints) if e.kind is EndpointKind.IPV4]
+        if ips:
+            j = rng.choice(ips)
+            moved = replace(s.endpoints[j], address=f"203.0.113.{serial % 250 + 1}")
+            services[i] = replace(s, endpoints=(*s.endpoints[:j], moved, *s.endpoints[j + 1 :]))
+    elif what < 0.55:
+        i = rng.randrange(len(services))
+        services[i] = replace(services[i], ttl=services[i].ttl + 1)
+    elif what < 0.8:  # a new service
+        name = f"new{serial}.{ZONE}"
+        site = cfg.site.name
+        endpoint = Endpoint(
+            name, f"192.0.2.{100 + serial % 100}", EndpointKind.IPV4, site, Locality("europe")
+        )
+        services.append(Service(name=name, zone=ZONE, label=f"new{serial}", endpoints=(endpoint,)))
+    else:  # a service goes (one the static CNAMEs do not point at)
+        removable = [i for i, s in enumerate(services) if s.name.startswith("new")]
+        if removable:
+            del services[rng.choice(removable)]
+    return replace(cfg, services=tuple(services))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_reload_that_changes_services_rebuilds_only_those_and_answers_like_a_full_build(seed: int) -> None:
+    """Reloads that differ only in services (config/service_file.py's case), mixed with verdicts: the
+    generation builder rebuilds the changed, added and removed services alone, and the answers, counts
+    and publication equal a full build of the same config and snapshot."""
+    rng = random.Random(seed)
+    cfg = config()
+    book = HealthBook()
+    book.set_evaluated(1_700_000_000.0)
+    builder = GenerationBuilder()
+    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    book.take_touched()
+    for serial in range(40):
+        step(cfg, book, rng)  # verdicts pending when the reload comes: they must not be lost
+        before = generation
+        cfg = edit_services(cfg, rng, serial)
+        resolved = resolve(cfg, random.Random(1), before.resolved)
+        assert resolved.env is before.env
+        generation = builder.next(before, NewConfig(resolved, book.snapshot(), book.pending()))
+        book.take_touched()
+        assert generation.changed is not None  # incremental, not a full build
+        full = full_generation(cfg, generation.snapshot)
+        assert generation.view.names.keys() == full.view.names.keys()
+        assert_same_answers(generation.table, full.table)
+        assert generation.publication == published(cfg, generation.snapshot)
+        assert dict(generation.counts) == dict(full.counts)
+        shared = sum(before.table.names.get(key) is node for key, node in generation.table.names.items())
+        assert shared >= len(generation.table.names) - 40
+
+
+def test_a_reload_that_changes_more_than_services_builds_everything() -> None:
+    cfg = config()
+    builder = GenerationBuilder()
+    first = builder.first(resolve(cfg, random.Random(1)), Snapshot())
+    other = replace(cfg, dns=replace(cfg.dns, max_udp_payload=1400))
+    resolved = resolve(other, random.Random(1), first.resolved)
+    assert resolved.env is not first.env
+    generation = builder.next(first, NewConfig(resolved, Snapshot(), frozenset()))
+    assert generation.changed is None

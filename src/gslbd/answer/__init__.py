@@ -5,7 +5,14 @@ locality levels) live in modules of their own beside it; `build.py` puts them to
 or rebuilds only what a new snapshot changed (`ViewBuilder`).
 """
 
-from gslbd.answer.build import Change, ViewBuilder, build_view
+from gslbd.answer.build import (
+    Change,
+    ServiceDiff,
+    ViewBuilder,
+    build_view,
+    diff_services,
+    same_but_services,
+)
 from gslbd.answer.view import (
     EDE_ALL_DOWN,
     NOT_AUTHORITATIVE,
@@ -46,15 +53,18 @@ __all__ = [
     "Outcome",
     "Records",
     "Rr",
+    "ServiceDiff",
     "View",
     "ViewBuilder",
     "all_down_outcome",
     "build_view",
+    "diff_services",
     "fallback_outcome",
     "family_candidates",
     "negative_soa",
     "negative_soa_ttl",
     "render",
+    "same_but_services",
     "service_outcome",
     "soa_rr",
     "variant_records",

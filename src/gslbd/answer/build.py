@@ -18,7 +18,7 @@ under a millisecond plus a pass over the services' inputs.
 from __future__ import annotations
 
 from collections.abc import Collection, Container, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gslbd.answer.chain import ChainIndex, follow_all
 from gslbd.answer.exchange_names import (
@@ -177,6 +177,42 @@ def empty_non_terminals(names: Mapping[str, NameData]) -> dict[str, NameData]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class ServiceDiff:
+    """How the services of one config differ from those of the config before (by name)."""
+
+    changed: frozenset[str]  # in both, but not equal
+    added: frozenset[str]
+    removed: frozenset[str]
+    new: Mapping[str, Service]  # the new config's services by name
+
+    @property
+    def touched(self) -> frozenset[str]:
+        """The services a build must look at: changed and added."""
+        return self.changed | self.added
+
+
+def diff_services(old: Mapping[str, Service], new: Mapping[str, Service]) -> ServiceDiff:
+    """Which services differ between two configs' services (by name). A services file reuses the
+    same objects for unchanged lines (config/service_file.py), which makes this a pass of identity
+    checks; otherwise services are compared by value."""
+    missing = _MISSING
+    differ = [name for name, service in new.items() if old.get(name, missing) is not service]
+    added = frozenset(name for name in differ if name not in old)
+    changed = frozenset(name for name in differ if name not in added and old[name] != new[name])
+    same_names = len(new) - len(added) == len(old)  # every old name is still there
+    removed = frozenset() if same_names else frozenset(old.keys() - new.keys())
+    return ServiceDiff(changed, added, removed, new)
+
+
+_MISSING = Service(name="", zone="", label="")
+
+
+def same_but_services(old: Config, new: Config) -> bool:
+    """Whether two configs differ at most in their services."""
+    return replace(old, services=()) == replace(new, services=())
+
+
 def service_inputs(service: Service, snapshot: Snapshot) -> tuple[object, ...]:
     """Everything of a snapshot that a service's names depend on: the verdict and admin override of
     each configured endpoint, and the endpoints peers publish for it (with theirs)."""
@@ -223,6 +259,30 @@ class ViewBuilder:
         self._ents: frozenset[str] = frozenset()
         self._beat = -1.0
         self._chains = ChainIndex()
+        self._dropped: set[str] = set()  # names of services a rebase removed, gone at the next build
+
+    def rebase(self, config: Config, env: PolicyEnv, services: ServiceDiff) -> bool:
+        """Take `config` as the next build's config without a full build, when it differs from the
+        last one only in the services of `services` (and `env` is the last build's): the next build must
+        then be given `touched` covering the changed and added services. False (nothing done) when a
+        full build is needed."""
+        if self._view is None or self._config is None or env is not self._env:
+            return False
+        if not same_but_services(self._config, config):
+            return False
+        for name in services.removed:
+            self._dropped.update(self._owned.pop(name, ()))
+            self._inputs.pop(name, None)
+        for name in services.changed:
+            self._inputs.pop(name, None)  # rebuilt by the next build
+        if services.added or services.removed:
+            self._order = {s.name: i for i, s in enumerate(config.services)}
+            self._services = {s.name: s for s in config.services}
+        else:
+            for name in services.changed:
+                self._services[name] = services.new[name]
+        self._config = config
+        return True
 
     def build(
         self, config: Config, snapshot: Snapshot, env: PolicyEnv, touched: Collection[str] | None = None
@@ -242,12 +302,17 @@ class ViewBuilder:
             del names[name]
         changed: set[str] = set()
         gone: set[str] = set()
+        reshaped = bool(self._dropped)
+        for name in self._dropped:  # the names of services a rebase removed
+            if name in names:
+                del names[name]
+            gone.add(name)
+        self._dropped = set()
         if snapshot.evaluated_at != self._beat:
             beat = heartbeat_names(config, snapshot, self._base)
             names.update(beat)
             changed.update(beat)
             self._beat = snapshot.evaluated_at
-        reshaped = False
         for service in dirty:
             old = self._owned.get(service.name, frozenset())
             for name in old:
@@ -288,6 +353,7 @@ class ViewBuilder:
 
     def _full(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
         self._config, self._env = config, env
+        self._dropped = set()
         self._base = base_names(config)
         names = dict(self._base)
         self._inputs.clear()

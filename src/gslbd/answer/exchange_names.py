@@ -84,20 +84,34 @@ def republished(
     config: Config,
     snapshot: Snapshot,
     only: Iterable[Service],
+    removed: Iterable[Service] = (),
 ) -> dict[str, dict[str, tuple[str, ...]]]:
-    """`published(config, snapshot)` computed from `before` (the previous result for the same config)
-    when only the services in `only` may have changed. `before` is left as it was."""
+    """`published(config, snapshot)` computed from `before` (the previous result) when only the
+    services in `only` may have changed and those in `removed` are gone. `before` is left as it was,
+    and a zone whose publication did not change keeps its very dict (so `changed_zones` tells the
+    changed zones apart without comparing their contents)."""
     out = dict(before)
     copied: set[str] = set()
-    for service in only:
+
+    def zone_of(service: Service) -> dict[str, tuple[str, ...]]:
         if service.zone not in copied:
             out[service.zone] = dict(out.get(service.zone, {}))
             copied.add(service.zone)
+        return out[service.zone]
+
+    for service in removed:
+        name = localtargets_name(service)
+        if name in out.get(service.zone, {}):
+            del zone_of(service)[name]
+    for service in only:
+        name = localtargets_name(service)
         addresses = tuple(e.address for e in own_up_endpoints(config, service, snapshot))
+        if out.get(service.zone, {}).get(name) == (addresses or None):
+            continue
         if addresses:
-            out[service.zone][localtargets_name(service)] = addresses
+            zone_of(service)[name] = addresses
         else:
-            out[service.zone].pop(localtargets_name(service), None)
+            del zone_of(service)[name]
     for zone in copied:
         if not out[zone]:
             del out[zone]
@@ -107,8 +121,13 @@ def republished(
 def changed_zones(
     before: dict[str, dict[str, tuple[str, ...]]], after: dict[str, dict[str, tuple[str, ...]]]
 ) -> list[str]:
-    """The zones whose publication differs between two `published` results."""
-    return [z for z in dict.fromkeys([*before, *after]) if before.get(z) != after.get(z)]
+    """The zones whose publication differs between two `published` results (a zone's very same dict
+    in both is the same publication, as `republished` keeps it)."""
+    return [
+        z
+        for z in dict.fromkeys([*before, *after])
+        if (old := before.get(z)) is not (new := after.get(z)) and old != new
+    ]
 
 
 def exchange_rrsets(config: Config, snapshot: Snapshot) -> Iterator[RRset]:

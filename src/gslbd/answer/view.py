@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -205,6 +206,12 @@ def family_candidates(endpoints: Iterable[Endpoint], rtype: str) -> tuple[Endpoi
     return tuple(e for e in endpoints if e.kind is kind or e.kind is EndpointKind.HOSTNAME)
 
 
+@lru_cache(maxsize=4096)
+def _healthy_of(healthy: int, total: int) -> str:
+    """One string per count pair, shared by every outcome that says it."""
+    return f"{healthy} of {total} candidates healthy"
+
+
 def service_outcome(
     service: Service,
     rtype: str,
@@ -219,7 +226,7 @@ def service_outcome(
     healthy = tuple(e for e in family if effective_up(e, snapshot))
     if healthy:
         plan = get_policy(service.policy).plan(healthy, service, env)
-        return Dynamic(service, rtype, plan, f"{len(healthy)} of {len(family)} candidates healthy")
+        return Dynamic(service, rtype, plan, _healthy_of(len(healthy), len(family)))
     return all_down_outcome(service, rtype, family, snapshot, env)
 
 

@@ -485,7 +485,8 @@ class App:
         problems = zone_problems(self.config, config)
         if problems:
             raise ConfigError(problems)
-        errors = self._apply_config(resolve(config, random.Random(self.rng.getrandbits(64))))
+        rng = random.Random(self.rng.getrandbits(64))
+        errors = self._apply_config(resolve(config, rng, self._generation.resolved))
         if errors:
             raise ConfigError([Problem(config.source, None, "", line) for line in errors])
 
@@ -496,11 +497,12 @@ class App:
         addresses, workers, the API address and the cluster only change with a restart."""
         old = self.config
         config = resolved.config
-        keep = unchanged_keys(old, config)
+        keep = unchanged_keys(self._generation.resolved.probed, resolved.probed)
         snapshot = self.book.snapshot(keep=keep)
         began = time.perf_counter()
         try:
-            generation = self._builder.next(self._generation, NewConfig(resolved, snapshot))
+            change = NewConfig(resolved, snapshot, self.book.pending())
+            generation = self._builder.next(self._generation, change)
         except Exception as exc:
             log.exception("building the answers of %s failed", config.source)
             return [f"{config.source}: the answers could not be built: {exc!r}"]
@@ -600,7 +602,7 @@ class App:
             return errors, warnings
         rng = random.Random(self.rng.getrandbits(64))
         try:
-            resolved = await asyncio.to_thread(resolve, config, rng)
+            resolved = await asyncio.to_thread(resolve, config, rng, self._generation.resolved)
         except ConfigError as exc:
             return [str(p) for p in exc.problems], warnings
         return self._apply_config(resolved), warnings

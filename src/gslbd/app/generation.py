@@ -22,11 +22,13 @@ every other node of the view and the table (copy-on-write maps), and recounts on
 from __future__ import annotations
 
 import ipaddress
+import itertools
+import os
 import random
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from gslbd.answer import View
+from gslbd.answer import ServiceDiff, View, diff_services, same_but_services
 from gslbd.answer.exchange_names import (
     changed_zones,
     counted_endpoints,
@@ -39,6 +41,7 @@ from gslbd.cluster.url import parse_target
 from gslbd.cow import CowMap
 from gslbd.errors import ConfigError, Problem
 from gslbd.exchange.notify import notify_sources
+from gslbd.gcpause import collector_paused
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.policy import PolicyEnv
@@ -48,6 +51,9 @@ from gslbd.state.snapshot import Snapshot
 from gslbd.wire import AnswerTable
 
 Publication = dict[str, dict[str, tuple[str, ...]]]
+
+
+_SERIALS = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +68,35 @@ class Resolved:
     targets: Mapping[EndpointKey, tuple[EndpointKey, ...]]
     peer_sites: frozenset[str]
     notify_sources: Mapping[str, tuple[str, ...]]  # peer nameserver address -> its peer sites
+    geoip_stamp: tuple[int, ...] | None = None  # the GeoIP database file as opened (see `_stamp`)
+    serial: int = field(default_factory=lambda: next(_SERIALS))
+    # How the services differ from those of the Resolved with serial `diff_base` (resolve(previous=)).
+    diff: ServiceDiff | None = None
+    diff_base: int = 0
 
 
-def resolve(config: Config, rng: random.Random) -> Resolved:
+def _stamp(config: Config) -> tuple[int, ...] | None:
+    """The GeoIP database file's identity and version (inode, size, mtime), or None without one."""
+    path = config.topology.geoip_database
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1,)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def resolve(config: Config, rng: random.Random, previous: Resolved | None = None) -> Resolved:
     """Resolve `config`: open its GeoIP database (and look one address up), parse its Redis URL, group
-    its probes by target. ConfigError with located problems when something cannot be used."""
+    its probes by target. ConfigError with located problems when something cannot be used.
+
+    With `previous` (the running config's): when the new config differs only in its services and the
+    GeoIP database file is the one opened before, its environment is reused as it is, which lets the
+    generation builder rebuild only the services that changed."""
+    stamp = _stamp(config)
+    if previous is not None and previous.geoip_stamp == stamp and same_but_services(previous.config, config):
+        return _re_resolved(previous, config)
     problems: list[Problem] = []
     if config.cluster is not None:
         try:
@@ -88,6 +118,32 @@ def resolve(config: Config, rng: random.Random) -> Resolved:
         if callable(close):
             close()
         raise ConfigError(problems)
+    return _resolved(config, env, stamp)
+
+
+def _re_resolved(previous: Resolved, config: Config) -> Resolved:
+    """`config`, which differs from `previous.config` only in services, resolved from `previous`: the
+    probes are grouped again (in config order, as `resolve` does) only when an endpoint with a check
+    came, went or changed."""
+    services = {s.name: s for s in config.services}
+    diff = diff_services(previous.services, services)
+    before = [previous.services[name] for name in diff.changed | diff.removed]
+    after = [services[name] for name in diff.touched]
+    gone, came = probed_endpoints(previous.config, before), probed_endpoints(config, after)
+    probed = probed_endpoints(config) if gone or came else previous.probed
+    return replace(
+        previous,
+        config=config,
+        services=services,
+        probed=probed,
+        targets=probe_targets(probed.values()) if gone or came else previous.targets,
+        serial=next(_SERIALS),
+        diff=diff,
+        diff_base=previous.serial,
+    )
+
+
+def _resolved(config: Config, env: PolicyEnv, stamp: tuple[int, ...] | None) -> Resolved:
     probed = probed_endpoints(config)
     return Resolved(
         config=config,
@@ -97,6 +153,7 @@ def resolve(config: Config, rng: random.Random) -> Resolved:
         targets=probe_targets(probed.values()),
         peer_sites=peer_site_names(config),
         notify_sources=notify_sources(config),
+        geoip_stamp=stamp,
     )
 
 
@@ -120,10 +177,12 @@ def count_service(service: Service, snapshot: Snapshot, peer_sites: frozenset[st
 
 @dataclass(frozen=True, slots=True)
 class NewConfig:
-    """A resolved config, answered under `snapshot` (the verdicts it keeps)."""
+    """A resolved config, answered under `snapshot` (the verdicts it keeps). `touched`: the services
+    whose health inputs changed since the previous generation (None: any, which builds everything)."""
 
     resolved: Resolved
     snapshot: Snapshot
+    touched: Collection[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,16 +238,49 @@ class GenerationBuilder:
 
     def next(self, previous: Generation, change: Change) -> Generation:
         if isinstance(change, NewConfig):
-            return self._full(previous, change.resolved, change.snapshot)
+            return self._new_config(previous, change)
         return self._incremental(previous, change.snapshot, change.touched)
+
+    def _new_config(self, previous: Generation, change: NewConfig) -> Generation:
+        """A new config; one that differs from the previous only in some services (and resolved to the
+        same environment) rebuilds those services' names alone, as a verdict would."""
+        before, resolved, snapshot = previous.resolved, change.resolved, change.snapshot
+        if resolved.env is not before.env or self._answers.empty or change.touched is None:
+            return self._full(previous, resolved, snapshot)
+        diff = resolved.diff
+        if diff is None or resolved.diff_base != before.serial:
+            diff = diff_services(before.services, resolved.services)
+        if not self._answers.rebase(resolved.config, resolved.env, diff):
+            return self._full(previous, resolved, snapshot)
+        # Services whose health changed since the previous generation are rebuilt as well.
+        touched = diff.touched | (frozenset(change.touched) - diff.removed)
+        try:
+            view, table = self._answers.build(resolved.config, snapshot, resolved.env, touched)
+        except BaseException:
+            self._answers = AnswerBuilder(signer=self._answers.signer)  # half updated: rebuild whole
+            raise
+        config = resolved.config
+        # The snapshot may differ too (verdicts dropped for endpoints that changed): the builder looked
+        # at the touched services only, so the counts and the publication follow those.
+        rebuilt = [resolved.services[name] for name in touched if name in resolved.services]
+        gone = [before.services[name] for name in diff.removed]
+        counts = previous.counts.evolve(
+            ((s.name, count_service(s, snapshot, resolved.peer_sites)) for s in rebuilt), diff.removed
+        )
+        publication = republished(previous.publication, config, snapshot, rebuilt, gone)
+        changed = touched | diff.removed
+        return _generation(previous, resolved, snapshot, view, table, counts, changed, publication)
 
     def _full(self, previous: Generation | None, resolved: Resolved, snapshot: Snapshot) -> Generation:
         # A new config compiles everything; the old builder stays intact (its DNSSEC signatures are
         # shared: an RRset signed before with the same keys is not signed again).
         answers = AnswerBuilder(signer=self._answers.signer)
         config = resolved.config
-        view, table = answers.build(config, snapshot, resolved.env)
-        counts = CowMap((s.name, count_service(s, snapshot, resolved.peer_sites)) for s in config.services)
+        with collector_paused():
+            view, table = answers.build(config, snapshot, resolved.env)
+            counts = CowMap(
+                (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in config.services
+            )
         self._answers = answers
         return _generation(
             previous, resolved, snapshot, view, table, counts, None, published(config, snapshot)

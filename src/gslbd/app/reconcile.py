@@ -4,13 +4,13 @@ keep their health across a reload, and how an admin request names an endpoint.""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from gslbd.health.probes.base import answered_host, probe_host
 from gslbd.model.check import Check
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.types import CheckType
 
 # What makes two probes the same: where they connect, what they name (Host header, SNI), whose service
@@ -18,22 +18,26 @@ from gslbd.types import CheckType
 TargetKey = tuple[str, str, str, Check]
 
 
-def probed_endpoints(config: Config) -> dict[EndpointKey, Endpoint]:
+def probed_endpoints(
+    config: Config, services: Iterable[Service] | None = None
+) -> dict[EndpointKey, Endpoint]:
     """Endpoints probed by this instance: those with a check, except endpoints of peer sites (their
-    health is what that site publishes)."""
+    health is what that site publishes). `services`: only those of `config` (default: all)."""
     peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
     return {
         ep.key: ep
-        for ep in _endpoints(config)
+        for svc in (config.services if services is None else services)
+        for ep in svc.endpoints
         if ep.check is not None and (ep.site == config.site.name or ep.site not in peers)
     }
 
 
-def unchanged_keys(old: Config, new: Config) -> set[EndpointKey]:
-    """Endpoints probed under both configs with the same check at the same probed address: their
-    health is carried over (and their probe loops keep running)."""
-    before = probed_endpoints(old)
-    return {key for key, ep in probed_endpoints(new).items() if key in before and _same(before[key], ep)}
+def unchanged_keys(
+    before: Mapping[EndpointKey, Endpoint], after: Mapping[EndpointKey, Endpoint]
+) -> set[EndpointKey]:
+    """Endpoints probed under both configs (`probed_endpoints` of each) with the same check at the
+    same probed address: their health is carried over (and their probe loops keep running)."""
+    return {key for key, ep in after.items() if (was := before.get(key)) is not None and _same(was, ep)}
 
 
 def _same(a: Endpoint, b: Endpoint) -> bool:
@@ -62,11 +66,6 @@ def normal_address(address: str) -> str:
     except ValueError:
         text = text.lower()
         return text if text.endswith(".") else text + "."
-
-
-def _endpoints(config: Config) -> Iterator[Endpoint]:
-    for svc in config.services:
-        yield from svc.endpoints
 
 
 def target_key(endpoint: Endpoint) -> TargetKey:

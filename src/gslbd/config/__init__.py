@@ -16,11 +16,12 @@ import os
 from pathlib import Path
 
 from gslbd.config.fields import Report
-from gslbd.config.loader import parse_yaml
+from gslbd.config.loader import Node, parse_yaml
 from gslbd.config.overrides import apply_overrides
 from gslbd.config.protect import secret_warnings
 from gslbd.config.validate import build_config
 from gslbd.errors import ConfigError, Problem
+from gslbd.gcpause import collector_paused
 from gslbd.model.config import Config
 
 log = logging.getLogger(__name__)
@@ -35,20 +36,28 @@ def check_config_text(
     text: str, source: str = "<string>", base_dir: str | os.PathLike[str] | None = None
 ) -> tuple[Config | None, list[Problem]]:
     """Validate configuration text: (the Config, or None when there are errors; every problem)."""
+    config, problems, _ = _check(text, source, base_dir)
+    return config, problems
+
+
+def _check(
+    text: str, source: str, base_dir: str | os.PathLike[str] | None
+) -> tuple[Config | None, list[Problem], Node | None]:
+    """(the Config or None, every problem, the parsed tree): the tree is parsed once and shared."""
     tree, problems = parse_yaml(text, source)
     rep = Report(source, Path(base_dir) if base_dir is not None else Path.cwd())
     rep.problems.extend(problems)
     if any(p.severity == "error" for p in problems) and tree is None:
-        return None, _order(rep.problems)
+        return None, _order(rep.problems), tree
     try:
-        config = build_config(rep, tree)
+        config = build_config(rep, tree, f"{rep.base_dir}\n{text}")
     except Exception as exc:  # a validator bug must still be a located answer, never a traceback
         log.exception("validating %s failed", source)
         rep.problems.append(Problem(source, None, "", f"the configuration could not be validated: {exc!r}"))
-        return None, _order(rep.problems)
+        return None, _order(rep.problems), tree
     if rep.failed or config is None:
-        return None, _order(rep.problems)
-    return apply_overrides(config), _order(rep.problems)
+        return None, _order(rep.problems), tree
+    return apply_overrides(config), _order(rep.problems), tree
 
 
 def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Problem]]:
@@ -62,9 +71,10 @@ def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Prob
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return None, [Problem(source, None, "", f"cannot read the configuration: {why}")]
-    config, problems = check_config_text(text, source, Path(path).resolve().parent)
+    with collector_paused():
+        config, problems, tree = _check(text, source, Path(path).resolve().parent)
     if config is not None:
-        problems += secret_warnings(source, Path(path), text, config)
+        problems += secret_warnings(source, Path(path), tree, config)
     return config, problems
 
 

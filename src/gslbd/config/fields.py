@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import sys
 from collections.abc import Callable, Collection, Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -100,6 +101,8 @@ class MapReader:
         self.node = node
         self.path = path
         self.line = line
+        # key -> entry (the first, as Map.get): readers ask for many keys, most of them absent.
+        self._entries = {e.key: e for e in reversed(node.entries)}
 
     def keys(self) -> list[str]:
         return [e.key for e in self.node.entries]
@@ -113,11 +116,11 @@ class MapReader:
             self.rep.error(entry.key_line, join(self.path, entry.key), f"unknown key '{entry.key}'{hint}")
 
     def has(self, key: str) -> bool:
-        entry = self.node.get(key)
+        entry = self._entries.get(key)
         return entry is not None and not is_null(entry.value)
 
     def node_of(self, key: str) -> Node | None:
-        entry = self.node.get(key)
+        entry = self._entries.get(key)
         if entry is None or is_null(entry.value):
             return None
         return entry.value
@@ -125,13 +128,13 @@ class MapReader:
     def line_of(self, key: str) -> int:
         """The line to report a problem with a key's value: the value's own line for a scalar, the
         key's line for a list or mapping (whose first item may be on a later line)."""
-        entry = self.node.get(key)
+        entry = self._entries.get(key)
         if entry is None:
             return self.line
         return entry.value.line if isinstance(entry.value, Scalar) else entry.key_line
 
     def key_line(self, key: str) -> int:
-        entry = self.node.get(key)
+        entry = self._entries.get(key)
         return self.line if entry is None else entry.key_line
 
     def at(self, key: str) -> str:
@@ -371,4 +374,4 @@ def site_name(node: Node) -> str:
     value = string(node)
     if not SITE_NAME.match(value):
         raise Invalid(f"invalid site name {value!r}; must match [a-z0-9-]+")
-    return value
+    return sys.intern(value)  # named by every endpoint: one string per site, not one per mention

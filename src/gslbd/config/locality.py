@@ -11,10 +11,10 @@ naming lives here, below both the validation and the answers, so that both use o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gslbd.config.fields import MapReader, Report, as_map
+from gslbd.config.fields import MapReader
 from gslbd.config.names import in_zone
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.config import Config
@@ -75,18 +75,18 @@ def site_localities(config: Config) -> tuple[Locality, ...]:
 
 
 def check_locality_names(
-    rep: Report,
-    root: MapReader,
-    services: list[Service],
+    named: Sequence[tuple[Service, MapReader | None]],
+    services: Sequence[Service],
     zones: list[ZoneInfo],
     sites: Mapping[str, Locality],
 ) -> None:
     """Report every locality name that is also another name of its zone (a service, a static record,
     a nameserver, another service's locality name) or that falls inside a more specific served zone.
 
-    Run only on a config without errors so far: then `services` are the items of `services:` in order.
-    Localities that only peers publish at run time are not known here; `gslbd.answer.locality` gives
-    the names defined here precedence over them."""
+    `named`: the services with locality names, each with the reader to report a clash on (in config
+    order); `services`: every service. Run only on a config without errors so far. Localities that only
+    peers publish at run time are not known here; `gslbd.answer.locality` gives the names defined here
+    precedence over them."""
     taken: dict[str, str] = {}
     for info in zones:
         origin = info.zone.origin
@@ -95,16 +95,18 @@ def check_locality_names(
             taken.setdefault(ns.name, f"also a nameserver of zone {origin!r}")
         for owner, places in info.owners.items():
             taken.setdefault(owner, f"also a static record ({places[0].record})")
-    for service in services:
-        taken.setdefault(service.name, f"also the service {service.name!r}")
+    if not named:
+        return
+    names = {service.name for service in services}
     origins = [info.zone.origin for info in zones]
     declared = tuple(sites.values())
-    readers = [as_map(rep, item, path) for item, path in root.items("services")]
-    for service, r in zip(services, readers, strict=False):
-        if not service.locality_names or r is None:
+    for service, r in named:
+        if r is None:
             continue
         for level in levels(service, [e.locality for e in service.endpoints] + list(declared)):
             why = taken.get(level.name)
+            if why is None and level.name in names:
+                why = f"also the service {level.name!r}"
             inner = _most_specific(level.name, origins)
             if why is None and inner != service.zone:
                 why = f"inside the more specific zone {inner!r}"

@@ -116,9 +116,16 @@ def ip_address(node: Node) -> str:
     return ip_text(string(node))
 
 
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+# An IPv4 address in its normal form (as ipaddress writes it: no leading zeros).
+_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")
+
+
 def target(node: Node) -> tuple[str, EndpointKind]:
     """Converter: an IP address or an absolute hostname (ending in a dot), with its kind."""
     text = string(node).strip()
+    if _IPV4.match(text):  # the common case, without ipaddress's cost
+        return text, EndpointKind.IPV4
     try:
         addr = ipaddress.ip_address(text)
     except ValueError:

@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from gslbd.config.fields import Invalid, MapReader, duration, integer, is_null, nonempty_string, string
-from gslbd.config.loader import Entry, Map, Node, parse_yaml
+from gslbd.config.loader import Entry, Map, Node
 from gslbd.errors import Problem
 from gslbd.model.config import Config, CookieConfig, RrlConfig
 
@@ -146,12 +146,12 @@ def inline_secrets(tree: Node | None, config: Config) -> list[tuple[str, int]]:
     return found
 
 
-def secret_warnings(source: str, path: Path, text: str, config: Config) -> list[Problem]:
-    """Warnings for a configuration file that holds secrets and that every user may read."""
+def secret_warnings(source: str, path: Path, tree: Node | None, config: Config) -> list[Problem]:
+    """Warnings for a configuration file (parsed as `tree`) that holds secrets and that every user may
+    read."""
     mode = readable_by_others(path)
     if mode is None:
         return []
-    tree, _ = parse_yaml(text, source)
     return [
         Problem(
             source,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gslbd.config.checks import CheckRef, read_profiles
 from gslbd.config.discovery import with_discovered
-from gslbd.config.fields import Invalid, MapReader, Report, describe, integer
+from gslbd.config.fields import Invalid, MapReader, Report, as_map, describe, integer
 from gslbd.config.loader import Map, Node
 from gslbd.config.locality import check_locality_names
 from gslbd.config.logs import read_log
@@ -20,6 +20,7 @@ from gslbd.config.network import (
     read_topology,
 )
 from gslbd.config.run_as import read_run_as
+from gslbd.config.service_file import read_services_file
 from gslbd.config.services import ServiceContext, locality_lookup, read_services
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.model.config import Config, PeersConfig, SiteConfig
@@ -35,6 +36,7 @@ TOP_KEYS = (
     "zones",
     "checks",
     "services",
+    "services_file",
     "topology",
     "sites",
     "cluster",
@@ -138,8 +140,10 @@ def _discover(
     return found
 
 
-def build_config(rep: Report, tree: Node | None) -> Config | None:
-    """Validate a whole configuration; None when there are errors (all of them are in `rep`)."""
+def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | None:
+    """Validate a whole configuration; None when there are errors (all of them are in `rep`).
+    `context` identifies the configuration text: a services file's lines validated under the same
+    text are not validated again (config/service_file.py)."""
     if tree is None:
         tree = Map(1, ())
     if not isinstance(tree, Map):
@@ -174,9 +178,23 @@ def build_config(rep: Report, tree: Node | None) -> Config | None:
         peer_sites={p.name for p in peers.sites} if peers is not None else set(),
         can_locate=bool(topology.networks) or topology.geoip_database is not None,
     )
-    services = read_services(ctx, r)
+    inline = read_services(ctx, r)
+    from_file = read_services_file(ctx, r, context, (s.name for s in inline))
+    services = inline + from_file.services if from_file is not None else inline
     if not rep.failed:
-        check_locality_names(rep, r, services, zones, localities)
+        # Every service with locality names, with where to report a clash (its line in the file).
+        readers = [as_map(rep, item, path) for item, path in r.items("services")]
+        named = [(s, m) for s, m in zip(inline, readers, strict=False) if s.locality_names]
+        if from_file is not None:
+            file_rep = Report(from_file.source, rep.base_dir)
+            named += [
+                (s, MapReader(file_rep, Map(n, ()), "", n))
+                for s, n in zip(from_file.services, from_file.lines, strict=True)
+                if s.locality_names
+            ]
+        check_locality_names(named, services, zones, localities)
+        if from_file is not None:
+            rep.problems.extend(file_rep.problems)
     refs.warn_unused(checks_r)
     cluster = read_cluster(r.sub("cluster"))
     state = read_state(r.sub("state"))

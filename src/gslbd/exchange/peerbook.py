@@ -47,8 +47,10 @@ def learned_for(
     config: Config, services: Iterable[Service], states: Mapping[str, PeerState]
 ) -> dict[str, tuple[Endpoint, ...]]:
     """`learned_endpoints` of some of the config's services only."""
-    peers = peer_site_names(config)
     out: dict[str, tuple[Endpoint, ...]] = {}
+    if not states:  # no peers: nothing is learned
+        return out
+    peers = peer_site_names(config)
     for service in services:
         own = {e.address for e in service.endpoints if e.site not in peers}
         seen: set[str] = set()

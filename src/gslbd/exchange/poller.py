@@ -72,12 +72,17 @@ class Questions:
         return question(heartbeat_name(peer, self.heartbeat_zone), TXT)
 
 
-def build_questions(config: Config) -> Questions:
+def build_questions(config: Config, before: Questions | None = None) -> Questions:
+    """The questions of `config`'s polls (none without peers); those of `before` are reused for the
+    names they already ask, so a reload that changes a few services builds a few questions."""
     targets: list[tuple[str, Question]] = []
-    for service in config.services:
-        name = localtargets_name(service)
-        targets.append((service.name, question(name, A)))
-        targets.append((service.name, question(name, AAAA)))
+    if config.peers is not None and config.peers.sites:
+        known = {q.name: q for _, q in before.targets if q.rdtype == A} if before is not None else {}
+        known_aaaa = {q.name: q for _, q in before.targets if q.rdtype == AAAA} if before is not None else {}
+        for service in config.services:
+            name = localtargets_name(service)
+            targets.append((service.name, known.get(name) or question(name, A)))
+            targets.append((service.name, known_aaaa.get(name) or question(name, AAAA)))
     zones = [s.zone for s in config.services] or [z.origin for z in config.zones]
     return Questions(tuple(targets), zones[0] if zones else None, tuple(dict.fromkeys(zones)))
 
@@ -212,7 +217,7 @@ class Poller:
         """Follow a reloaded configuration (peers, their nameservers, services, timings). True when
         the learned endpoints changed (the caller rebuilds; `on_change` is not called)."""
         changed = self.book.configure(config)
-        self._questions = build_questions(config)
+        self._questions = build_questions(config, self._questions)
         if self._running:
             self._sync_tasks()
         return changed

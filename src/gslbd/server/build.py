@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from gslbd.answer import Change, View, ViewBuilder
+from gslbd.answer import Change, ServiceDiff, View, ViewBuilder
 from gslbd.clock import Clock, SystemClock
 from gslbd.model.config import Config
 from gslbd.policy import PolicyEnv
@@ -73,6 +73,15 @@ class AnswerBuilder:
             table = update_table(self._table, view, change.changed, change.removed)
         self._table = table
         return view, table
+
+    def rebase(self, config: Config, env: PolicyEnv, services: ServiceDiff) -> bool:
+        """Take `config`, which differs from the last build's only in `services`, without compiling
+        everything: the next `build` (given `touched=services.touched`) recompiles the names of the
+        changed, added and removed services alone. False when a full build is needed."""
+        if self._table is None or not self._views.rebase(config, env, services):
+            return False
+        self._config = config
+        return True
 
     def resign_at(self) -> float | None:
         """Wall time when cached signatures need to be made anew (None: nothing is signed)."""

@@ -74,6 +74,10 @@ class HealthBook:
         touched, self._touched = self._touched, set()
         return None if touched is None else frozenset(touched)
 
+    def pending(self) -> frozenset[str] | None:
+        """What `take_touched` would return now, without starting over."""
+        return None if self._touched is None else frozenset(self._touched)
+
     def retain(self, keys: Collection[EndpointKey]) -> None:
         """Forget the status of every endpoint not in `keys` (they start over as unknown)."""
         gone = [k for k in self._statuses if k not in keys]

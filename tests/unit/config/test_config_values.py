@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gslbd.config import check_config_text, load_config_text
 from gslbd.config.fields import Invalid, parse_duration
-from gslbd.config.names import parse_hostport
+from gslbd.config.loader import Scalar
+from gslbd.config.names import parse_hostport, target
 from gslbd.model import ListenAddress, StaticRecord
 
 
@@ -208,3 +213,18 @@ def test_listen_accepts_one_string_and_port_zero() -> None:
     config = load_config_text("dns: {listen: '[::1]:0'}\napi: {listen: '127.0.0.1:0'}\n")
     assert config.dns.listen == (ListenAddress("::1", 0),)
     assert config.api is not None and config.api.listen == ListenAddress("127.0.0.1", 0)
+
+
+@given(st.lists(st.integers(0, 300), min_size=3, max_size=5), st.booleans())
+def test_endpoint_addresses_normalize_like_ipaddress(octets: list[int], zero: bool) -> None:
+    """The IPv4 shortcut of `target` takes and refuses exactly what ipaddress does."""
+    text = ".".join(("0" if zero and i == 0 else "") + str(o) for i, o in enumerate(octets))
+    try:
+        expected: str | None = str(ipaddress.ip_address(text))
+    except ValueError:
+        expected = None
+    try:
+        got: str | None = target(Scalar(1, text))[0]
+    except Invalid:
+        got = None
+    assert got == expected
