@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gslbd.gcpause import collector_paused
 from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
 from gslbd.policy.locate import TopologyLocator
@@ -264,7 +265,10 @@ def build_ctable(
     """The C copy of `table`. `inherit`: the table it replaces, whose policy answer counts it continues."""
     assert _cfast is not None, "gslbd.wire._cfast is not compiled here"
     locators = _Locators()
-    nodes = tuple(_node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items())
+    with collector_paused():  # a tuple per name and entry, all kept until C has copied them
+        nodes = tuple(
+            _node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items()
+        )
     zones = tuple(
         (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z)) for key, z in table.zones.items()
     )
