@@ -1,13 +1,21 @@
-"""Build the one optional C helper (batched UDP receive/send); everything else is in pyproject.toml.
+"""Build the optional C parts; everything else is in pyproject.toml.
 
-`optional=True`: where it cannot be compiled (no compiler, no recvmmsg), gslbd installs without it and
-the UDP listener uses one recvfrom/sendto per datagram instead.
+- `gslbd.server._mmsg`: batched UDP receive/send (recvmmsg/sendmmsg) for the Python UDP loop;
+- `gslbd.wire._cfast`: the answer table in C and the UDP loop that answers from it without the GIL
+  (wire/ctable.py, server/udp.py).
+
+Both are compiled with -Wall -Wextra -Werror. `optional=True`: where they cannot be compiled (no
+compiler, no recvmmsg), gslbd installs without them and answers in Python (tests/unit/wire/test_ctable.py
+fails where a compiler exists but the build did not succeed).
 """
 
 from setuptools import Extension, setup
 
+STRICT = ["-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"]
+
 setup(
     ext_modules=[
-        Extension("gslbd.server._mmsg", ["src/gslbd/server/_mmsg.c"], optional=True),
+        Extension("gslbd.server._mmsg", ["src/gslbd/server/_mmsg.c"], optional=True, extra_compile_args=STRICT),
+        Extension("gslbd.wire._cfast", ["src/gslbd/wire/_cfast.c"], optional=True, extra_compile_args=STRICT),
     ]
 )

@@ -3,7 +3,9 @@
 A config of N services (4 endpoints each, two sites, locality names on every other service) is built
 once in full; then single verdicts flip one endpoint of a random service, and each new snapshot goes
 through the same AnswerBuilder, which rebuilds only the names of the changed service. The figure that
-matters is the ratio (full / one verdict), measured in the same run on the same machine.
+matters is the ratio (full / one verdict), measured in the same run on the same machine. Where the C
+extension is built, the last two columns are what the responder adds at each swap: the C copy of the
+whole table (`build_ctable`) and its per-name update (`update_ctable`, p50).
 
     python bench/rebuild_bench.py                  # 250, 1,000 and 5,000 services
     python bench/rebuild_bench.py --services 2000 --verdicts 200
@@ -24,6 +26,7 @@ from gslbd.model.service import EndpointKey
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
+from gslbd.wire import ctable
 
 
 def make_config(services: int) -> Config:
@@ -47,8 +50,9 @@ def make_config(services: int) -> Config:
     return load_config_text("\n".join(lines) + "\n")
 
 
-def run(services: int, verdicts: int, fulls: int) -> tuple[float, float, float]:
-    """(median full build ms, median one-verdict build ms, p99 one-verdict build ms)."""
+def run(services: int, verdicts: int, fulls: int) -> tuple[float, float, float, float, float]:
+    """(median full build ms, median one-verdict build ms, p99 one-verdict build ms, C table full build
+    ms, C table one-verdict update ms p50); the C figures are 0 without the extension."""
     config = make_config(services)
     env = build_env(config, random.Random(1))
     rng = random.Random(7)
@@ -58,7 +62,14 @@ def run(services: int, verdicts: int, fulls: int) -> tuple[float, float, float]:
         AnswerBuilder().build(config, Snapshot(), env)
         full_times.append(time.perf_counter() - started)
     builder = AnswerBuilder()
-    builder.build(config, Snapshot(), env)
+    _, table = builder.build(config, Snapshot(), env)
+    c_full = 0.0
+    native = None
+    if ctable.AVAILABLE:
+        started = time.perf_counter()
+        native = ctable.build_ctable(table)
+        c_full = time.perf_counter() - started
+    c_times = [0.0]
     health: dict[EndpointKey, bool] = {}
     one_times = []
     for version in range(1, verdicts + 1):
@@ -66,14 +77,20 @@ def run(services: int, verdicts: int, fulls: int) -> tuple[float, float, float]:
         health[endpoint.key] = not health.get(endpoint.key, True)
         snapshot = Snapshot(version, MappingProxyType(dict(health)))
         started = time.perf_counter()
-        builder.build(config, snapshot, env)
+        _, table = builder.build(config, snapshot, env)
         one_times.append(time.perf_counter() - started)
         assert not builder.last_full
+        if native is not None:
+            started = time.perf_counter()
+            native = ctable.update_ctable(native, table)
+            c_times.append(time.perf_counter() - started)
     one_times.sort()
     return (
         statistics.median(full_times) * 1000,
         statistics.median(one_times) * 1000,
         one_times[int(len(one_times) * 0.99) - 1] * 1000,
+        c_full * 1000,
+        statistics.median(c_times[1:] or c_times) * 1000,
     )
 
 
@@ -86,10 +103,16 @@ def main() -> None:
     parser.add_argument("--fulls", type=int, default=3)
     args = parser.parse_args()
     gc.freeze()  # as `gslbd serve` does after start
-    print(f"{'services':>8}  {'full build':>11}  {'one verdict p50':>15}  {'p99':>9}  {'ratio':>7}")
+    print(
+        f"{'services':>8}  {'full build':>11}  {'one verdict p50':>15}  {'p99':>9}  {'ratio':>7}"
+        f"  {'C table full':>12}  {'C update p50':>12}"
+    )
     for n in args.services:
-        full, one, p99 = run(n, args.verdicts, args.fulls)
-        print(f"{n:>8}  {full:>8.1f} ms  {one:>12.2f} ms  {p99:>6.2f} ms  {full / one:>6.0f}x")
+        full, one, p99, c_full, c_one = run(n, args.verdicts, args.fulls)
+        print(
+            f"{n:>8}  {full:>8.1f} ms  {one:>12.2f} ms  {p99:>6.2f} ms  {full / one:>6.0f}x"
+            f"  {c_full:>9.1f} ms  {c_one:>9.2f} ms"
+        )
 
 
 if __name__ == "__main__":

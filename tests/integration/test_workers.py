@@ -88,8 +88,12 @@ API_PORT = free_port()  # chosen outside the ephemeral range, so nothing else ta
 def workers_server(tmp_path: Path) -> Iterator[Running]:
     config = WORKERS_CONFIG + f'api: {{listen: "127.0.0.1:{API_PORT}"}}\n'
     with running_gslbd(tmp_path, config, zone=ZONE) as server:
+        # The SOA the harness waits for may come from the first worker while the second still starts:
+        # wait until the parent says both listen (a worker killed while starting stops the server).
         deadline = time.monotonic() + 10
-        while len(worker_pids(server)) < 2 and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (
+            len(worker_pids(server)) < 2 or "DNS answered by 2 worker processes" not in server.log()
+        ):
             time.sleep(0.05)
         yield server
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality, SiteInfo
-from gslbd.policy.base import FixedPlan, Locator, Plan, PolicyEnv
+from gslbd.policy.base import FixedPlan, Location, Locator, Plan, PolicyEnv
 from gslbd.policy.round_robin import RotationPlan, rotations
 
 # A plan forgets the clients it has located once it has seen this many (per address family).
@@ -82,8 +82,11 @@ class GeoPlan:
 
     def classify(self, ip: int, v6: bool) -> tuple[int, str]:
         """The candidate set for a client, and why."""
+        return self.classify_location(self.locator.locate(ip, v6))
+
+    def classify_location(self, loc: Location) -> tuple[int, str]:
+        """The candidate set for a client at `loc`, and why (the C table precomputes it per location)."""
         t = self.tables
-        loc = self.locator.locate(ip, v6)
         region, zone = loc.locality.region, loc.locality.zone
         if zone is not None:
             found = t.by_zone.get((region, zone))

@@ -5,12 +5,13 @@
  * datagram each way, plus a failing recvfrom per wake-up. This module moves up to BATCH datagrams per
  * call. It does nothing else: parsing and answering stay in Python.
  *
- *   recv_batch(fd, max, buffer, wait) -> list of (data: bytes, peer: bytes, ip: int, v6: bool)
+ *   recv_batch(fd, max, buffer, wait) -> list of (data: bytes, peer: bytes, ip: int, v6: bool, cut: bool)
  *       Receives into the caller's writable `buffer` (max x BUFSIZE bytes; one per listener, so
  *       listeners on several threads never share one) and copies each datagram out. wait=False: never
  *       blocks. wait=True: blocks with the GIL released until a datagram arrives (or the socket's
  *       SO_RCVTIMEO passes). An empty list when nothing came. `peer` is the raw sockaddr to pass back
- *       to send_batch; `ip` is the peer address as an integer. Raises OSError on other errors.
+ *       to send_batch; `ip` is the peer address as an integer; `cut`: the datagram was longer than
+ *       BUFSIZE and `data` holds only its start (MSG_TRUNC). Raises OSError on other errors.
  *   send_batch(fd, [(reply: bytes, peer: bytes), ...]) -> int
  *       Non-blocking. Returns how many were handed to the kernel; a datagram the kernel refuses
  *       (full buffer, unreachable peer) is skipped and counted as not sent.
@@ -23,8 +24,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#define UNUSED __attribute__((unused))
+
 #define BATCH 64
-#define BUFSIZE 4096 /* a DNS query never needs more; a longer datagram is cut (and gets FORMERR) */
+#define BUFSIZE 4096 /* a DNS query never needs more; a longer datagram is reported cut (FORMERR) */
 
 static PyObject *peer_ip(const struct sockaddr_storage *sa, int *v6) {
     if (sa->ss_family == AF_INET) {
@@ -41,7 +44,7 @@ static PyObject *peer_ip(const struct sockaddr_storage *sa, int *v6) {
     return PyLong_FromLong(0);
 }
 
-static PyObject *recv_batch(PyObject *self, PyObject *args) {
+static PyObject *recv_batch(UNUSED PyObject *self, PyObject *args) {
     int fd, max, wait, got, i;
     Py_buffer buf;
     PyObject *out = NULL;
@@ -92,7 +95,7 @@ static PyObject *recv_batch(PyObject *self, PyObject *args) {
         PyObject *data = PyBytes_FromStringAndSize((const char *)iovs[i].iov_base, msgs[i].msg_len);
         PyObject *peer = PyBytes_FromStringAndSize((const char *)&addrs[i], msgs[i].msg_hdr.msg_namelen);
         PyObject *ip = peer_ip(&addrs[i], &v6);
-        PyObject *item = PyTuple_New(4);
+        PyObject *item = PyTuple_New(5);
         if (data == NULL || peer == NULL || ip == NULL || item == NULL) {
             Py_XDECREF(data);
             Py_XDECREF(peer);
@@ -104,6 +107,7 @@ static PyObject *recv_batch(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(item, 1, peer);
         PyTuple_SET_ITEM(item, 2, ip);
         PyTuple_SET_ITEM(item, 3, PyBool_FromLong(v6));
+        PyTuple_SET_ITEM(item, 4, PyBool_FromLong(msgs[i].msg_hdr.msg_flags & MSG_TRUNC));
         PyList_SET_ITEM(out, i, item);
     }
     PyBuffer_Release(&buf);
@@ -114,7 +118,7 @@ fail:
     return NULL;
 }
 
-static PyObject *send_batch(PyObject *self, PyObject *args) {
+static PyObject *send_batch(UNUSED PyObject *self, PyObject *args) {
     int fd;
     PyObject *list;
     Py_ssize_t n, i, start = 0;
@@ -162,13 +166,13 @@ static PyObject *send_batch(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"recv_batch", recv_batch, METH_VARARGS, "recv_batch(fd, max, buffer, wait) -> [(data, peer, ip, v6)]"},
+    {"recv_batch", recv_batch, METH_VARARGS, "recv_batch(fd, max, buffer, wait) -> [(data, peer, ip, v6, cut)]"},
     {"send_batch", send_batch, METH_VARARGS, "send_batch(fd, [(reply, peer), ...]) -> sent"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "gslbd.server._mmsg", "Batched UDP receive/send (recvmmsg/sendmmsg).", -1, methods,
+    PyModuleDef_HEAD_INIT, "gslbd.server._mmsg", "Batched UDP receive/send (recvmmsg/sendmmsg).", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__mmsg(void) {

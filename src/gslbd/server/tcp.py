@@ -164,7 +164,7 @@ class _DnsStream(asyncio.Protocol):
             try:
                 reply = listener.handler.handle(message, self._ip, listener.v6, True)
             except Exception:
-                stats.handler_errors += 1
+                stats.tcp_handler_errors += 1
                 if not listener.error_logged:
                     listener.error_logged = True
                     log.exception("error while answering a TCP query (counted; further ones are not logged)")

@@ -1,5 +1,10 @@
 """The UDP listener.
 
+With the C extension `gslbd.wire._cfast` and a handler that has a C table (`handler.slot`, the
+Responder's), each UDP socket gets a receiving thread that runs the C loop `UdpLoop`: recvmmsg, answer
+from the C table, sendmmsg, all without the GIL; only the datagrams the table cannot answer are passed to
+`handler.handle` (with the GIL, in the same thread). Without it, the Python loops below.
+
 asyncio's datagram transport allocates a 256 KiB buffer for every datagram it reads (an mmap/munmap
 per query), so it is not used. With the C helper `gslbd.server._mmsg` (built at install time where a
 compiler is available) each UDP socket gets a receiving thread of its own that blocks in `recvmmsg`
@@ -17,14 +22,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import struct
 import threading
+from typing import Any
 
 try:
     from gslbd.server import _mmsg
 except ImportError:  # not compiled here: one system call per datagram
     _mmsg = None  # type: ignore[assignment]
+try:
+    from gslbd.wire import _cfast
+except ImportError:  # not compiled here: the Python loops answer
+    _cfast = None  # type: ignore[assignment]
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
@@ -41,15 +52,27 @@ class UdpListener:
     """Answers DNS over UDP on one bound socket."""
 
     def __init__(
-        self, sock: socket.socket, handler: Handler, stats: ServerStats, *, batched: bool | None = None
+        self,
+        sock: socket.socket,
+        handler: Handler,
+        stats: ServerStats,
+        *,
+        batched: bool | None = None,
+        native: bool | None = None,
     ) -> None:
-        """`batched`: use recvmmsg/sendmmsg (default: when the C helper is available)."""
+        """`batched`: use recvmmsg/sendmmsg (default: when the C helper is available). `native`: answer
+        in the C loop from the handler's C table (default: when the handler has one)."""
         self._sock = sock
         self._batched = (_mmsg is not None) if batched is None else (batched and _mmsg is not None)
+        slot = getattr(handler, "slot", None)
+        has_table = _cfast is not None and isinstance(slot, _cfast.Slot)
+        self._slot: Any = slot if has_table and (native is None or native) and batched is not False else None
+        self._native: Any = None  # the C loop, while it runs
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._handler = handler
         self._stats = stats
+        self._counters = stats.udp_counters() if self._slot is None else None
         self._v6 = sock.family == socket.AF_INET6
         self._buf = bytearray(MAX_DATAGRAM)
         self._view = memoryview(self._buf)
@@ -64,7 +87,20 @@ class UdpListener:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start answering: a receiving thread (batched), or a reader on the loop."""
         self._loop = loop
-        if self._batched:
+        if self._slot is not None:
+            assert _cfast is not None
+            self._sock.setblocking(True)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _RCVTIMEO)
+            native = _cfast.UdpLoop(
+                self._sock.fileno(), self._slot, self._handler.handle, self._log_failure, _seed()
+            )
+            self._stats.add_udp_source(lambda: _reading(native.counters()))
+            self._native = native
+            self._thread = threading.Thread(
+                target=native.run, name=f"gslbd-udp-{self.sockname[1]}", daemon=True
+            )
+            self._thread.start()
+        elif self._batched:
             # Blocking receives in a thread of our own, the GIL released while waiting: no epoll
             # round trip per wake-up. SO_RCVTIMEO bounds each wait so that close() is noticed.
             self._sock.setblocking(True)
@@ -79,88 +115,135 @@ class UdpListener:
     def close(self) -> None:
         """Stop answering and close the socket."""
         self._stopping = True
+        if self._native is not None:
+            self._native.stop()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
         elif self._loop is not None and self._sock.fileno() >= 0:
             self._loop.remove_reader(self._sock.fileno())
         self._loop = None
+        self._native = None
         self._sock.close()
 
     def _serve_batched(self) -> None:
         """The receiving thread: up to 64 datagrams per recvmmsg, all replies in one sendmmsg."""
-        assert _mmsg is not None
+        assert _mmsg is not None and self._counters is not None
         recv_batch = _mmsg.recv_batch
         send_batch = _mmsg.send_batch
         fd = self._sock.fileno()
         buffer = bytearray(_mmsg.BATCH * _mmsg.BUFSIZE)
         limit = _mmsg.BATCH
-        stats = self._stats
-        rcodes = stats.udp_rcodes
+        counters = self._counters  # this thread's own: no increment is lost to another thread
+        rcodes = counters.rcodes
         while not self._stopping:
             try:
                 batch = recv_batch(fd, limit, buffer, True)
             except OSError:
-                stats.udp_recv_errors += 1
+                counters.udp_recv_errors += 1
                 continue
             if not batch:
                 continue  # the receive timeout passed: look at _stopping again
             handle = self._handler.handle
-            stats.udp_queries += len(batch)
+            counters.udp_queries += len(batch)
             replies: list[tuple[bytes, bytes]] = []
-            for data, peer, ip, v6 in batch:
-                try:
-                    reply = handle(data, ip, v6, False)
-                except Exception:
-                    self._handler_failed()
-                    continue
+            for data, peer, ip, v6, cut in batch:
+                if cut:
+                    counters.udp_oversized += 1
+                    reply = formerr(data)
+                else:
+                    try:
+                        reply = handle(data, ip, v6, False)
+                    except Exception:
+                        self._handler_failed()
+                        continue
                 if reply is None:
-                    stats.udp_dropped += 1
+                    counters.udp_dropped += 1
                     continue
                 replies.append((reply, peer))
                 if len(reply) > 3:
                     rcodes[reply[3] & 15] += 1
             if replies:
                 sent = send_batch(fd, replies)
-                stats.udp_responses += sent
-                stats.udp_send_errors += len(replies) - sent
+                counters.udp_responses += sent
+                counters.udp_send_errors += len(replies) - sent
 
     def _handler_failed(self) -> None:
-        self._stats.handler_errors += 1
+        assert self._counters is not None
+        self._counters.handler_errors += 1
         if not self._error_logged:  # once per listener: a bug, not a per-query log
             self._error_logged = True
             log.exception("error while answering a UDP query (counted; further ones are not logged)")
 
+    def _log_failure(self, error: BaseException) -> None:
+        """The C loop's report of an exception from the handler (it counts them itself)."""
+        if not self._error_logged:
+            self._error_logged = True
+            log.error(
+                "error while answering a UDP query (counted; further ones are not logged)", exc_info=error
+            )
+
     def _on_readable(self) -> None:
+        assert self._counters is not None
         sock = self._sock
         recv = sock.recvfrom_into
         handle = self._handler.handle
-        stats = self._stats
+        counters = self._counters
         view = self._view
         v6 = self._v6
-        rcodes = stats.udp_rcodes
+        rcodes = counters.rcodes
         for _ in range(BATCH):
             try:
                 n, addr = recv(self._buf)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
-                stats.udp_recv_errors += 1
+                counters.udp_recv_errors += 1
                 continue
-            stats.udp_queries += 1
+            counters.udp_queries += 1
             try:
                 reply = handle(bytes(view[:n]), address_to_int(addr[0], v6), v6, False)
             except Exception:
                 self._handler_failed()
                 continue
             if reply is None:
-                stats.udp_dropped += 1
+                counters.udp_dropped += 1
                 continue
             try:
                 sock.sendto(reply, addr)
             except OSError:
-                stats.udp_send_errors += 1
+                counters.udp_send_errors += 1
                 continue
-            stats.udp_responses += 1
+            counters.udp_responses += 1
             if len(reply) > 3:
                 rcodes[reply[3] & 15] += 1
+
+
+def formerr(data: bytes) -> bytes | None:
+    """The answer to a datagram longer than the receive buffer (its start in `data`): FORMERR with the
+    query's ID, opcode and RD, no question (the rest was never read); None (drop) when it is no query."""
+    if len(data) < 12 or data[2] & 0x80:
+        return None
+    return data[:2] + bytes((0x80 | (data[2] & 0x79), 1)) + bytes(8)
+
+
+def _seed() -> int:
+    """A seed for the C loop's random draws (weighted and random policies)."""
+    return int.from_bytes(os.urandom(8), "big")
+
+
+def _reading(
+    counters: tuple[int, int, int, int, int, int, int, int, int, tuple[int, ...]],
+) -> tuple[dict[str, int], int, list[int]]:
+    """A C loop's counters as `ServerStats` sums them."""
+    queries, responses, dropped, send_errors, recv_errors, errors, oversized, by_c, _, rcodes = counters
+    events = {
+        "udp_queries": queries,
+        "udp_responses": responses,
+        "udp_dropped": dropped,
+        "udp_send_errors": send_errors,
+        "udp_recv_errors": recv_errors,
+        "udp_oversized": oversized,
+        "udp_native_answers": by_c,
+    }
+    return events, errors, list(rcodes)

@@ -3,7 +3,8 @@
 - `compile_table(view, max_udp_payload=..., use_client_subnet=...)` -> `AnswerTable` (control plane);
   `update_table(table, view, changed, removed)` recompiles only some names of a table;
 - `Responder(table, view, rng)`: `handle(data, src_ip, src_v6, tcp=False)` answers one query packet,
-  `swap(table, view)` serves a new table;
+  `swap(table, view)` serves a new table; with the C extension it keeps a C copy of the table
+  (`ctable.py`, `_cfast.c`) that answers first, and that the C UDP loop reads through `responder.slot`;
 - `slow_response(...)`: the complete behaviour with dnspython (the fast path's fallback and reference).
 """
 

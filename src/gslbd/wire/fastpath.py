@@ -12,16 +12,22 @@ behaviour. No dnspython, no logging and no object beyond the response bytes on t
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import random
+from dataclasses import replace
 
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
+from gslbd.wire import ctable
 from gslbd.wire.compile import AnswerTable, count_answers, nx_soa
+from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.slowpath import slow_response
 from gslbd.wire.transfer import ExchangeHook
+
+log = logging.getLogger(__name__)
 
 # Header bytes 4..10 of a plain query: QDCOUNT=1, ANCOUNT=0, NSCOUNT=0.
 _COUNTS = b"\x00\x01\x00\x00\x00\x00"
@@ -210,22 +216,30 @@ def fast_answer(
 
 
 class Responder:
-    """Answers query packets from the current answer table and view; `swap` replaces both at once."""
+    """Answers query packets from the current answer table and view; `swap` replaces both at once.
+
+    With the C extension (wire/ctable.py) the responder also keeps a C copy of the table: `handle` asks
+    it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
+    what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python. The C copy
+    leaves to Python what a feature in Python changes (`fallback_of`): every query while RRL or cookies
+    are on, DO and CO queries while a zone is signed, NXDOMAIN and REFUSED while the exchange hook is set."""
 
     __slots__ = (
+        "_exchange",
+        "_guard",
         "_policy_totals",
         "_slow_seq",
         "_state",
         "cookie_secret",
-        "guard",
-        "on_exchange",
         "on_notify",
         "rng",
+        "slot",
         "slow_count",
     )
 
-    def __init__(self, table: AnswerTable, view: View, rng: random.Random) -> None:
-        self._state = (table, view)
+    def __init__(
+        self, table: AnswerTable, view: View, rng: random.Random, *, native: bool | None = None
+    ) -> None:
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
         self._slow_seq = itertools.count()
@@ -234,16 +248,68 @@ class Responder:
         # Cookies and RRL (wire/guard.py), from the view's `dns` settings; the secret is used when
         # `dns.cookies` names no secret file (the parent hands it to worker processes in their config).
         self.cookie_secret = os.urandom(16)
-        self.guard: Guard | None = guard_for(view.config.dns, None, self.cookie_secret)
-        self.on_exchange: ExchangeHook | None = None  # serves the exchange zone when set (wire/transfer.py)
+        self._guard: Guard | None = guard_for(view.config.dns, None, self.cookie_secret)
+        self._exchange: ExchangeHook | None = None  # serves the exchange zone when set (wire/transfer.py)
+        use_c = ctable.enabled() if native is None else (native and ctable.AVAILABLE)
+        self.slot = ctable.new_slot() if use_c else None  # read by the C UDP loops (server/udp.py)
+        built = self._c_copy(None, table) if use_c else None
+        self._state: tuple[AnswerTable, View, CTable | None] = (table, view, built)
+
+    @property
+    def guard(self) -> Guard | None:
+        """Cookies and RRL (wire/guard.py), applied to every response; while set, the C copy answers
+        nothing (every query goes through Python)."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, guard: Guard | None) -> None:
+        before = self._guard
+        self._guard = guard
+        if self.slot is not None and (before is None) != (guard is None):
+            table, view, built = self._state
+            self._state = (table, view, self._c_copy(built, table))
+
+    @property
+    def on_exchange(self) -> ExchangeHook | None:
+        """Serves this site's exchange zone (wire/transfer.py) when set: it is asked about every query
+        the tables answer NXDOMAIN or REFUSED, so the C copy leaves those to Python while it is set."""
+        return self._exchange
+
+    @on_exchange.setter
+    def on_exchange(self, hook: ExchangeHook | None) -> None:
+        if self.slot is None or (hook is None) == (self._exchange is None):
+            self._exchange = hook
+            return
+        table, view, built = self._state
+        if hook is not None:  # the C copy steps aside before the hook is asked
+            self._state = (
+                table,
+                view,
+                self._c_copy(built, table, replace(self.fallback_of(table), negative=True)),
+            )
+            self._exchange = hook
+        else:
+            self._exchange = None
+            self._state = (table, view, self._c_copy(built, table))
+
+    def fallback_of(self, table: AnswerTable) -> Fallback:
+        """What the C copy of `table` must leave to Python, given this responder's features."""
+        return Fallback(
+            do=table.signer is not None or bool(table.signed_names) or bool(table.signed_zones),
+            negative=self._exchange is not None,
+            everything=self._guard is not None,
+        )
 
     def swap(self, table: AnswerTable, view: View) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new.
         The policy counters of the old table that the new one does not share are added to the totals
-        (a table updated in place of a few names shares every other entry, and its counters)."""
-        old = self._state[0]
-        self._state = (table, view)
-        self.guard = guard_for(view.config.dns, self.guard, self.cookie_secret)
+        (a table updated in place of a few names shares every other entry, and its counters). The C
+        copy is updated by name when only names changed (one pointer store in the slot), and continues
+        the old one's counts."""
+        old, _, old_c = self._state
+        self._guard = guard_for(view.config.dns, self._guard, self.cookie_secret)
+        built = self._c_copy(old_c, table) if self.slot is not None else None
+        self._state = (table, view, built)
         if table.derived_from == old.serial:  # updated from the table served until now
             retired = count_answers(table.retired)
         else:
@@ -254,11 +320,37 @@ class Responder:
         for policy, count in retired.items():
             self._policy_totals[policy] = self._policy_totals.get(policy, 0) + count
 
+    def _c_copy(
+        self, old: CTable | None, table: AnswerTable, fallback: Fallback | None = None
+    ) -> CTable | None:
+        """The C copy of `table` (updated from `old` when there is one), handed to the UDP loops; None
+        after an error (logged): then Python answers everything until a later table copies well."""
+        assert self.slot is not None
+        if fallback is None:
+            fallback = self.fallback_of(table)
+        try:
+            built = (
+                ctable.update_ctable(old, table, fallback)
+                if old is not None
+                else ctable.build_ctable(table, fallback)
+            )
+        except Exception:
+            log.exception("cannot copy the answer table into C; answering in Python")
+            built = None
+        if built is not None:  # handle()'s draws in C follow this responder's rng (a UDP loop has its own)
+            built.native.seed(self.rng.getrandbits(64))
+        self.slot.set(built.native if built is not None else None)
+        return built
+
     def policy_answers(self) -> dict[str, int]:
-        """Answers decided by each policy (fast path) since this responder started."""
+        """Answers decided by each policy (fast paths) since this responder started."""
         out = dict(self._policy_totals)
-        for policy, count in self._state[0].policy_answers().items():
+        table, _, built = self._state
+        for policy, count in table.policy_answers().items():
             out[policy] = out.get(policy, 0) + count
+        if built is not None:
+            for policy, count in built.policy_answers().items():
+                out[policy] = out.get(policy, 0) + count
         return out
 
     @property
@@ -269,14 +361,23 @@ class Responder:
     def view(self) -> View:
         return self._state[1]
 
+    @property
+    def native(self) -> CTable | None:
+        """The C copy of the table, when answers come from C."""
+        return self._state[2]
+
     def handle(self, data: bytes, src_ip: int, src_v6: bool, tcp: bool = False) -> bytes | None:
         """The response to one query packet (no TCP length prefix), or None to drop it."""
-        table, view = self._state
+        table, view, built = self._state
+        if built is not None:
+            out = built.native.answer(data, src_ip, src_v6, tcp)
+            if out is not None:
+                return out
         try:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:
             out = None
-        hook = self.on_exchange
+        hook = self._exchange
         if hook is not None and (out is None or out[3] & 0xF in (3, 5)):
             # NXDOMAIN, REFUSED or not taken: maybe this site's exchange zone (wire/transfer.py)
             own = hook(data, view.snapshot.evaluated_at, src_ip, src_v6, tcp)

@@ -1,0 +1,1905 @@
+/*
+ * gslbd.wire._cfast: the query path in C. A table of precompiled answers (built by wire/ctable.py from
+ * the Python AnswerTable), the same answer function as wire/fastpath.py's fast_answer over it, and a UDP
+ * loop (recvmmsg -> answer -> sendmmsg) that runs without the GIL and calls Python only for what the table
+ * cannot answer.
+ *
+ * Memory: everything a query reads is plain C memory (no Python object), so the UDP threads never need
+ * the GIL to answer. A table (ctab) holds nodes (one per name) and a base (zones, settings, locators);
+ * nodes and bases are reference counted (atomically) so that an updated table shares every unchanged
+ * node with its predecessor (per-name replace, not a full rebuild). The current table of a responder sits
+ * in a Slot: one pointer, replaced under the Slot's mutex; a UDP loop takes a reference per batch.
+ *
+ * Counters: a node's entries count their answers (atomic, several threads); when a node is freed, its
+ * counts move to the table lineage's totals (shared by every table built with `inherit`), so the
+ * per-policy answer counts survive swaps exactly. A UdpLoop's own counters are written by its thread
+ * only and read with relaxed atomic loads.
+ */
+#define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE
+#include <Python.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define UNUSED __attribute__((unused))
+
+#define BATCH 64
+#define BUFSIZE 4096 /* receive buffer per datagram; a longer datagram is counted and gets FORMERR */
+#define OUTSIZE 4096 /* send buffer per datagram; a longer C answer gets a buffer of its own */
+#define MAX_POLICIES 32
+#define NAME_MAX_END (12 + 255)
+
+enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON };
+enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16 };
+enum { R_FALLBACK = -1 };
+
+typedef unsigned __int128 u128;
+
+#define ATOMIC_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Data */
+
+typedef struct {
+    uint8_t heads[4][10]; /* header bytes 2..12, indexed by rd | has_opt << 1 */
+    uint8_t tc[4][10];
+    uint32_t len;
+    uint8_t *sec; /* answer, authority and additional records */
+    uint32_t optlen;
+    uint8_t *opt; /* EDNS options the variant adds after ECS (an Extended DNS Error) */
+} variant_t;
+
+typedef struct {
+    uint64_t *keys; /* pairs (hi, lo) */
+    uint32_t *locs;
+    uint32_t mask;
+    uint32_t shift;
+} level_t;
+
+typedef struct {
+    uint32_t nlev[2]; /* v4, v6 */
+    level_t *lev[2];
+} lpm_t;
+
+typedef struct {
+    uint64_t counter; /* answers (the policy's query counter, `seq`) */
+    uint8_t kind;
+    uint8_t locdep;
+    uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python) */
+    uint16_t policy;
+    uint32_t nvar;
+    variant_t *var;
+    uint32_t nbounds; /* weighted */
+    double *bounds;
+    double total;
+    uint32_t count; /* shuffle */
+    uint32_t nids;  /* hash */
+    uint64_t *ids;
+    uint32_t nclass; /* geo */
+    uint32_t *starts, *counts;
+    uint32_t nloc;
+    int32_t *class_of;
+    lpm_t *lpm;
+} entry_t;
+
+typedef struct {
+    uint16_t qtype;
+    int16_t entry; /* -1: REFUSED */
+} tmap_t;
+
+typedef struct {
+    uint64_t refs;
+    uint64_t policy[MAX_POLICIES];
+} totals_t;
+
+typedef struct {
+    uint64_t refs;
+    uint64_t hash;
+    uint32_t keylen;
+    uint8_t *key;
+    uint32_t nent;
+    entry_t *ent;
+    uint32_t ntypes;
+    tmap_t *types;
+    int32_t dflt;
+    totals_t *totals;
+} node_t;
+
+typedef struct {
+    uint32_t len;  /* without the root byte */
+    uint8_t *raw;  /* the labels as written */
+    uint8_t *low;  /* the same in lower case, followed by the root byte */
+} zname_t;
+
+typedef struct {
+    uint64_t hash;
+    uint32_t keylen;
+    uint8_t *key;
+    uint8_t heads[4][10];
+    uint8_t tc[4][10];
+    uint8_t rr_head[8]; /* SOA type, class, TTL */
+    zname_t mname, rname;
+    uint8_t numbers[20];
+    int python; /* the NXDOMAIN answer is not known here: ask Python */
+} zone_t;
+
+typedef struct {
+    uint64_t refs;
+    uint32_t max_udp;
+    int ecs;
+    uint32_t flags;
+    uint8_t opt_plain[2][11];
+    uint8_t opt_prefix[2][9];
+    variant_t refused;  /* names outside every zone */
+    variant_t transfer; /* AXFR and IXFR */
+    uint32_t nzones, zmask;
+    zone_t *zones;
+    int32_t *zindex;
+    uint32_t nlpm;
+    lpm_t *lpms;
+} base_t;
+
+typedef struct {
+    uint64_t refs;
+    base_t *base;
+    totals_t *totals;
+    uint32_t nnodes, mask;
+    node_t **nodes;
+    int32_t *index;
+    uint32_t nwild; /* nodes of wildcard names (\x01* + parent): their parents' NXDOMAIN is Python's */
+} ctab_t;
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Hashing and small helpers */
+
+static inline uint64_t mix64(uint64_t x) {
+    uint64_t z = x + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t fnv(const uint8_t *p, uint32_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static inline uint8_t lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c; }
+
+static uint32_t table_size(uint32_t n) {
+    uint32_t size = 8;
+    while (size < 2 * n + 2) size <<= 1;
+    return size;
+}
+
+static inline uint64_t next_rand(uint64_t *state) {
+    *state += 0x9E3779B97F4A7C15ULL;
+    return mix64(*state - 0x9E3779B97F4A7C15ULL);
+}
+
+static inline double draw_of(uint64_t *state) { return (double)(next_rand(state) >> 11) * 0x1.0p-53; }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Freeing */
+
+static void free_entry(entry_t *e) {
+    for (uint32_t i = 0; i < e->nvar; i++) {
+        PyMem_RawFree(e->var[i].sec);
+        PyMem_RawFree(e->var[i].opt);
+    }
+    PyMem_RawFree(e->var);
+    PyMem_RawFree(e->bounds);
+    PyMem_RawFree(e->ids);
+    PyMem_RawFree(e->starts);
+    PyMem_RawFree(e->counts);
+    PyMem_RawFree(e->class_of);
+}
+
+static void totals_decref(totals_t *t) {
+    if (t != NULL && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(t);
+}
+
+static void node_free(node_t *n) {
+    for (uint32_t i = 0; i < n->nent; i++) {
+        entry_t *e = &n->ent[i];
+        if (e->kind != K_NONE && e->kind != K_PYTHON && n->totals != NULL)
+            ATOMIC_ADD(&n->totals->policy[e->policy], ATOMIC_LOAD(&e->counter));
+        free_entry(e);
+    }
+    PyMem_RawFree(n->ent);
+    PyMem_RawFree(n->types);
+    PyMem_RawFree(n->key);
+    totals_decref(n->totals);
+    PyMem_RawFree(n);
+}
+
+static void node_decref(node_t *n) {
+    if (n != NULL && __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) == 0) node_free(n);
+}
+
+static void lpm_clear(lpm_t *l) {
+    for (int f = 0; f < 2; f++) {
+        for (uint32_t i = 0; i < l->nlev[f]; i++) {
+            PyMem_RawFree(l->lev[f][i].keys);
+            PyMem_RawFree(l->lev[f][i].locs);
+        }
+        PyMem_RawFree(l->lev[f]);
+    }
+}
+
+static void base_decref(base_t *b) {
+    if (b == NULL || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (uint32_t i = 0; i < b->nzones; i++) {
+        PyMem_RawFree(b->zones[i].key);
+        PyMem_RawFree(b->zones[i].mname.raw);
+        PyMem_RawFree(b->zones[i].mname.low);
+        PyMem_RawFree(b->zones[i].rname.raw);
+        PyMem_RawFree(b->zones[i].rname.low);
+    }
+    PyMem_RawFree(b->refused.sec);
+    PyMem_RawFree(b->refused.opt);
+    PyMem_RawFree(b->transfer.sec);
+    PyMem_RawFree(b->transfer.opt);
+    PyMem_RawFree(b->zones);
+    PyMem_RawFree(b->zindex);
+    for (uint32_t i = 0; i < b->nlpm; i++) lpm_clear(&b->lpms[i]);
+    PyMem_RawFree(b->lpms);
+    PyMem_RawFree(b);
+}
+
+static void ctab_decref(ctab_t *t) {
+    if (t == NULL || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    /* Nodes first: they add their counts to the totals and may point into the base's locators. */
+    for (uint32_t i = 0; i < t->nnodes; i++) node_decref(t->nodes[i]);
+    PyMem_RawFree(t->nodes);
+    PyMem_RawFree(t->index);
+    base_decref(t->base);
+    totals_decref(t->totals);
+    PyMem_RawFree(t);
+}
+
+static inline void ctab_incref(ctab_t *t) { __atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED); }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Lookups */
+
+static node_t *find_node(const ctab_t *t, const uint8_t *key, uint32_t len, uint64_t h) {
+    uint32_t i = (uint32_t)h & t->mask;
+    for (;;) {
+        int32_t at = t->index[i];
+        if (at < 0) return NULL;
+        node_t *n = t->nodes[at];
+        if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0) return n;
+        i = (i + 1) & t->mask;
+    }
+}
+
+static int32_t find_index(const ctab_t *t, const uint8_t *key, uint32_t len, uint64_t h) {
+    uint32_t i = (uint32_t)h & t->mask;
+    for (;;) {
+        int32_t at = t->index[i];
+        if (at < 0) return -1;
+        node_t *n = t->nodes[at];
+        if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0) return at;
+        i = (i + 1) & t->mask;
+    }
+}
+
+static zone_t *find_zone(const base_t *b, const uint8_t *key, uint32_t len) {
+    uint64_t h = fnv(key, len);
+    uint32_t i = (uint32_t)h & b->zmask;
+    for (;;) {
+        int32_t at = b->zindex[i];
+        if (at < 0) return NULL;
+        zone_t *z = &b->zones[at];
+        if (z->hash == h && z->keylen == len && memcmp(z->key, key, len) == 0) return z;
+        i = (i + 1) & b->zmask;
+    }
+}
+
+static inline uint32_t level_slot(uint64_t hi, uint64_t lo, uint32_t mask) {
+    return (uint32_t)mix64(hi ^ mix64(lo)) & mask;
+}
+
+/* The location id of an address: the longest topology prefix that holds it, 0 when none. */
+static uint32_t lpm_find(const lpm_t *l, u128 ip, int v6) {
+    for (uint32_t k = 0; k < l->nlev[v6]; k++) {
+        const level_t *lv = &l->lev[v6][k];
+        u128 key = lv->shift >= 128 ? 0 : ip >> lv->shift;
+        uint64_t hi = (uint64_t)(key >> 64), lo = (uint64_t)key;
+        uint32_t i = level_slot(hi, lo, lv->mask);
+        for (;;) {
+            uint32_t loc = lv->locs[i];
+            if (loc == 0) break;
+            if (lv->keys[2 * i] == hi && lv->keys[2 * i + 1] == lo) return loc;
+            i = (i + 1) & lv->mask;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The answer: a plan of pieces to concatenate (no copy until the caller writes it). */
+
+typedef struct {
+    const uint8_t *p[16];
+    uint32_t l[16];
+    int n;
+    uint32_t total;
+    uint8_t optlen[2];
+    uint8_t scope;
+    uint8_t soa[2 + 10 + 256 + 256 + 20]; /* an NXDOMAIN's SOA record, compressed for this query */
+} plan_t;
+
+static inline void piece(plan_t *o, const uint8_t *p, uint32_t l) {
+    o->p[o->n] = p;
+    o->l[o->n] = l;
+    o->n++;
+    o->total += l;
+}
+
+typedef struct {
+    int64_t seq;      /* >= 0: use instead of the entry's counter (tests) */
+    double draw;      /* >= 0: use instead of the PRNG (tests) */
+    uint64_t *rng;    /* the caller's PRNG state */
+} choice_t;
+
+typedef struct {
+    const uint8_t *p; /* lower-case wire form of a name, ending with the root byte */
+    uint32_t len;
+    uint32_t off; /* where it is written in the message */
+} known_t;
+
+/* The SOA record of an NXDOMAIN answer, as wire/compile.py's nx_soa writes it: owner a pointer to the
+   zone's suffix at `off` in the question (lower-case `key`, `keylen` bytes with the root), the record
+   starting at `rest`; MNAME and RNAME compressed against the longest suffix already written (the
+   question's suffixes first, then MNAME's own), as dnspython does. Returns its length. */
+static uint32_t nx_soa(const zone_t *z, const uint8_t *key, uint32_t keylen, uint32_t off, uint32_t rest,
+                       uint8_t *out) {
+    known_t known[3 * 130];
+    uint32_t nk = 0, at = 0, pos = rest + 12;
+    while (key[at] && nk < 130) {
+        known[nk].p = key + at;
+        known[nk].len = keylen - at;
+        known[nk].off = 12 + at;
+        nk++;
+        at += key[at] + 1u;
+    }
+    out[0] = (uint8_t)(0xC0 | (off >> 8));
+    out[1] = (uint8_t)(off & 0xFF);
+    memcpy(out + 2, z->rr_head, 8);
+    uint8_t *w = out + 12;
+    const zname_t *names[2] = {&z->mname, &z->rname};
+    for (int k = 0; k < 2; k++) {
+        const zname_t *nm = names[k];
+        uint32_t i = 0;
+        int pointed = 0;
+        while (i < nm->len) {
+            const uint8_t *cand = nm->low + i;
+            uint32_t clen = nm->len - i + 1;
+            for (uint32_t j = 0; j < nk; j++) {
+                if (known[j].len == clen && memcmp(known[j].p, cand, clen) == 0) {
+                    w[0] = (uint8_t)(0xC0 | (known[j].off >> 8));
+                    w[1] = (uint8_t)(known[j].off & 0xFF);
+                    w += 2;
+                    pos += 2;
+                    pointed = 1;
+                    break;
+                }
+            }
+            if (pointed) break;
+            if (pos <= 0x3FFF && nk < 3 * 130) {
+                known[nk].p = cand;
+                known[nk].len = clen;
+                known[nk].off = pos;
+                nk++;
+            }
+            uint32_t lab = (uint32_t)nm->raw[i] + 1;
+            memcpy(w, nm->raw + i, lab);
+            w += lab;
+            pos += lab;
+            i += lab;
+        }
+        if (!pointed) {
+            *w++ = 0;
+            pos++;
+        }
+    }
+    memcpy(w, z->numbers, 20);
+    w += 20;
+    uint32_t rdlen = (uint32_t)(w - out) - 12;
+    out[10] = (uint8_t)(rdlen >> 8);
+    out[11] = (uint8_t)rdlen;
+    return (uint32_t)(w - out);
+}
+
+static inline uint32_t rcode_of(const uint8_t (*heads)[10]) { return heads[0][1] & 0xFu; }
+
+/* Mirrors wire/fastpath.py fast_answer step by step: every case where Python returns None or would raise
+   IndexError returns R_FALLBACK here, so that the caller asks Python; so do the features the base's
+   flags leave to Python (see wire/ctable.py). Returns 0 with `o` filled. */
+static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 src_ip, int src_v6, int tcp,
+                       choice_t *ch, plan_t *o) {
+    const base_t *b = t->base;
+    uint8_t key[NAME_MAX_END + 4] = {0};
+    uint32_t suffixes[130];
+    uint32_t nsuf = 0;
+    uint32_t qend, keylen, i;
+    int has_opt;
+    node_t *node;
+    if (b->flags & FB_ALL) return R_FALLBACK;
+    if (n < 17 || (data[2] & 0xFA)) return R_FALLBACK;
+    if (data[4] != 0 || data[5] != 1 || data[6] || data[7] || data[8] || data[9]) return R_FALLBACK;
+    if (data[10] != 0 || data[11] > 1) return R_FALLBACK;
+    has_opt = data[11];
+
+    /* The name up to the first zero byte, lower-cased and hashed in one pass. */
+    {
+        const uint8_t *z = memchr(data + 12, 0, n - 12);
+        if (z == NULL) return R_FALLBACK;
+        qend = (uint32_t)(z - data) + 1;
+    }
+    keylen = qend - 12;
+    if (keylen > NAME_MAX_END) {
+        node = NULL; /* longer than any name: not in the table */
+    } else {
+        uint64_t h = 1469598103934665603ULL;
+        for (i = 0; i < keylen; i++) {
+            key[i] = lower(data[12 + i]);
+            h = (h ^ key[i]) * 1099511628211ULL;
+        }
+        node = find_node(t, key, keylen, h);
+    }
+    if (node == NULL) {
+        uint32_t pos = 12, length = data[12];
+        while (length) {
+            if (length > 63) return R_FALLBACK;
+            pos += length + 1;
+            suffixes[nsuf++] = pos;
+            if (pos >= n) return R_FALLBACK;
+            if (nsuf >= 129) return R_FALLBACK; /* a name of 255 bytes has at most 127 labels */
+            length = data[pos];
+        }
+        if (pos >= NAME_MAX_END) return R_FALLBACK;
+        if (pos + 1 != qend) {
+            qend = pos + 1;
+            keylen = qend - 12;
+            uint64_t h = 1469598103934665603ULL;
+            for (i = 0; i < keylen; i++) {
+                key[i] = lower(data[12 + i]);
+                h = (h ^ key[i]) * 1099511628211ULL;
+            }
+            node = find_node(t, key, keylen, h);
+        } else if (keylen > NAME_MAX_END) {
+            return R_FALLBACK;
+        }
+    }
+    if (qend + 3 >= n) return R_FALLBACK;
+    if (data[qend + 2] || data[qend + 3] != 1) return R_FALLBACK; /* class IN (CHAOS: Python) */
+    uint32_t qtype = (uint32_t)data[qend] << 8 | data[qend + 1];
+    if (qtype == 128) return R_FALLBACK; /* RFC 9824 NXNAME: FORMERR, from the slow path */
+    uint32_t rest = qend + 4;
+
+    /* EDNS */
+    uint32_t ecs_at = 0, ecs_end = 0, ecs_src = 0, payload = 0, dobit = 0;
+    u128 ip = src_ip;
+    int v6 = src_v6;
+    if (has_opt) {
+        if (rest + 10 >= n) return R_FALLBACK;
+        if (data[rest] || data[rest + 1] || data[rest + 2] != 41 || data[rest + 6]) return R_FALLBACK;
+        payload = (uint32_t)data[rest + 3] << 8 | data[rest + 4];
+        dobit = data[rest + 7] >> 7;
+        if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO, signed zones */
+        uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
+        if (end != n) return R_FALLBACK;
+        uint32_t at = rest + 11;
+        while (at < end) {
+            if (at + 3 >= n) return R_FALLBACK;
+            uint32_t code = (uint32_t)data[at] << 8 | data[at + 1];
+            uint32_t after = at + 4 + ((uint32_t)data[at + 2] << 8 | data[at + 3]);
+            if (after > end) return R_FALLBACK;
+            if (code == 8) {
+                if (ecs_end) return R_FALLBACK;
+                if (at + 7 >= n) return R_FALLBACK;
+                uint32_t family = data[at + 5], source = data[at + 6];
+                if (data[at + 4] || (family != 1 && family != 2)) return R_FALLBACK;
+                uint32_t bits = family == 1 ? 32 : 128;
+                if (source > bits || data[at + 7] > bits || after - at - 8 != (source + 7) >> 3)
+                    return R_FALLBACK;
+                if ((source & 7) && (data[after - 1] & (0xFF >> (source & 7)))) return R_FALLBACK;
+                ecs_at = at;
+                ecs_end = after;
+                ecs_src = source;
+                if (source && b->ecs) {
+                    uint8_t addr[16] = {0};
+                    uint32_t bytes = bits / 8;
+                    memcpy(addr, data + at + 8, after - at - 8);
+                    u128 value = 0;
+                    for (i = 0; i < bytes; i++) value = value << 8 | addr[i];
+                    ip = value;
+                    v6 = family == 2;
+                }
+            } else if (code == 10) {
+                if (b->flags & FB_COOKIE) return R_FALLBACK;
+                uint32_t size = after - at - 4;
+                if (size != 8 && !(size >= 16 && size <= 40)) return R_FALLBACK;
+            } else if (code == 3) {
+                return R_FALLBACK; /* NSID: Python adds the identity */
+            } else if (code == 15 || code == 18 || code == 22 || code == 23 || code == 24 || code == 25) {
+                return R_FALLBACK;
+            } else if (b->flags & FB_OPTIONS) {
+                return R_FALLBACK;
+            }
+            at = after;
+        }
+    } else if (rest != n) {
+        return R_FALLBACK;
+    }
+
+    /* The answer */
+    const uint8_t(*heads)[10];
+    const uint8_t(*tcheads)[10];
+    const uint8_t *sec = NULL;
+    uint32_t seclen = 0;
+    const uint8_t *vopt = NULL;
+    uint32_t voptlen = 0;
+    int locdep = 0;
+    if (node != NULL) {
+        int32_t idx = node->dflt;
+        for (i = 0; i < node->ntypes; i++) {
+            if (node->types[i].qtype == qtype) {
+                idx = node->types[i].entry;
+                break;
+            }
+        }
+        if (idx < 0) {
+            if (b->flags & FB_NEG) return R_FALLBACK;
+            heads = b->transfer.heads;
+            tcheads = b->transfer.tc;
+            vopt = b->transfer.opt;
+            voptlen = b->transfer.optlen;
+        } else {
+            entry_t *e = &node->ent[idx];
+            uint32_t pick = 0;
+            if (e->kind == K_PYTHON) return R_FALLBACK;
+            if (e->neg && (b->flags & FB_NEG)) return R_FALLBACK;
+            if (e->kind != K_NONE) {
+                uint64_t seq;
+                if (e->kind == K_GEO) { /* locate before counting: a client C cannot place goes to Python */
+                    uint32_t loc = lpm_find(e->lpm, ip, v6);
+                    if (loc >= e->nloc) return R_FALLBACK;
+                    int32_t c = e->class_of[loc];
+                    if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
+                    seq = ch->seq >= 0 ? (uint64_t)ch->seq : ATOMIC_ADD(&e->counter, 1);
+                    pick = e->starts[c] + (uint32_t)(seq % e->counts[c]);
+                    goto picked;
+                }
+                if (ch->seq >= 0) seq = (uint64_t)ch->seq;
+                else seq = ATOMIC_ADD(&e->counter, 1);
+                switch (e->kind) {
+                case K_FIXED:
+                    pick = 0;
+                    break;
+                case K_ROTATE:
+                    pick = (uint32_t)(seq % e->nvar);
+                    break;
+                case K_WEIGHTED: {
+                    double x = (ch->draw >= 0 ? ch->draw : draw_of(ch->rng)) * e->total;
+                    uint32_t lo = 0, hi = e->nbounds;
+                    while (lo < hi) { /* bisect_right */
+                        uint32_t mid = (lo + hi) / 2;
+                        if (x < e->bounds[mid]) hi = mid;
+                        else lo = mid + 1;
+                    }
+                    pick = lo;
+                    break;
+                }
+                case K_SHUFFLE: {
+                    double x = (ch->draw >= 0 ? ch->draw : draw_of(ch->rng)) * (double)e->count;
+                    pick = (uint32_t)x;
+                    break;
+                }
+                case K_HASH: {
+                    uint64_t k = v6 ? (((uint64_t)(ip >> 72)) << 1 | 1) : ((uint64_t)(ip >> 8)) << 1;
+                    uint64_t seed = mix64(k), best_score = 0;
+                    uint32_t best = 0;
+                    for (i = 0; i < e->nids; i++) {
+                        uint64_t score = mix64(seed ^ e->ids[i]);
+                        if (i == 0 || score > best_score) {
+                            best = i;
+                            best_score = score;
+                        }
+                    }
+                    pick = best;
+                    break;
+                }
+                default:
+                    return R_FALLBACK;
+                }
+            }
+        picked:
+            if (pick >= e->nvar) return R_FALLBACK;
+            heads = e->var[pick].heads;
+            tcheads = e->var[pick].tc;
+            sec = e->var[pick].sec;
+            seclen = e->var[pick].len;
+            vopt = e->var[pick].opt;
+            voptlen = e->var[pick].optlen;
+            locdep = e->locdep;
+        }
+    } else {
+        if (b->flags & FB_NEG) return R_FALLBACK; /* REFUSED or NXDOMAIN: the exchange hook may own it */
+        if (qtype == 251 || qtype == 252) {
+            heads = b->transfer.heads;
+            tcheads = b->transfer.tc;
+            vopt = b->transfer.opt;
+            voptlen = b->transfer.optlen;
+        } else {
+            heads = b->refused.heads;
+            tcheads = b->refused.tc;
+            vopt = b->refused.opt;
+            voptlen = b->refused.optlen;
+            for (i = 0; i < nsuf; i++) {
+                uint32_t off = suffixes[i];
+                uint32_t zlen = keylen - (off - 12);
+                if (t->nwild) { /* a wildcard below this suffix may synthesize the answer (RFC 4592) */
+                    uint8_t wild[NAME_MAX_END + 4];
+                    wild[0] = 1;
+                    wild[1] = '*';
+                    memcpy(wild + 2, key + (off - 12), zlen);
+                    if (find_node(t, wild, zlen + 2, fnv(wild, zlen + 2)) != NULL) return R_FALLBACK;
+                }
+                zone_t *z = find_zone(b, key + (off - 12), zlen);
+                if (z != NULL) {
+                    if (z->python) return R_FALLBACK;
+                    heads = z->heads;
+                    tcheads = z->tc;
+                    vopt = NULL;
+                    voptlen = 0;
+                    sec = o->soa;
+                    seclen = nx_soa(z, key, keylen, off, rest, o->soa);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* The response: ID, header tail, the query's question, records, OPT with options in the slow path's
+       order: the ECS echo, then the variant's own (EDE). */
+    int index;
+    uint32_t limit, optlen = 0, options = 0;
+    int ecs_echo = 0;
+    if (has_opt) {
+        index = (data[2] & 1) | 2;
+        ecs_echo = ecs_end && b->ecs;
+        options = (ecs_echo ? ecs_end - ecs_at : 0) + voptlen;
+        if (options > 0xFFFF) return R_FALLBACK;
+        optlen = options ? 9 + 2 + options : 11;
+        o->scope = locdep ? (uint8_t)ecs_src : 0;
+        limit = payload < 512 ? 512 : payload;
+        if (limit > b->max_udp) limit = b->max_udp > 512 ? b->max_udp : 512;
+    } else {
+        index = data[2] & 1;
+        limit = 512;
+    }
+    o->n = 0;
+    o->total = 0;
+    piece(o, data, 2);
+    if (!tcp && rest + seclen + optlen > limit) {
+        piece(o, tcheads[index], 10);
+        piece(o, data + 12, rest - 12);
+    } else {
+        piece(o, heads[index], 10);
+        piece(o, data + 12, rest - 12);
+        if (seclen) piece(o, sec, seclen);
+    }
+    if (has_opt) {
+        if (options) {
+            piece(o, b->opt_prefix[dobit], 9);
+            o->optlen[0] = (uint8_t)(options >> 8);
+            o->optlen[1] = (uint8_t)options;
+            piece(o, o->optlen, 2);
+            if (ecs_echo) {
+                piece(o, data + ecs_at, 7);
+                piece(o, &o->scope, 1);
+                if (ecs_end > ecs_at + 8) piece(o, data + ecs_at + 8, ecs_end - ecs_at - 8);
+            }
+            if (voptlen) piece(o, vopt, voptlen);
+        } else {
+            piece(o, b->opt_plain[dobit], 11);
+        }
+    }
+    return 0;
+}
+
+static void write_plan(const plan_t *o, uint8_t *dst) {
+    for (int k = 0; k < o->n; k++) {
+        memcpy(dst, o->p[k], o->l[k]);
+        dst += o->l[k];
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Building from Python specs (see wire/ctable.py for their shape). */
+
+static int fixed_bytes(PyObject *obj, void *dst, Py_ssize_t size, const char *what) {
+    if (!PyBytes_Check(obj) || PyBytes_GET_SIZE(obj) != size) {
+        PyErr_Format(PyExc_ValueError, "%s must be %zd bytes", what, size);
+        return -1;
+    }
+    memcpy(dst, PyBytes_AS_STRING(obj), (size_t)size);
+    return 0;
+}
+
+static uint8_t *copy_bytes(PyObject *obj, uint32_t *len, const char *what) {
+    if (!PyBytes_Check(obj) || PyBytes_GET_SIZE(obj) > 0x7FFFFFFF) {
+        PyErr_Format(PyExc_TypeError, "%s must be bytes", what);
+        return NULL;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(obj);
+    uint8_t *out = PyMem_RawMalloc(n ? (size_t)n : 1);
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(out, PyBytes_AS_STRING(obj), (size_t)n);
+    *len = (uint32_t)n;
+    return out;
+}
+
+static PyObject *item(PyObject *seq, Py_ssize_t i, Py_ssize_t size, const char *what) {
+    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) != size) {
+        PyErr_Format(PyExc_TypeError, "%s must be a tuple of %zd", what, size);
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(seq, i);
+}
+
+static int as_u128(PyObject *obj, u128 *out) {
+    unsigned char bytes[16];
+    if (!PyLong_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "an address must be an int");
+        return -1;
+    }
+    if (_PyLong_AsByteArray((PyLongObject *)obj, bytes, 16, 0, 0) < 0) return -1;
+    u128 v = 0;
+    for (int i = 0; i < 16; i++) v = v << 8 | bytes[i];
+    *out = v;
+    return 0;
+}
+
+static uint32_t *u32_array(PyObject *seq, uint32_t *count, const char *what) {
+    if (!PyTuple_Check(seq)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a tuple", what);
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    uint32_t *out = PyMem_RawCalloc(n ? (size_t)n : 1, sizeof(uint32_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long v = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(seq, i));
+        if (PyErr_Occurred() || v > 0xFFFFFFFFUL) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: value too large", what);
+            PyMem_RawFree(out);
+            return NULL;
+        }
+        out[i] = (uint32_t)v;
+    }
+    *count = (uint32_t)n;
+    return out;
+}
+
+/* variant: (heads40, tc40, sections, options) */
+static int build_variant(PyObject *v, variant_t *out) {
+    PyObject *h = item(v, 0, 4, "variant");
+    if (h == NULL || fixed_bytes(h, out->heads, 40, "heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(v, 1), out->tc, 40, "tc_heads") < 0)
+        return -1;
+    out->sec = copy_bytes(PyTuple_GET_ITEM(v, 2), &out->len, "sections");
+    if (out->sec == NULL) return -1;
+    out->opt = copy_bytes(PyTuple_GET_ITEM(v, 3), &out->optlen, "options");
+    if (out->opt == NULL) return -1;
+    if (out->optlen > 0xFFFF) {
+        PyErr_SetString(PyExc_ValueError, "options longer than an OPT record holds");
+        return -1;
+    }
+    return 0;
+}
+
+/* entry spec: (kind, policy, locdep, variants, param) */
+static int build_entry(PyObject *spec, entry_t *e, const base_t *b) {
+    PyObject *variants, *param;
+    memset(e, 0, sizeof(*e));
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 5) {
+        PyErr_SetString(PyExc_TypeError, "entry spec must be a 5-tuple");
+        return -1;
+    }
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 0));
+    long policy = PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+    int locdep = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 2));
+    if (PyErr_Occurred() || locdep < 0) return -1;
+    if (kind < K_NONE || kind > K_PYTHON || policy < 0 || policy >= MAX_POLICIES) {
+        PyErr_SetString(PyExc_ValueError, "bad entry kind or policy id");
+        return -1;
+    }
+    e->kind = (uint8_t)kind;
+    e->policy = (uint16_t)policy;
+    e->locdep = (uint8_t)locdep;
+    variants = PyTuple_GET_ITEM(spec, 3);
+    param = PyTuple_GET_ITEM(spec, 4);
+    if (!PyTuple_Check(variants)) {
+        PyErr_SetString(PyExc_TypeError, "variants must be a tuple");
+        return -1;
+    }
+    Py_ssize_t nv = PyTuple_GET_SIZE(variants);
+    e->var = PyMem_RawCalloc(nv ? (size_t)nv : 1, sizeof(variant_t));
+    if (e->var == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        e->nvar = (uint32_t)(i + 1);
+        if (build_variant(PyTuple_GET_ITEM(variants, i), &e->var[i]) < 0) return -1;
+        uint32_t rc = rcode_of(e->var[i].heads);
+        if (rc == 3 || rc == 5) e->neg = 1;
+    }
+    if (nv == 0 && e->kind != K_PYTHON) {
+        PyErr_SetString(PyExc_ValueError, "an entry needs a variant");
+        return -1;
+    }
+    switch (e->kind) {
+    case K_WEIGHTED: {
+        PyObject *bounds = item(param, 0, 2, "weighted param");
+        if (bounds == NULL || !PyTuple_Check(bounds)) return -1;
+        Py_ssize_t nb = PyTuple_GET_SIZE(bounds);
+        e->bounds = PyMem_RawCalloc(nb ? (size_t)nb : 1, sizeof(double));
+        if (e->bounds == NULL) return -1;
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            e->bounds[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(bounds, i));
+            if (PyErr_Occurred()) return -1;
+        }
+        e->nbounds = (uint32_t)nb;
+        e->total = PyFloat_AsDouble(PyTuple_GET_ITEM(param, 1));
+        if (PyErr_Occurred()) return -1;
+        break;
+    }
+    case K_SHUFFLE:
+        e->count = (uint32_t)PyLong_AsUnsignedLong(param);
+        if (PyErr_Occurred()) return -1;
+        break;
+    case K_HASH: {
+        if (!PyTuple_Check(param)) {
+            PyErr_SetString(PyExc_TypeError, "hash param must be a tuple of ids");
+            return -1;
+        }
+        Py_ssize_t ni = PyTuple_GET_SIZE(param);
+        e->ids = PyMem_RawCalloc(ni ? (size_t)ni : 1, sizeof(uint64_t));
+        if (e->ids == NULL) return -1;
+        for (Py_ssize_t i = 0; i < ni; i++) {
+            e->ids[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(param, i));
+            if (PyErr_Occurred()) return -1;
+        }
+        e->nids = (uint32_t)ni;
+        if (ni == 0) e->kind = K_PYTHON;
+        break;
+    }
+    case K_GEO: {
+        PyObject *loc = item(param, 0, 4, "geo param");
+        if (loc == NULL) return -1;
+        long which = PyLong_AsLong(loc);
+        if (PyErr_Occurred()) return -1;
+        if (which < 0 || (uint32_t)which >= b->nlpm) {
+            e->kind = K_PYTHON; /* a locator this table does not know */
+            break;
+        }
+        e->lpm = &b->lpms[which];
+        uint32_t nc2;
+        e->starts = u32_array(PyTuple_GET_ITEM(param, 1), &e->nclass, "starts");
+        if (e->starts == NULL) return -1;
+        e->counts = u32_array(PyTuple_GET_ITEM(param, 2), &nc2, "counts");
+        if (e->counts == NULL) return -1;
+        if (nc2 != e->nclass) {
+            PyErr_SetString(PyExc_ValueError, "starts and counts differ in length");
+            return -1;
+        }
+        for (uint32_t i = 0; i < nc2; i++) {
+            if (e->counts[i] == 0) {
+                PyErr_SetString(PyExc_ValueError, "a geo class without variants");
+                return -1;
+            }
+        }
+        PyObject *classes = PyTuple_GET_ITEM(param, 3);
+        if (!PyTuple_Check(classes)) {
+            PyErr_SetString(PyExc_TypeError, "class_of must be a tuple");
+            return -1;
+        }
+        Py_ssize_t nl = PyTuple_GET_SIZE(classes);
+        e->class_of = PyMem_RawCalloc(nl ? (size_t)nl : 1, sizeof(int32_t));
+        if (e->class_of == NULL) return -1;
+        for (Py_ssize_t i = 0; i < nl; i++) {
+            long c = PyLong_AsLong(PyTuple_GET_ITEM(classes, i));
+            if (PyErr_Occurred()) return -1;
+            e->class_of[i] = (int32_t)c;
+        }
+        e->nloc = (uint32_t)nl;
+        break;
+    }
+    default:
+        break;
+    }
+    if ((e->kind == K_ROTATE) && e->nvar == 0) e->kind = K_PYTHON;
+    return 0;
+}
+
+/* node spec: (key, entries, types, default) with types a tuple of (qtype, entry index or -1) */
+static node_t *build_node(PyObject *spec, const base_t *b, totals_t *totals) {
+    node_t *n = PyMem_RawCalloc(1, sizeof(node_t));
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    n->refs = 1;
+    n->totals = totals;
+    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+    PyObject *key = item(spec, 0, 4, "node spec");
+    if (key == NULL) goto fail;
+    n->key = copy_bytes(key, &n->keylen, "node key");
+    if (n->key == NULL) goto fail;
+    if (n->keylen == 0 || n->keylen > 255) {
+        PyErr_SetString(PyExc_ValueError, "a node key is a wire name of 1..255 bytes");
+        goto fail;
+    }
+    n->hash = fnv(n->key, n->keylen);
+    PyObject *entries = PyTuple_GET_ITEM(spec, 1);
+    PyObject *types = PyTuple_GET_ITEM(spec, 2);
+    if (!PyTuple_Check(entries) || !PyTuple_Check(types)) {
+        PyErr_SetString(PyExc_TypeError, "entries and types must be tuples");
+        goto fail;
+    }
+    Py_ssize_t ne = PyTuple_GET_SIZE(entries), nt = PyTuple_GET_SIZE(types);
+    if (ne > 30000 || nt > 30000) {
+        PyErr_SetString(PyExc_ValueError, "too many entries");
+        goto fail;
+    }
+    n->ent = PyMem_RawCalloc(ne ? (size_t)ne : 1, sizeof(entry_t));
+    n->types = PyMem_RawCalloc(nt ? (size_t)nt : 1, sizeof(tmap_t));
+    if (n->ent == NULL || n->types == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        n->nent = (uint32_t)(i + 1);
+        if (build_entry(PyTuple_GET_ITEM(entries, i), &n->ent[i], b) < 0) goto fail;
+    }
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(types, i);
+        PyObject *q = item(pair, 0, 2, "type map item");
+        if (q == NULL) goto fail;
+        long qtype = PyLong_AsLong(q), at = PyLong_AsLong(PyTuple_GET_ITEM(pair, 1));
+        if (PyErr_Occurred()) goto fail;
+        if (qtype < 0 || qtype > 65535 || at < -1 || at >= ne) {
+            PyErr_SetString(PyExc_ValueError, "bad type map item");
+            goto fail;
+        }
+        n->types[i].qtype = (uint16_t)qtype;
+        n->types[i].entry = (int16_t)at;
+        n->ntypes = (uint32_t)(i + 1);
+    }
+    long dflt = PyLong_AsLong(PyTuple_GET_ITEM(spec, 3));
+    if (PyErr_Occurred()) goto fail;
+    if (dflt < -1 || dflt >= ne) {
+        PyErr_SetString(PyExc_ValueError, "bad default entry");
+        goto fail;
+    }
+    n->dflt = (int32_t)dflt;
+    return n;
+fail:
+    n->totals = NULL; /* a node that never served: nothing to add */
+    totals_decref(totals);
+    node_free(n);
+    return NULL;
+}
+
+static int build_lpm(PyObject *spec, lpm_t *l) {
+    /* spec: (v4 levels, v6 levels); level: (shift, ((key, loc), ...)); loc ids start at 1 */
+    memset(l, 0, sizeof(*l));
+    for (int f = 0; f < 2; f++) {
+        PyObject *levels = item(spec, f, 2, "locator spec");
+        if (levels == NULL) return -1;
+        if (!PyTuple_Check(levels)) {
+            PyErr_SetString(PyExc_TypeError, "levels must be a tuple");
+            return -1;
+        }
+        Py_ssize_t nl = PyTuple_GET_SIZE(levels);
+        l->lev[f] = PyMem_RawCalloc(nl ? (size_t)nl : 1, sizeof(level_t));
+        if (l->lev[f] == NULL) return -1;
+        for (Py_ssize_t k = 0; k < nl; k++) {
+            level_t *lv = &l->lev[f][k];
+            l->nlev[f] = (uint32_t)(k + 1);
+            PyObject *lvspec = PyTuple_GET_ITEM(levels, k);
+            PyObject *shift = item(lvspec, 0, 2, "level");
+            if (shift == NULL) return -1;
+            lv->shift = (uint32_t)PyLong_AsUnsignedLong(shift);
+            if (PyErr_Occurred()) return -1;
+            PyObject *keys = PyTuple_GET_ITEM(lvspec, 1);
+            if (!PyTuple_Check(keys)) {
+                PyErr_SetString(PyExc_TypeError, "level keys must be a tuple");
+                return -1;
+            }
+            Py_ssize_t nk = PyTuple_GET_SIZE(keys);
+            uint32_t size = table_size((uint32_t)nk);
+            lv->mask = size - 1;
+            lv->keys = PyMem_RawCalloc(2 * (size_t)size, sizeof(uint64_t));
+            lv->locs = PyMem_RawCalloc(size, sizeof(uint32_t));
+            if (lv->keys == NULL || lv->locs == NULL) return -1;
+            for (Py_ssize_t j = 0; j < nk; j++) {
+                PyObject *pair = PyTuple_GET_ITEM(keys, j);
+                PyObject *kobj = item(pair, 0, 2, "level key");
+                u128 key;
+                if (kobj == NULL || as_u128(kobj, &key) < 0) return -1;
+                long loc = PyLong_AsLong(PyTuple_GET_ITEM(pair, 1));
+                if (PyErr_Occurred()) return -1;
+                if (loc < 1) {
+                    PyErr_SetString(PyExc_ValueError, "location ids start at 1");
+                    return -1;
+                }
+                uint64_t hi = (uint64_t)(key >> 64), lo = (uint64_t)key;
+                uint32_t i = level_slot(hi, lo, lv->mask);
+                while (lv->locs[i] != 0) {
+                    if (lv->keys[2 * i] == hi && lv->keys[2 * i + 1] == lo) break; /* first one wins */
+                    i = (i + 1) & lv->mask;
+                }
+                if (lv->locs[i] == 0) {
+                    lv->keys[2 * i] = hi;
+                    lv->keys[2 * i + 1] = lo;
+                    lv->locs[i] = (uint32_t)loc;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* A zone's SOA name (labels without the root) in both forms. */
+static int build_zname(PyObject *obj, zname_t *out) {
+    out->raw = copy_bytes(obj, &out->len, "SOA name");
+    if (out->raw == NULL) return -1;
+    out->low = PyMem_RawMalloc((size_t)out->len + 1);
+    if (out->low == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t i = 0; i < out->len; i++) out->low[i] = lower(out->raw[i]);
+    out->low[out->len] = 0;
+    /* labels of 1..63 bytes that end exactly at len */
+    uint32_t at = 0;
+    while (at < out->len) {
+        if (out->raw[at] == 0 || out->raw[at] > 63) break;
+        at += out->raw[at] + 1u;
+    }
+    if (at != out->len || out->len > 254) {
+        PyErr_SetString(PyExc_ValueError, "a SOA name must be labels of 1..63 bytes");
+        return -1;
+    }
+    return 0;
+}
+
+/* settings: (max_udp, ecs, opt_plain0, opt_plain1, opt_prefix0, opt_prefix1, refused variant, transfer
+   variant, flags); zones: ((key, heads40, tc40, soa), ...) with soa (rr_head8, mname, rname, numbers20) or
+   None (ask Python); locators: (lpm spec, ...) */
+static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators) {
+    base_t *b = PyMem_RawCalloc(1, sizeof(base_t));
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    b->refs = 1;
+    PyObject *mu = item(settings, 0, 9, "settings");
+    if (mu == NULL) goto fail;
+    b->max_udp = (uint32_t)PyLong_AsUnsignedLong(mu);
+    b->ecs = PyObject_IsTrue(PyTuple_GET_ITEM(settings, 1));
+    b->flags = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(settings, 8));
+    if (PyErr_Occurred() || b->ecs < 0) goto fail;
+    if (fixed_bytes(PyTuple_GET_ITEM(settings, 2), b->opt_plain[0], 11, "opt_plain") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(settings, 3), b->opt_plain[1], 11, "opt_plain") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(settings, 4), b->opt_prefix[0], 9, "opt_prefix") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(settings, 5), b->opt_prefix[1], 9, "opt_prefix") < 0 ||
+        build_variant(PyTuple_GET_ITEM(settings, 6), &b->refused) < 0 ||
+        build_variant(PyTuple_GET_ITEM(settings, 7), &b->transfer) < 0)
+        goto fail;
+    if (!PyTuple_Check(zones) || !PyTuple_Check(locators)) {
+        PyErr_SetString(PyExc_TypeError, "zones and locators must be tuples");
+        goto fail;
+    }
+    Py_ssize_t nz = PyTuple_GET_SIZE(zones);
+    uint32_t size = table_size((uint32_t)nz);
+    b->zmask = size - 1;
+    b->zones = PyMem_RawCalloc(nz ? (size_t)nz : 1, sizeof(zone_t));
+    b->zindex = PyMem_RawMalloc(size * sizeof(int32_t));
+    if (b->zones == NULL || b->zindex == NULL) goto fail;
+    memset(b->zindex, 0xFF, size * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < nz; i++) {
+        zone_t *z = &b->zones[i];
+        PyObject *spec = PyTuple_GET_ITEM(zones, i);
+        PyObject *key = item(spec, 0, 4, "zone spec");
+        if (key == NULL) goto fail;
+        b->nzones = (uint32_t)(i + 1);
+        z->key = copy_bytes(key, &z->keylen, "zone key");
+        if (z->key == NULL) goto fail;
+        z->hash = fnv(z->key, z->keylen);
+        if (fixed_bytes(PyTuple_GET_ITEM(spec, 1), z->heads, 40, "zone heads") < 0 ||
+            fixed_bytes(PyTuple_GET_ITEM(spec, 2), z->tc, 40, "zone tc_heads") < 0)
+            goto fail;
+        PyObject *soa = PyTuple_GET_ITEM(spec, 3);
+        if (soa == Py_None) {
+            z->python = 1;
+        } else {
+            PyObject *head = item(soa, 0, 4, "zone soa");
+            if (head == NULL || fixed_bytes(head, z->rr_head, 8, "soa rr_head") < 0 ||
+                build_zname(PyTuple_GET_ITEM(soa, 1), &z->mname) < 0 ||
+                build_zname(PyTuple_GET_ITEM(soa, 2), &z->rname) < 0 ||
+                fixed_bytes(PyTuple_GET_ITEM(soa, 3), z->numbers, 20, "soa numbers") < 0)
+                goto fail;
+        }
+        if (find_zone(b, z->key, z->keylen) != NULL) continue; /* the first one wins */
+        uint32_t at = (uint32_t)z->hash & b->zmask;
+        while (b->zindex[at] >= 0) at = (at + 1) & b->zmask;
+        b->zindex[at] = (int32_t)i;
+    }
+    Py_ssize_t nl = PyTuple_GET_SIZE(locators);
+    b->lpms = PyMem_RawCalloc(nl ? (size_t)nl : 1, sizeof(lpm_t));
+    if (b->lpms == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        b->nlpm = (uint32_t)(i + 1);
+        if (build_lpm(PyTuple_GET_ITEM(locators, i), &b->lpms[i]) < 0) goto fail;
+    }
+    return b;
+fail:
+    if (!PyErr_Occurred()) PyErr_NoMemory();
+    base_decref(b);
+    return NULL;
+}
+
+/* A table from nodes (taking their references); a later node with an existing key replaces it. */
+static ctab_t *assemble(base_t *base, totals_t *totals, node_t **nodes, uint32_t count) {
+    ctab_t *t = PyMem_RawCalloc(1, sizeof(ctab_t));
+    uint32_t size = table_size(count);
+    if (t == NULL) goto nomem;
+    t->refs = 1;
+    t->base = base;
+    t->totals = totals;
+    t->mask = size - 1;
+    t->nodes = PyMem_RawCalloc(count ? count : 1, sizeof(node_t *));
+    t->index = PyMem_RawMalloc(size * sizeof(int32_t));
+    if (t->nodes == NULL || t->index == NULL) goto nomem;
+    memset(t->index, 0xFF, size * sizeof(int32_t));
+    for (uint32_t i = 0; i < count; i++) {
+        node_t *n = nodes[i];
+        uint32_t at = (uint32_t)n->hash & t->mask;
+        for (;;) {
+            int32_t cur = t->index[at];
+            if (cur < 0) {
+                t->index[at] = (int32_t)t->nnodes;
+                t->nodes[t->nnodes++] = n;
+                break;
+            }
+            node_t *old = t->nodes[cur];
+            if (old->hash == n->hash && old->keylen == n->keylen && memcmp(old->key, n->key, n->keylen) == 0) {
+                t->nodes[cur] = n;
+                node_decref(old);
+                break;
+            }
+            at = (at + 1) & t->mask;
+        }
+    }
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i]->keylen > 2 && t->nodes[i]->key[0] == 1 && t->nodes[i]->key[1] == '*') t->nwild++;
+    }
+    return t;
+nomem:
+    for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
+    if (t != NULL) {
+        t->nnodes = 0;
+        t->base = NULL;
+        t->totals = NULL;
+        ctab_decref(t);
+    }
+    base_decref(base);
+    totals_decref(totals);
+    PyErr_NoMemory();
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Python type: Table */
+
+typedef struct {
+    PyObject_HEAD
+    ctab_t *t;
+    uint64_t rng; /* for answer() calls from Python (under the GIL) */
+} TableObject;
+
+static PyTypeObject TableType;
+
+static PyObject *wrap_table(ctab_t *t) {
+    TableObject *self = PyObject_New(TableObject, &TableType);
+    if (self == NULL) {
+        ctab_decref(t);
+        return NULL;
+    }
+    self->t = t;
+    self->rng = (uint64_t)(uintptr_t)t ^ 0x5DEECE66DULL;
+    return (PyObject *)self;
+}
+
+static void table_dealloc(TableObject *self) {
+    ctab_decref(self->t);
+    PyObject_Free(self);
+}
+
+static int collect_nodes(PyObject *specs, const base_t *b, totals_t *totals, node_t **out, uint32_t *count) {
+    Py_ssize_t n = PyTuple_GET_SIZE(specs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        node_t *node = build_node(PyTuple_GET_ITEM(specs, i), b, totals);
+        if (node == NULL) return -1;
+        out[(*count)++] = node;
+    }
+    return 0;
+}
+
+/* build(settings, zones, locators, nodes, inherit) -> Table; `inherit`: a Table whose policy totals
+   this one continues (None: start from zero). */
+static PyObject *build(UNUSED PyObject *self, PyObject *args) {
+    PyObject *settings, *zones, *locators, *specs, *inherit;
+    if (!PyArg_ParseTuple(args, "OOOO!O", &settings, &zones, &locators, &PyTuple_Type, &specs, &inherit))
+        return NULL;
+    totals_t *totals;
+    if (inherit != Py_None) {
+        if (!PyObject_TypeCheck(inherit, &TableType)) {
+            PyErr_SetString(PyExc_TypeError, "inherit must be a Table or None");
+            return NULL;
+        }
+        totals = ((TableObject *)inherit)->t->totals;
+        __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+    } else {
+        totals = PyMem_RawCalloc(1, sizeof(totals_t));
+        if (totals == NULL) return PyErr_NoMemory();
+        totals->refs = 1;
+    }
+    base_t *base = build_base(settings, zones, locators);
+    if (base == NULL) {
+        totals_decref(totals);
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(specs);
+    node_t **nodes = PyMem_RawCalloc(n ? (size_t)n : 1, sizeof(node_t *));
+    uint32_t count = 0;
+    if (nodes == NULL || collect_nodes(specs, base, totals, nodes, &count) < 0) {
+        if (nodes == NULL) PyErr_NoMemory();
+        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
+        PyMem_RawFree(nodes);
+        base_decref(base);
+        totals_decref(totals);
+        return NULL;
+    }
+    ctab_t *t = assemble(base, totals, nodes, count);
+    PyMem_RawFree(nodes);
+    return t == NULL ? NULL : wrap_table(t);
+}
+
+/* table.update(removed_keys, nodes) -> Table: this table's nodes but the removed and replaced ones, shared. */
+static PyObject *table_update(TableObject *self, PyObject *args) {
+    PyObject *removed, *specs;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &removed, &PyTuple_Type, &specs)) return NULL;
+    ctab_t *old = self->t;
+    Py_ssize_t nr = PyTuple_GET_SIZE(removed), ns = PyTuple_GET_SIZE(specs);
+    uint8_t *drop = PyMem_RawCalloc(old->nnodes ? old->nnodes : 1, 1);
+    node_t **nodes = PyMem_RawCalloc((size_t)old->nnodes + (size_t)ns + 1, sizeof(node_t *));
+    uint32_t count = 0;
+    if (drop == NULL || nodes == NULL) {
+        PyMem_RawFree(drop);
+        PyMem_RawFree(nodes);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        PyObject *key = PyTuple_GET_ITEM(removed, i);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "removed keys must be bytes");
+            goto fail;
+        }
+        const uint8_t *k = (const uint8_t *)PyBytes_AS_STRING(key);
+        uint32_t len = (uint32_t)PyBytes_GET_SIZE(key);
+        int32_t at = find_index(old, k, len, fnv(k, len));
+        if (at >= 0) drop[at] = 1;
+    }
+    for (uint32_t j = 0; j < old->nnodes; j++) {
+        if (drop[j]) continue;
+        __atomic_add_fetch(&old->nodes[j]->refs, 1, __ATOMIC_RELAXED);
+        nodes[count++] = old->nodes[j];
+    }
+    if (collect_nodes(specs, old->base, old->totals, nodes, &count) < 0) goto fail;
+    PyMem_RawFree(drop);
+    __atomic_add_fetch(&old->base->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&old->totals->refs, 1, __ATOMIC_RELAXED);
+    ctab_t *t = assemble(old->base, old->totals, nodes, count);
+    PyMem_RawFree(nodes);
+    return t == NULL ? NULL : wrap_table(t);
+fail:
+    for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
+    PyMem_RawFree(drop);
+    PyMem_RawFree(nodes);
+    return NULL;
+}
+
+static int parse_ip(PyObject *obj, int v6, u128 *out) {
+    if (v6) return as_u128(obj, out);
+    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+    if (PyErr_Occurred()) return -1;
+    *out = v;
+    return 0;
+}
+
+/* table.answer(data, ip, v6, tcp, seq=-1, draw=-1.0) -> bytes | None (None: ask Python) */
+static PyObject *table_answer(TableObject *self, PyObject *args) {
+    Py_buffer data;
+    PyObject *ipobj;
+    int v6, tcp;
+    long long seq = -1;
+    double draw = -1.0;
+    u128 ip;
+    plan_t plan;
+    if (!PyArg_ParseTuple(args, "y*Opp|Ld", &data, &ipobj, &v6, &tcp, &seq, &draw)) return NULL;
+    if (parse_ip(ipobj, v6, &ip) < 0 || data.len > 0xFFFFFF) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "message too long");
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    choice_t ch = {seq, draw, &self->rng};
+    PyObject *out;
+    if (plan_answer(self->t, data.buf, (uint32_t)data.len, ip, v6, tcp, &ch, &plan) < 0) {
+        out = Py_NewRef(Py_None);
+    } else {
+        out = PyBytes_FromStringAndSize(NULL, plan.total);
+        if (out != NULL) write_plan(&plan, (uint8_t *)PyBytes_AS_STRING(out));
+    }
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/* Answers decided per policy id: the lineage's retired counts plus this table's live ones. */
+static PyObject *table_policy_answers(TableObject *self, UNUSED PyObject *unused) {
+    uint64_t sum[MAX_POLICIES];
+    ctab_t *t = self->t;
+    for (int i = 0; i < MAX_POLICIES; i++) sum[i] = ATOMIC_LOAD(&t->totals->policy[i]);
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        node_t *n = t->nodes[i];
+        for (uint32_t j = 0; j < n->nent; j++) {
+            entry_t *e = &n->ent[j];
+            if (e->kind != K_NONE && e->kind != K_PYTHON) sum[e->policy] += ATOMIC_LOAD(&e->counter);
+        }
+    }
+    PyObject *out = PyTuple_New(MAX_POLICIES);
+    if (out == NULL) return NULL;
+    for (int i = 0; i < MAX_POLICIES; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(sum[i]);
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+/* table.seed(n): the state of the generator answer() draws from (weighted and random policies). */
+static PyObject *table_seed(TableObject *self, PyObject *arg) {
+    unsigned long long v = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred()) return NULL;
+    self->rng = (uint64_t)v;
+    Py_RETURN_NONE;
+}
+
+static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return PyLong_FromUnsignedLong(self->t->nnodes); }
+
+static PyMethodDef table_methods[] = {
+    {"update", (PyCFunction)table_update, METH_VARARGS, "update(removed_keys, node_specs) -> Table"},
+    {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
+    {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
+    {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},
+    {"seed", (PyCFunction)table_seed, METH_O, "seed(n): the state of answer()'s random draws"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gslbd.wire._cfast.Table",
+    .tp_basicsize = sizeof(TableObject),
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Precompiled answers in C memory (built by wire/ctable.py).",
+    .tp_methods = table_methods,
+};
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Python type: Slot (the current table of a responder, read by the UDP loops without the GIL) */
+
+typedef struct {
+    PyObject_HEAD
+    pthread_mutex_t mu;
+    ctab_t *cur;
+} SlotObject;
+
+static PyObject *slot_new(PyTypeObject *type, UNUSED PyObject *args, UNUSED PyObject *kw) {
+    SlotObject *self = (SlotObject *)type->tp_alloc(type, 0);
+    if (self != NULL) {
+        pthread_mutex_init(&self->mu, NULL);
+        self->cur = NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void slot_dealloc(SlotObject *self) {
+    ctab_decref(self->cur);
+    pthread_mutex_destroy(&self->mu);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static ctab_t *slot_acquire(SlotObject *s) {
+    pthread_mutex_lock(&s->mu);
+    ctab_t *t = s->cur;
+    if (t != NULL) ctab_incref(t);
+    pthread_mutex_unlock(&s->mu);
+    return t;
+}
+
+static PyObject *slot_set(SlotObject *self, PyObject *arg) {
+    ctab_t *t = NULL;
+    if (arg != Py_None) {
+        if (!PyObject_TypeCheck(arg, &TableType)) {
+            PyErr_SetString(PyExc_TypeError, "Slot.set takes a Table or None");
+            return NULL;
+        }
+        t = ((TableObject *)arg)->t;
+        ctab_incref(t);
+    }
+    pthread_mutex_lock(&self->mu);
+    ctab_t *old = self->cur;
+    self->cur = t;
+    pthread_mutex_unlock(&self->mu);
+    ctab_decref(old);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef slot_methods[] = {
+    {"set", (PyCFunction)slot_set, METH_O, "set(table or None): answer from this table (None: all in Python)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SlotType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gslbd.wire._cfast.Slot",
+    .tp_basicsize = sizeof(SlotObject),
+    .tp_dealloc = (destructor)slot_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The current Table of a responder; swapped with one pointer store.",
+    .tp_methods = slot_methods,
+    .tp_new = slot_new,
+};
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Python type: UdpLoop */
+
+enum {
+    C_QUERIES,
+    C_RESPONSES,
+    C_DROPPED,
+    C_SEND_ERRORS,
+    C_RECV_ERRORS,
+    C_HANDLER_ERRORS,
+    C_OVERSIZED,
+    C_ANSWERED_C,
+    C_ANSWERED_PY,
+    C_COUNT
+};
+
+typedef struct {
+    PyObject_HEAD
+    int fd;
+    int stop;
+    int running;
+    PyObject *slot;
+    PyObject *handle;
+    PyObject *on_error;
+    uint64_t rng;
+    uint64_t c[C_COUNT];
+    uint64_t rcodes[16];
+} LoopObject;
+
+static PyObject *loop_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *kw) {
+    int fd;
+    PyObject *slot, *handle, *on_error;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "iO!OOK", &fd, &SlotType, &slot, &handle, &on_error, &seed)) return NULL;
+    LoopObject *self = (LoopObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->fd = fd;
+    self->slot = Py_NewRef(slot);
+    self->handle = Py_NewRef(handle);
+    self->on_error = Py_NewRef(on_error);
+    self->rng = seed;
+    return (PyObject *)self;
+}
+
+static void loop_dealloc(LoopObject *self) {
+    Py_XDECREF(self->slot);
+    Py_XDECREF(self->handle);
+    Py_XDECREF(self->on_error);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *ip_object(const struct sockaddr_storage *sa, u128 *ip, int *v6) {
+    if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+        u128 v = 0;
+        for (int i = 0; i < 16; i++) v = v << 8 | sin6->sin6_addr.s6_addr[i];
+        *ip = v;
+        *v6 = 1;
+        return NULL;
+    }
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+        *ip = ntohl(sin->sin_addr.s_addr);
+    } else {
+        *ip = 0;
+    }
+    *v6 = 0;
+    return NULL;
+}
+
+static PyObject *ip_to_long(u128 ip, int v6) {
+    if (!v6) return PyLong_FromUnsignedLongLong((unsigned long long)ip);
+    unsigned char bytes[16];
+    for (int i = 15; i >= 0; i--) {
+        bytes[i] = (unsigned char)ip;
+        ip >>= 8;
+    }
+    return _PyLong_FromByteArray(bytes, 16, 0, 0);
+}
+
+/* Python answers datagram i (GIL held). Returns the reply object or NULL (dropped or failed). */
+static PyObject *python_answer(LoopObject *self, const uint8_t *data, uint32_t len, u128 ip, int v6) {
+    PyObject *ipobj = ip_to_long(ip, v6);
+    PyObject *reply = NULL;
+    if (ipobj != NULL) {
+        reply = PyObject_CallFunction(self->handle, "y#OOO", (const char *)data, (Py_ssize_t)len, ipobj,
+                                      v6 ? Py_True : Py_False, Py_False);
+        Py_DECREF(ipobj);
+    }
+    if (reply == NULL) {
+        ATOMIC_ADD(&self->c[C_HANDLER_ERRORS], 1);
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
+        if (self->on_error != Py_None && value != NULL) {
+            PyObject *r = PyObject_CallOneArg(self->on_error, value);
+            if (r == NULL) PyErr_Clear();
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return NULL;
+    }
+    if (reply == Py_None) {
+        Py_DECREF(reply);
+        ATOMIC_ADD(&self->c[C_DROPPED], 1);
+        return NULL;
+    }
+    if (!PyBytes_Check(reply)) {
+        Py_DECREF(reply);
+        ATOMIC_ADD(&self->c[C_HANDLER_ERRORS], 1);
+        return NULL;
+    }
+    return reply;
+}
+
+static void send_all(int fd, struct mmsghdr *msgs, int count, uint64_t *sent, uint64_t *errors) {
+    int start = 0;
+    while (start < count) {
+        int done;
+        do {
+            done = sendmmsg(fd, msgs + start, (unsigned int)(count - start), MSG_DONTWAIT);
+        } while (done < 0 && errno == EINTR);
+        if (done <= 0) {
+            *errors += 1; /* the first one was refused (full buffer, unreachable peer): skip it */
+            start += 1;
+            continue;
+        }
+        *sent += (uint64_t)done;
+        start += done;
+    }
+}
+
+/* loop.run(): answers until stop() (checked at least every SO_RCVTIMEO). Blocks; the GIL is released
+   except while Python answers what the table cannot. */
+static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "UdpLoop.run is already running");
+        return NULL;
+    }
+    uint8_t *inbuf = PyMem_RawMalloc((size_t)BATCH * BUFSIZE);
+    uint8_t *outbuf = PyMem_RawMalloc((size_t)BATCH * OUTSIZE);
+    struct mmsghdr *msgs = PyMem_RawCalloc(BATCH, sizeof(struct mmsghdr));
+    struct mmsghdr *smsgs = PyMem_RawCalloc(BATCH, sizeof(struct mmsghdr));
+    struct iovec *iovs = PyMem_RawCalloc(BATCH, sizeof(struct iovec));
+    struct iovec *siovs = PyMem_RawCalloc(BATCH, sizeof(struct iovec));
+    struct sockaddr_storage *addrs = PyMem_RawCalloc(BATCH, sizeof(struct sockaddr_storage));
+    PyObject **held = PyMem_RawCalloc(BATCH, sizeof(PyObject *));
+    uint8_t **big = PyMem_RawCalloc(BATCH, sizeof(uint8_t *));
+    int *py = PyMem_RawCalloc(BATCH, sizeof(int));
+    if (!inbuf || !outbuf || !msgs || !smsgs || !iovs || !siovs || !addrs || !held || !big || !py) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    self->running = 1;
+    SlotObject *slot = (SlotObject *)self->slot;
+    PyThreadState *ts = PyEval_SaveThread();
+    while (!__atomic_load_n(&self->stop, __ATOMIC_RELAXED)) {
+        int got, i, nsend = 0, npy = 0;
+        for (i = 0; i < BATCH; i++) {
+            iovs[i].iov_base = inbuf + (size_t)i * BUFSIZE;
+            iovs[i].iov_len = BUFSIZE;
+            memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
+            msgs[i].msg_hdr.msg_iov = &iovs[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_name = &addrs[i];
+            msgs[i].msg_hdr.msg_namelen = sizeof(addrs[i]);
+        }
+        got = recvmmsg(self->fd, msgs, BATCH, MSG_WAITFORONE, NULL);
+        if (got < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+            if (errno == EBADF || errno == ENOTSOCK) break; /* closed under us */
+            ATOMIC_ADD(&self->c[C_RECV_ERRORS], 1);
+            continue;
+        }
+        uint64_t rc[16] = {0};
+        uint64_t dropped = 0, oversized = 0, by_c = 0, sent = 0, send_errors = 0;
+        ctab_t *t = slot_acquire(slot);
+        choice_t ch = {-1, -1.0, &self->rng};
+        for (i = 0; i < got; i++) {
+            const uint8_t *data = iovs[i].iov_base;
+            uint32_t len = msgs[i].msg_len;
+            uint8_t *out = outbuf + (size_t)i * OUTSIZE;
+            py[i] = 0;
+            big[i] = NULL;
+            held[i] = NULL;
+            if (len < 12 || (data[2] & 0x80)) { /* not a query: dropped, as the slow path does */
+                dropped++;
+                if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) oversized++;
+                continue;
+            }
+            uint32_t outlen;
+            if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+                /* Longer than the buffer: never answered from a cut copy. FORMERR, no question. */
+                oversized++;
+                memset(out, 0, 12);
+                out[0] = data[0];
+                out[1] = data[1];
+                out[2] = (uint8_t)(0x80 | (data[2] & 0x79));
+                out[3] = 1;
+                outlen = 12;
+            } else {
+                u128 ip;
+                int v6;
+                plan_t plan;
+                ip_object(&addrs[i], &ip, &v6);
+                if (t == NULL || plan_answer(t, data, len, ip, v6, 0, &ch, &plan) < 0) {
+                    py[i] = 1;
+                    npy++;
+                    continue;
+                }
+                if (plan.total > OUTSIZE) {
+                    big[i] = PyMem_RawMalloc(plan.total);
+                    if (big[i] == NULL) {
+                        dropped++;
+                        continue;
+                    }
+                    out = big[i];
+                }
+                write_plan(&plan, out);
+                outlen = plan.total;
+                by_c++;
+            }
+            rc[out[3] & 15]++;
+            siovs[nsend].iov_base = out;
+            siovs[nsend].iov_len = outlen;
+            memset(&smsgs[nsend].msg_hdr, 0, sizeof(smsgs[nsend].msg_hdr));
+            smsgs[nsend].msg_hdr.msg_iov = &siovs[nsend];
+            smsgs[nsend].msg_hdr.msg_iovlen = 1;
+            smsgs[nsend].msg_hdr.msg_name = &addrs[i];
+            smsgs[nsend].msg_hdr.msg_namelen = msgs[i].msg_hdr.msg_namelen;
+            nsend++;
+        }
+        if (npy) {
+            /* Python answers the rest; the replies are sent with the GIL held, then released. */
+            PyEval_RestoreThread(ts);
+            for (i = 0; i < got; i++) {
+                if (!py[i]) continue;
+                u128 ip;
+                int v6;
+                ip_object(&addrs[i], &ip, &v6);
+                PyObject *reply = python_answer(self, iovs[i].iov_base, msgs[i].msg_len, ip, v6);
+                if (reply == NULL) continue;
+                held[i] = reply;
+                const uint8_t *r = (const uint8_t *)PyBytes_AS_STRING(reply);
+                Py_ssize_t rlen = PyBytes_GET_SIZE(reply);
+                if (rlen > 3) rc[r[3] & 15]++;
+                siovs[nsend].iov_base = (void *)r;
+                siovs[nsend].iov_len = (size_t)rlen;
+                memset(&smsgs[nsend].msg_hdr, 0, sizeof(smsgs[nsend].msg_hdr));
+                smsgs[nsend].msg_hdr.msg_iov = &siovs[nsend];
+                smsgs[nsend].msg_hdr.msg_iovlen = 1;
+                smsgs[nsend].msg_hdr.msg_name = &addrs[i];
+                smsgs[nsend].msg_hdr.msg_namelen = msgs[i].msg_hdr.msg_namelen;
+                nsend++;
+            }
+            send_all(self->fd, smsgs, nsend, &sent, &send_errors);
+            for (i = 0; i < got; i++) Py_CLEAR(held[i]);
+            ts = PyEval_SaveThread();
+        } else if (nsend) {
+            send_all(self->fd, smsgs, nsend, &sent, &send_errors);
+        }
+        ctab_decref(t);
+        for (i = 0; i < got; i++) {
+            if (big[i] != NULL) {
+                PyMem_RawFree(big[i]);
+                big[i] = NULL;
+            }
+        }
+        ATOMIC_ADD(&self->c[C_QUERIES], (uint64_t)got);
+        ATOMIC_ADD(&self->c[C_RESPONSES], sent);
+        ATOMIC_ADD(&self->c[C_SEND_ERRORS], send_errors);
+        ATOMIC_ADD(&self->c[C_DROPPED], dropped);
+        ATOMIC_ADD(&self->c[C_OVERSIZED], oversized);
+        ATOMIC_ADD(&self->c[C_ANSWERED_C], by_c);
+        ATOMIC_ADD(&self->c[C_ANSWERED_PY], (uint64_t)npy);
+        for (i = 0; i < 16; i++) {
+            if (rc[i]) ATOMIC_ADD(&self->rcodes[i], rc[i]);
+        }
+    }
+    PyEval_RestoreThread(ts);
+    self->running = 0;
+done:
+    PyMem_RawFree(inbuf);
+    PyMem_RawFree(outbuf);
+    PyMem_RawFree(msgs);
+    PyMem_RawFree(smsgs);
+    PyMem_RawFree(iovs);
+    PyMem_RawFree(siovs);
+    PyMem_RawFree(addrs);
+    PyMem_RawFree(held);
+    PyMem_RawFree(big);
+    PyMem_RawFree(py);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_stop(LoopObject *self, UNUSED PyObject *unused) {
+    __atomic_store_n(&self->stop, 1, __ATOMIC_RELAXED);
+    Py_RETURN_NONE;
+}
+
+/* counters() -> (queries, responses, dropped, send_errors, recv_errors, handler_errors, oversized,
+   answered_in_c, answered_in_python, rcodes[16]) */
+static PyObject *loop_counters(LoopObject *self, UNUSED PyObject *unused) {
+    PyObject *rc = PyTuple_New(16);
+    if (rc == NULL) return NULL;
+    for (int i = 0; i < 16; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(ATOMIC_LOAD(&self->rcodes[i]));
+        if (v == NULL) {
+            Py_DECREF(rc);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(rc, i, v);
+    }
+    /* handler_errors and dropped by Python are written under the GIL by this loop's thread only. */
+    return Py_BuildValue("KKKKKKKKKN", (unsigned long long)ATOMIC_LOAD(&self->c[C_QUERIES]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_RESPONSES]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_DROPPED]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_SEND_ERRORS]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_RECV_ERRORS]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_HANDLER_ERRORS]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_OVERSIZED]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_ANSWERED_C]),
+                         (unsigned long long)ATOMIC_LOAD(&self->c[C_ANSWERED_PY]), rc);
+}
+
+static PyMethodDef loop_methods[] = {
+    {"run", (PyCFunction)loop_run, METH_NOARGS, "answer until stop()"},
+    {"stop", (PyCFunction)loop_stop, METH_NOARGS, "ask run() to return"},
+    {"counters", (PyCFunction)loop_counters, METH_NOARGS, "this loop's counters"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gslbd.wire._cfast.UdpLoop",
+    .tp_basicsize = sizeof(LoopObject),
+    .tp_dealloc = (destructor)loop_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "UdpLoop(fd, slot, handle, on_error, seed): recvmmsg -> C table or handle() -> sendmmsg.",
+    .tp_methods = loop_methods,
+    .tp_new = loop_new,
+};
+
+/* ------------------------------------------------------------------------------------------------ */
+
+/* diff(old, new) -> (changed, removed): keys of `new` whose value is not the very object `old` has for
+   them, and keys of `old` that `new` lacks. One pass in C over both dicts (an update of one name in a
+   table of many would otherwise spend most of its time in this comparison). */
+static PyObject *diff(UNUSED PyObject *self, PyObject *args) {
+    PyObject *old, *new_, *key, *value;
+    Py_ssize_t pos = 0;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &old, &PyDict_Type, &new_)) return NULL;
+    PyObject *changed = PyList_New(0), *removed = PyList_New(0);
+    if (changed == NULL || removed == NULL) goto fail;
+    while (PyDict_Next(new_, &pos, &key, &value)) {
+        PyObject *before = PyDict_GetItemWithError(old, key);
+        if (before == NULL && PyErr_Occurred()) goto fail;
+        if (before != value && PyList_Append(changed, key) < 0) goto fail;
+    }
+    pos = 0;
+    while (PyDict_Next(old, &pos, &key, &value)) {
+        int has = PyDict_Contains(new_, key);
+        if (has < 0) goto fail;
+        if (!has && PyList_Append(removed, key) < 0) goto fail;
+    }
+    return Py_BuildValue("NN", changed, removed);
+fail:
+    Py_XDECREF(changed);
+    Py_XDECREF(removed);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"build", build, METH_VARARGS, "build(settings, zones, locators, nodes, inherit) -> Table"},
+    {"diff", diff, METH_VARARGS, "diff(old, new) -> (changed keys, removed keys), by value identity"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "gslbd.wire._cfast", "The query path in C (see wire/ctable.py).", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__cfast(void) {
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SlotType) < 0 || PyType_Ready(&LoopType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddType(m, &TableType) < 0 || PyModule_AddType(m, &SlotType) < 0 ||
+        PyModule_AddType(m, &LoopType) < 0)
+        return NULL;
+    PyModule_AddIntConstant(m, "BATCH", BATCH);
+    PyModule_AddIntConstant(m, "BUFSIZE", BUFSIZE);
+    PyModule_AddIntConstant(m, "MAX_POLICIES", MAX_POLICIES);
+    PyModule_AddIntConstant(m, "K_NONE", K_NONE);
+    PyModule_AddIntConstant(m, "K_FIXED", K_FIXED);
+    PyModule_AddIntConstant(m, "K_ROTATE", K_ROTATE);
+    PyModule_AddIntConstant(m, "K_WEIGHTED", K_WEIGHTED);
+    PyModule_AddIntConstant(m, "K_SHUFFLE", K_SHUFFLE);
+    PyModule_AddIntConstant(m, "K_GEO", K_GEO);
+    PyModule_AddIntConstant(m, "K_HASH", K_HASH);
+    PyModule_AddIntConstant(m, "K_PYTHON", K_PYTHON);
+    PyModule_AddIntConstant(m, "FB_DO", FB_DO);
+    PyModule_AddIntConstant(m, "FB_COOKIE", FB_COOKIE);
+    PyModule_AddIntConstant(m, "FB_OPTIONS", FB_OPTIONS);
+    PyModule_AddIntConstant(m, "FB_ALL", FB_ALL);
+    PyModule_AddIntConstant(m, "FB_NEG", FB_NEG);
+    return m;
+}

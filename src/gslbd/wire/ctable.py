@@ -1,0 +1,319 @@
+"""The answer table in C: the Python `AnswerTable` copied into C memory for `gslbd.wire._cfast`.
+
+The C module answers exactly what `fast_answer` answers, byte for byte (tests/unit/wire/test_ctable.py
+holds them equal for the same choice), from a copy of the table that needs no Python object per query:
+  - per name (lower-case wire key) a node: its entries (variants + how to pick one) and a type map;
+  - per entry one of the kinds below, from the type of the policy plan behind `Entry.pick`:
+      none      fixed answer, not counted        (`pick` None)
+      fixed     FixedPlan: variant 0, counted
+      rotate    RotationPlan: seq % variants     (round_robin, failover, one-place geo)
+      weighted  WeightedPlan: bisect of a uniform draw over the cumulative weights
+      shuffle   ShufflePlan: int(draw * count)
+      geo       GeoPlan: the client's location id (longest topology prefix, exported per locator) picks
+                a candidate set (precomputed per location with `GeoPlan.classify_location`), then
+                seq % the set's rotations
+      hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
+      python    anything else (a plan type C does not know): the query is answered in Python
+  - per variant its EDNS options after ECS (an Extended DNS Error, RFC 8914);
+  - per zone the NXDOMAIN heads and the SOA's parts: C writes the record per query, its names compressed
+    against the query's name exactly as `compile.nx_soa` does; the REFUSED variants (outside every zone,
+    and zone transfers); the OPT records and limits.
+Draws come from a per-thread splitmix64 generator in C (Python's `random` in the Python path), so the two
+paths agree for the same draw, not for the same seed. The `seq` counters are C's own (one per entry,
+atomic, shared by the UDP threads); they also count the answers per policy for the metric.
+
+Falls back to Python (the query goes to `Responder.handle`'s Python path) for what the C table cannot
+answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), an NSID option (the
+identity is added in Python), a plan kind C does not know (a chain through several policies), a geo
+client that only the GeoIP database can place, a nonexistent name below the parent of a wildcard, and
+what `Fallback` names: DO or CO set (`do`: a signed zone's variants and compact denial), a DNS cookie
+(`cookie`), any EDNS option but ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED
+(`negative`: the exchange hook may own the name), or every query (`everything`: RRL or cookies on). Those
+features live in Python; they can move into C by adding variants or flags here.
+
+Updates: `update_ctable` shares every node of the previous C table but the changed ones (found by
+identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gslbd.gcpause import collector_paused
+from gslbd.policy.base import FixedPlan, Location, NoLocator
+from gslbd.policy.geo import GeoPlan
+from gslbd.policy.locate import TopologyLocator
+from gslbd.policy.random_order import ShufflePlan
+from gslbd.policy.rendezvous import RendezvousPlan
+from gslbd.policy.round_robin import RotationPlan
+from gslbd.policy.weighted import WeightedPlan
+from gslbd.wire.compile import AnswerTable, Entry, Node, Variant, ZoneEntry
+
+try:
+    from gslbd.wire import _cfast
+except ImportError:  # not compiled here: every query is answered in Python
+    _cfast = None  # type: ignore[assignment]
+
+AVAILABLE = _cfast is not None
+# Set GSLBD_NATIVE=0 to answer every query in Python (for comparisons; the C table is on by default).
+ENV_SWITCH = "GSLBD_NATIVE"
+
+K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON = range(8)
+FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG = 1, 2, 4, 8, 16
+MAX_POLICIES = 32
+_UNCOUNTED = 0  # policy id of entries that no policy counter covers
+_POLICY_IDS: dict[str, int] = {}  # policy name -> id in the C counters, process-wide
+
+
+def enabled() -> bool:
+    """Whether new responders answer from a C table: compiled here and not switched off."""
+    return AVAILABLE and os.environ.get(ENV_SWITCH, "1") != "0"
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """What the C table must leave to Python because a feature in Python changes the answer."""
+
+    do: bool = False  # DO or CO set (signed answers, compact denial)
+    cookie: bool = False  # a COOKIE option (server cookies)
+    options: bool = False  # any option but ECS and COOKIE
+    everything: bool = False  # every query (RRL, cookies)
+    negative: bool = False  # an NXDOMAIN or REFUSED answer (the exchange hook)
+
+    @property
+    def flags(self) -> int:
+        return (
+            (FB_DO if self.do else 0)
+            | (FB_COOKIE if self.cookie else 0)
+            | (FB_OPTIONS if self.options else 0)
+            | (FB_ALL if self.everything else 0)
+            | (FB_NEG if self.negative else 0)
+        )
+
+
+NO_FALLBACK = Fallback()  # C answers everything the Python fast path answers
+
+
+def policy_id(name: str) -> int:
+    """The C counter slot of a policy name (assigned on first use; slot 0 is never reported)."""
+    found = _POLICY_IDS.get(name)
+    if found is None:
+        found = len(_POLICY_IDS) + 1
+        if found >= MAX_POLICIES:
+            return _UNCOUNTED
+        _POLICY_IDS[name] = found
+    return found
+
+
+@dataclass(slots=True)
+class _Locators:
+    """The locators exported with one C table lineage: index in the C base and location ids."""
+
+    index: dict[int, int] = field(default_factory=dict)  # id(locator) -> index
+    keep: list[object] = field(default_factory=list)  # keeps each locator alive while its id is a key
+    locations: list[list[Location]] = field(default_factory=list)  # per index: location of each id
+    geoip: list[bool] = field(default_factory=list)  # per index: unmatched clients need the GeoIP database
+    specs: list[tuple[Any, Any]] = field(default_factory=list)
+    # Variant specs made during one build or update, by id of the Variant (kept alive beside its spec):
+    # the compiler shares variants across names (NODATA, REFUSED, the same address sets), so most repeat.
+    variants: dict[int, tuple[Variant, tuple[bytes, bytes, bytes, bytes]]] = field(default_factory=dict)
+
+    def add(self, locator: object) -> int:
+        found = self.index.get(id(locator))
+        if found is not None:
+            return found
+        if isinstance(locator, TopologyLocator):
+            locations: list[Location] = [Location()]
+            families = []
+            for levels in (locator.v4, locator.v6):
+                out = []
+                for shift, table in levels:
+                    keys = []
+                    for key, entry in table.items():
+                        locations.append(locator.entry_location(entry))
+                        keys.append((key, len(locations) - 1))
+                    out.append((shift, tuple(keys)))
+                families.append(tuple(out))
+            spec: tuple[Any, Any] = (families[0], families[1])
+            geoip = locator.reader is not None
+        elif isinstance(locator, NoLocator):
+            locations, spec, geoip = [Location()], ((), ()), False
+        else:
+            return -1
+        self.index[id(locator)] = len(self.specs)
+        self.keep.append(locator)
+        self.locations.append(locations)
+        self.geoip.append(geoip)
+        self.specs.append(spec)
+        return len(self.specs) - 1
+
+
+@dataclass(slots=True)
+class CTable:
+    """A C table and what it was built from (for cheap updates). `answer` is the C answer function:
+    answer(data, ip, v6, tcp) -> bytes, or None when Python must answer."""
+
+    native: _cfast.Table
+    source: AnswerTable = field(repr=False)
+    locators: _Locators = field(repr=False)
+    fallback: Fallback
+
+    @property
+    def answer(self) -> Any:
+        return self.native.answer
+
+    def policy_answers(self) -> dict[str, int]:
+        """Answers decided per policy by this table's lineage (every C table built with `inherit`)."""
+        counts = self.native.policy_answers()
+        return {name: counts[i] for name, i in _POLICY_IDS.items() if counts[i]}
+
+
+def _variant(v: Variant) -> tuple[bytes, bytes, bytes, bytes]:
+    return (b"".join(v.heads), b"".join(v.tc_heads), v.sections, v.options)
+
+
+def _variant_specs(variants: tuple[Variant, ...], locators: _Locators) -> tuple[Any, ...]:
+    memo = locators.variants
+    out = []
+    for v in variants:
+        found = memo.get(id(v))
+        if found is None:
+            found = memo[id(v)] = (v, _variant(v))
+        out.append(found[1])
+    return tuple(out)
+
+
+def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ...]:
+    variants = _variant_specs(entry.variants, locators)
+    pick = entry.pick
+    if pick is None:
+        return (K_NONE, _UNCOUNTED, False, variants, None)
+    plan = getattr(pick, "__self__", None)
+    dependent = entry.location_dependent
+    if isinstance(plan, FixedPlan):
+        return (K_FIXED, policy, dependent, variants, None)
+    if isinstance(plan, RotationPlan):
+        return (K_ROTATE, policy, dependent, variants, None)
+    if isinstance(plan, WeightedPlan):
+        return (K_WEIGHTED, policy, dependent, variants, (plan.bounds, plan.total))
+    if isinstance(plan, ShufflePlan):
+        return (K_SHUFFLE, policy, dependent, variants, plan.count)
+    if isinstance(plan, RendezvousPlan):
+        return (K_HASH, policy, dependent, variants, plan.ids)
+    if isinstance(plan, GeoPlan):
+        which = locators.add(plan.locator)
+        if which >= 0:
+            classes = [plan.classify_location(loc)[0] for loc in locators.locations[which]]
+            if locators.geoip[which]:
+                classes[0] = -1  # not in a topology network: only the GeoIP database knows
+            return (K_GEO, policy, dependent, variants, (which, plan.starts, plan.counts, tuple(classes)))
+    return (K_PYTHON, policy, dependent, variants, None)
+
+
+def _node_spec(key: bytes, node: Node, policies: Mapping[int, str], locators: _Locators) -> tuple[Any, ...]:
+    """(key, entries, ((qtype, entry index), ...), default index); entries shared by types once."""
+    order: dict[int, int] = {}
+    entries: list[tuple[Any, ...]] = []
+
+    def index(entry: Entry) -> int:
+        found = order.get(id(entry))
+        if found is None:
+            name = policies.get(id(entry.counter))
+            pid = policy_id(name) if name is not None else _UNCOUNTED
+            found = order[id(entry)] = len(entries)
+            entries.append(_entry_spec(entry, pid, locators))
+        return found
+
+    types = tuple((qtype, index(entry)) for qtype, entry in node.types.items())
+    default = index(node.default)
+    return (key, tuple(entries), types, default)
+
+
+def _policies(table: AnswerTable, key: bytes) -> dict[int, str]:
+    return {id(counter): name for name, counter in table.policy_counters.get(key, ())}
+
+
+def _soa_parts(zone: ZoneEntry) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """What C needs to write the zone's NXDOMAIN SOA per query as `compile.nx_soa` does: type, class and
+    TTL, MNAME and RNAME as labels (without the root), the five numbers. None leaves the zone's NXDOMAIN
+    to Python."""
+    if len(zone.rr_head) != 8 or len(zone.numbers) != 20:
+        return None
+    return (zone.rr_head, b"".join(zone.mname), b"".join(zone.rname), zone.numbers)
+
+
+def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
+    return (
+        table.max_udp_payload,
+        table.use_client_subnet,
+        table.opt_plain[0],
+        table.opt_plain[1],
+        table.opt_prefix[0],
+        table.opt_prefix[1],
+        _variant(table.refused),
+        _variant(table.refused_transfer),
+        fallback.flags,
+    )
+
+
+def build_ctable(
+    table: AnswerTable, fallback: Fallback = NO_FALLBACK, inherit: CTable | None = None
+) -> CTable:
+    """The C copy of `table`. `inherit`: the table it replaces, whose policy answer counts it continues."""
+    assert _cfast is not None, "gslbd.wire._cfast is not compiled here"
+    locators = _Locators()
+    with collector_paused():  # a tuple per name and entry, all kept until C has copied them
+        nodes = tuple(
+            _node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items()
+        )
+    zones = tuple(
+        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z)) for key, z in table.zones.items()
+    )
+    native = _cfast.build(
+        _settings(table, fallback),
+        zones,
+        tuple(locators.specs),
+        nodes,
+        inherit.native if inherit is not None else None,
+    )
+    locators.variants.clear()
+    return CTable(native, table, locators, fallback)
+
+
+def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLBACK) -> CTable:
+    """The C copy of `table`, sharing with `old` every node whose Python node `table` shares with the
+    table `old` was built from (what `update_table` produces); a full build when more than names changed."""
+    base = old.source
+    same_base = (
+        fallback == old.fallback
+        and table.zones is base.zones
+        and table.refused is base.refused
+        and table.refused_transfer is base.refused_transfer
+        and table.max_udp_payload == base.max_udp_payload
+        and table.use_client_subnet == base.use_client_subnet
+        and table.opt_plain == base.opt_plain
+    )
+    if not same_base:
+        return build_ctable(table, fallback, old)
+    assert _cfast is not None
+    keys: list[bytes] = []
+    removed: list[bytes] = []
+    for before, after in zip(base.names.shards, table.names.shards, strict=True):
+        if before is not after:  # a CowMap shares the shards an update did not touch
+            found, gone = _cfast.diff(before, after)
+            keys += found
+            removed += gone
+    names = table.names
+    old.locators.variants.clear()
+    specs = tuple(_node_spec(key, names[key], _policies(table, key), old.locators) for key in keys)
+    old.locators.variants.clear()
+    return CTable(old.native.update(tuple(removed), specs), table, old.locators, fallback)
+
+
+def new_slot() -> Any:
+    """A slot for the current C table of a responder, read by the C UDP loops."""
+    assert _cfast is not None
+    return _cfast.Slot()

@@ -1,0 +1,451 @@
+"""The C table (wire/ctable.py, wire/_cfast.c) answers byte for byte like the Python fast path for the same
+choice (query counter and random draw), answers every query the Python fast path answers, leaves the
+features it does not know to Python, and keeps its counters across updates."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import ipaddress
+import random
+import shutil
+import sysconfig
+from dataclasses import replace
+
+import dns.edns
+import dns.message
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_wire_dnssec import World, signed_config
+from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
+from test_wire_fuzz import MUTATION, SEEDS, Mutation, mutate
+from test_wire_services import responder as services_responder
+from wire_support import (
+    CONFIG,
+    INNER,
+    ORIGIN,
+    OTHER,
+    SERVICES,
+    ask_wire,
+    make_snapshot,
+    make_view,
+    query,
+    svc,
+)
+
+from gslbd.answer import View, build_view
+from gslbd.model.config import DnsConfig, RrlConfig
+from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
+from gslbd.policy.base import PolicyEnv
+from gslbd.policy.locate import TopologyLocator
+from gslbd.types import PolicyName
+from gslbd.wire import Responder, compile_table, fast_answer, update_table
+from gslbd.wire import ctable as ct
+from gslbd.wire.compile import AnswerTable, wire_key
+
+pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
+
+SITES = {
+    "eu": SiteInfo("eu", Locality("europe", "eu-1"), (50.1, 8.7)),
+    "us": SiteInfo("us", Locality("america", "us-1"), (40.7, -74.0)),
+    "ap": SiteInfo("ap", Locality("asia", "ap-1"), (1.3, 103.8)),
+}
+NETWORKS = tuple(
+    NetworkEntry(ipaddress.ip_network(cidr), site, locality)
+    for cidr, site, locality in (
+        ("10.0.0.0/8", "us", Locality()),
+        ("10.1.0.0/16", "eu", Locality()),
+        ("10.1.2.0/24", "ap", Locality()),
+        ("10.1.3.0/24", None, Locality("asia")),
+        ("192.0.2.0/25", None, Locality("nowhere")),
+        ("2001:db8:1::/48", "eu", Locality()),
+        ("2001:db8::/32", "us", Locality()),
+    )
+)
+
+
+def geo_view() -> View:
+    """The wire tests' world plus geo services over three sites, located by topology networks."""
+    geo = (
+        svc("g3", "192.0.2.51", "192.0.2.52", "192.0.2.53", "2001:db8::51", policy=PolicyName.GEO),
+        svc("gw", "192.0.2.71", "192.0.2.72", "192.0.2.73", policy=PolicyName.WEIGHTED),
+    )
+    sites = ("eu", "us", "ap", "eu")
+    placed = tuple(
+        replace(s, endpoints=tuple(replace(e, site=sites[i % 4]) for i, e in enumerate(s.endpoints)))
+        for s in geo
+    )
+    config = replace(CONFIG, services=(*SERVICES, *placed))
+    env = PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
+    return build_view(config, make_snapshot(), env)
+
+
+# The wire tests' world (chains, EDE, a SOA whose MNAME lies in the zone), with topology, with
+# dns.identity (NSID), and the services world (HTTPS, SRV, a wildcard service).
+VIEWS = {"plain": make_view(), "geo": geo_view(), "identity": VIEW_ID, "wild": services_responder().view}
+
+
+class FixedDraw(random.Random):
+    """A random source whose every draw is `value` (the C table is given the same draw)."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(0)
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def with_co(wire: bytes) -> bytes:
+    """`wire` (ending with an OPT record without options) with the CO flag (RFC 9824) set."""
+    return wire[:-4] + bytes((wire[-4] | 0x40,)) + wire[-3:]
+
+
+def ecs_options() -> st.SearchStrategy[str | None]:
+    v4 = st.sampled_from(
+        ["10.1.2.0/24", "10.1.3.0/24", "10.1.0.0/16", "10.9.0.0/16", "192.0.2.0/25", "0.0.0.0/0"]
+    )
+    v6 = st.sampled_from(["2001:db8:1::/48", "2001:db8:2::/48", "2001:db9::/32", "::/0"])
+    return st.one_of(st.none(), v4, v6)
+
+
+def test_the_extension_is_built_where_a_compiler_exists() -> None:
+    """setup.py builds it optionally (-Werror): a warning must fail here rather than pass unnoticed."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip("no C compiler")
+    assert ct.AVAILABLE
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: st.DataObject) -> None:
+    view_key = data.draw(st.sampled_from(sorted(VIEWS)), "view")
+    view = VIEWS[view_key]
+    pool = sorted(view.names)
+    below = st.tuples(st.lists(LABEL, min_size=1, max_size=2), st.sampled_from(pool)).map(
+        lambda t: ".".join(t[0]) + "." + t[1]
+    )
+    name = data.draw(st.one_of(st.sampled_from(pool), below, names()), "name")
+    name = random_case(name, random.Random(data.draw(st.integers(0, 1000), "case")))
+    if sum(len(label) + 1 for label in name.split(".") if label) + 1 > 255:
+        name = name[name.index(".") + 1 :]
+    edns = data.draw(st.sampled_from([None, 0]), "edns")
+    cookie = edns is not None and data.draw(st.booleans(), "cookie")
+    nsid = edns is not None and data.draw(st.booleans(), "nsid")
+    options: tuple[dns.edns.Option, ...] = (dns.edns.CookieOption(b"cookie!!", b""),) if cookie else ()
+    options += (dns.edns.NSIDOption(b""),) if nsid else ()
+    wire = query(
+        name,
+        data.draw(st.sampled_from(QTYPES), "rtype"),
+        edns=edns,
+        payload=data.draw(PAYLOADS, "payload"),
+        ecs=data.draw(ecs_options(), "ecs") if edns is not None else None,
+        options=options,
+        rd=data.draw(st.booleans(), "rd"),
+        dnssec_ok=edns is not None and data.draw(st.booleans(), "do"),
+        qid=data.draw(st.integers(0, 65535), "id"),
+    )
+    table, native = tables(
+        view_key,
+        data.draw(st.sampled_from([512, 600, 700, 1232, 4096]), "max_udp_payload"),
+        data.draw(st.booleans(), "use_client_subnet"),
+    )
+    tcp = data.draw(st.booleans(), "tcp")
+    ip, v6 = data.draw(
+        st.one_of(
+            sources(),
+            st.sampled_from([(0x0A010203, False), (0x0A010305, False), (0x0A050505, False)]),
+        ),
+        "source",
+    )
+    for _ in range(data.draw(st.integers(1, 4), "repeats")):
+        draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
+        before = counter_values(table)
+        python = fast_answer(table, wire, ip, v6, tcp, FixedDraw(draw))
+        seq = used_count(before, counter_values(table))
+        c = native.native.answer(wire, ip, v6, tcp, seq, draw)
+        if nsid:
+            assert c is None, "NSID: Python adds the identity"
+        else:  # None both: e.g. below a wildcard's parent (the slow path synthesizes the answer)
+            assert c == python or (c is None and entry_kind(table, wire) == ct.K_PYTHON)
+
+
+@functools.cache
+def tables(view_key: str, max_udp_payload: int, use_client_subnet: bool) -> tuple[AnswerTable, ct.CTable]:
+    """A table and its C copy per world and settings, shared by the examples (the choice is given to C
+    as the count Python used, so the counters need not start at zero)."""
+    table = compile_table(
+        VIEWS[view_key], max_udp_payload=max_udp_payload, use_client_subnet=use_client_subnet
+    )
+    return table, ct.build_ctable(table)
+
+
+def used_count(before: dict[int, int], after: dict[int, int]) -> int:
+    """The count the Python fast path used for its choice: the value of the one counter it advanced."""
+    return next((value for key, value in before.items() if after[key] != value), 0)
+
+
+def entry_kind(table: AnswerTable, wire: bytes) -> int:
+    """The C kind of the entry that answers `wire` (K_PYTHON: C leaves it to Python by design)."""
+    question = dns.message.from_wire(wire).question[0]
+    node = table.names.get(wire_key(question.name.to_text()))
+    assert node is not None
+    entry = node.types.get(question.rdtype, node.default)
+    kind: int = ct._entry_spec(entry, 0, ct._Locators())[0]
+    return kind
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    seed=st.integers(0, len(SEEDS) - 1),
+    ops=st.lists(MUTATION, min_size=1, max_size=5),
+    tcp=st.booleans(),
+    use_client_subnet=st.booleans(),
+    draw=st.floats(0.0, 1.0, exclude_max=True),
+)
+def test_mutated_queries_get_the_python_answer_or_go_to_python(
+    seed: int, ops: list[Mutation], tcp: bool, use_client_subnet: bool, draw: float
+) -> None:
+    packet = mutate(SEEDS[seed], ops)
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=use_client_subnet)
+    c = ct.build_ctable(table).native.answer(packet, 0x0A000001, False, tcp, 0, draw)
+    python = None
+    with contextlib.suppress(IndexError):
+        python = fast_answer(table, packet, 0x0A000001, False, tcp, FixedDraw(draw))
+    assert c == python
+
+
+@settings(max_examples=300, deadline=None)
+@given(packet=st.binary(max_size=600), tcp=st.booleans())
+def test_random_packets_never_crash_the_c_table(packet: bytes, tcp: bool) -> None:
+    native = ct.build_ctable(compile_table(VIEWS["geo"], max_udp_payload=1232, use_client_subnet=True))
+    out = native.native.answer(packet, 0x0A010203, False, tcp)
+    python = None
+    with contextlib.suppress(IndexError):
+        python = fast_answer(native.source, packet, 0x0A010203, False, tcp, random.Random(1))
+    assert out is None or python is not None
+
+
+def test_geo_clients_are_placed_by_the_longest_topology_prefix() -> None:
+    wire = query(f"g3.{ORIGIN}", edns=0)
+    placed = {
+        0x0A010203: b"\xc0\x00\x02\x35",
+        0x0A010101: b"\xc0\x00\x02\x33",
+        0x0A020202: b"\xc0\x00\x02\x34",
+    }
+    for ip in (*placed, 0x0A010305, 0xC0000201, 0x08080808):
+        table = compile_table(VIEWS["geo"], max_udp_payload=1232, use_client_subnet=True)
+        native = ct.build_ctable(table).native
+        for _ in range(3):  # both query counters advance together
+            out = native.answer(wire, ip, False, False)
+            assert out is not None
+            assert out == fast_answer(table, wire, ip, False, False, random.Random(1))
+            if ip in placed:
+                assert placed[ip] in out and out.count(b"\x00\x01\x00\x01\x00\x00\x00\x14\x00\x04") == 1
+
+
+@pytest.mark.parametrize(
+    ("fallback", "wire"),
+    [
+        (ct.Fallback(do=True), query(f"app.{ORIGIN}", dnssec_ok=True)),
+        (
+            ct.Fallback(cookie=True),
+            query(f"app.{ORIGIN}", options=(dns.edns.CookieOption(b"12345678", b""),)),
+        ),
+        (ct.Fallback(do=True), with_co(query(f"app.{ORIGIN}", edns=0))),
+        (ct.Fallback(options=True), query(f"app.{ORIGIN}", options=(dns.edns.GenericOption(65001, b"x"),))),
+        (ct.Fallback(everything=True), query(f"app.{ORIGIN}")),
+        (ct.Fallback(negative=True), query(f"nope.{ORIGIN}")),
+        (ct.Fallback(negative=True), query("outside.example.net.")),
+        (ct.Fallback(negative=True), query(f"app.{ORIGIN}", "AXFR")),
+    ],
+)
+def test_features_in_python_send_their_queries_to_python(fallback: ct.Fallback, wire: bytes) -> None:
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
+    assert ct.build_ctable(table).native.answer(wire, 1, False, False) is not None
+    assert ct.build_ctable(table, fallback).native.answer(wire, 1, False, False) is None
+
+
+def test_an_update_replaces_only_changed_names_and_keeps_counting() -> None:
+    view = VIEWS["plain"]
+    responder = Responder(
+        compile_table(view, max_udp_payload=1232, use_client_subnet=True), view, random.Random(1), native=True
+    )
+    assert responder.native is not None
+    for _ in range(5):
+        ask_wire(responder, query(f"app.{ORIGIN}"))
+    ask_wire(responder, query(f"split.{ORIGIN}"))
+    health = dict(make_snapshot().health)
+    app = next(s for s in SERVICES if s.label == "app")
+    health[app.endpoints[0].key] = False
+    new_view = make_view(snapshot=replace(make_snapshot(), health=health))
+    new_table = update_table(responder.table, new_view, [app.name], [])
+    old_native = responder.native.native
+    responder.swap(new_table, new_view)
+    assert responder.native is not None and responder.native.native is not old_native
+    del old_native  # a replaced name's counts move to the totals when no table holds it any more
+    out = ask_wire(responder, query(f"app.{ORIGIN}"))
+    assert out is not None and b"\xc0\x00\x02\x01" not in out  # 192.0.2.1 is down now
+    counts = responder.policy_answers()
+    assert counts["round_robin"] == 6
+    assert counts["weighted"] == 1
+    assert responder.slow_count == 0
+
+
+def test_the_responder_without_c_answers_the_same() -> None:
+    view = VIEWS["plain"]
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    with_c = Responder(table, view, random.Random(1), native=True)
+    table2 = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    without = Responder(table2, view, random.Random(1), native=False)
+    assert without.native is None and without.slot is None
+    for label in ("app", "solo", "nope", "primary", "sticky"):
+        wire = query(f"{label}.{ORIGIN}", edns=0)
+        assert ask_wire(with_c, wire) == ask_wire(without, wire)
+
+
+def test_a_zone_whose_soa_c_cannot_write_leaves_its_nxdomain_to_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
+    monkeypatch.setattr(ct, "_soa_parts", lambda zone: None)
+    native = ct.build_ctable(table).native
+    assert native.answer(query(f"nope.{ORIGIN}"), 1, False, False) is None
+    assert native.answer(query(f"app.{ORIGIN}"), 1, False, False) is not None
+
+
+def test_a_table_that_cannot_be_copied_into_c_is_answered_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    view = VIEWS["plain"]
+    responder = Responder(
+        compile_table(view, max_udp_payload=1232, use_client_subnet=True), view, random.Random(1), native=True
+    )
+    assert responder.native is not None
+
+    def broken(*args: object) -> None:
+        raise ValueError("broken")
+
+    monkeypatch.setattr(ct, "update_ctable", broken)
+    responder.swap(compile_table(view, max_udp_payload=1232, use_client_subnet=True), view)
+    assert responder.native is None  # and the slot is empty: the UDP loops ask Python too
+    assert ask_wire(responder, query(f"app.{ORIGIN}")) is not None
+    monkeypatch.undo()
+    responder.swap(compile_table(view, max_udp_payload=1232, use_client_subnet=True), view)
+    assert responder.native is not None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        f"nope.{ORIGIN}",
+        f"A.b.C.{ORIGIN}",
+        f"x.ns1.{ORIGIN}",  # below the SOA's MNAME: its name compresses against the query's
+        f"Y.X.NS1.{ORIGIN}",
+        f"x.hostmaster.{ORIGIN}",
+        f"nothing.{INNER}",
+        f"ns1.x.{INNER}",
+        f"nope.{OTHER}",
+    ],
+)
+@pytest.mark.parametrize("edns", [None, 0])
+def test_nxdomain_soa_is_written_in_c_as_python_writes_it(name: str, edns: int | None) -> None:
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
+    native = ct.build_ctable(table).native
+    wire = query(name, edns=edns)
+    c = native.answer(wire, 1, False, False)
+    assert c is not None and c[3] & 0xF == 3
+    assert c == fast_answer(table, wire, 1, False, False, random.Random(1))
+
+
+def test_names_below_a_wildcards_parent_go_to_python_and_other_nxdomains_do_not() -> None:
+    view = VIEWS["wild"]
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    native = ct.build_ctable(table).native
+    for below in ("x.apps.gslb.test.", "a.b.apps.gslb.test."):
+        assert native.answer(query(below), 1, False, False) is None
+    for other in ("nope.gslb.test.", "x.web.gslb.test."):  # no wildcard parent between it and the zone
+        out = native.answer(query(other), 1, False, False)
+        assert out is not None and out == fast_answer(table, query(other), 1, False, False, random.Random(1))
+
+
+def test_the_responder_sends_what_its_features_change_to_python() -> None:
+    """RRL/cookies: everything; the exchange hook: NXDOMAIN and REFUSED; set and cleared at run time."""
+    view = VIEWS["plain"]
+    responder = Responder(
+        compile_table(view, max_udp_payload=1232, use_client_subnet=True), view, random.Random(1), native=True
+    )
+    assert responder.native is not None and responder.native.fallback == ct.Fallback()
+    asked: list[bytes] = []
+
+    def hook(data: bytes, evaluated_at: float, ip: int, v6: bool, tcp: bool) -> bytes | None:
+        asked.append(data)
+        return None
+
+    responder.on_exchange = hook
+    assert responder.native is not None and responder.native.fallback == ct.Fallback(negative=True)
+    nx, refused, found = query(f"nope.{ORIGIN}"), query("elsewhere.example.net."), query(f"app.{ORIGIN}")
+    assert responder.native.answer(nx, 1, False, False) is None
+    assert responder.native.answer(refused, 1, False, False) is None
+    assert responder.native.answer(found, 1, False, False) is not None
+    for wire in (nx, refused, found):
+        ask_wire(responder, wire)
+    assert asked == [nx, refused]  # the hook still sees every NXDOMAIN and REFUSED
+    responder.on_exchange = None
+    assert responder.native is not None and responder.native.fallback == ct.Fallback()
+
+    rrl = RrlConfig(responses_per_second=5, errors_per_second=5, nxdomains_per_second=5, window=2.0, slip=2)
+    guarded = make_view(replace(CONFIG, dns=DnsConfig(rrl=rrl)))
+    responder.swap(compile_table(guarded, max_udp_payload=1232, use_client_subnet=True), guarded)
+    assert responder.guard is not None
+    assert responder.native is not None and responder.native.fallback.everything
+    assert responder.native.answer(found, 1, False, False) is None
+    responder.guard = None
+    assert responder.native is not None and not responder.native.fallback.everything
+
+
+@pytest.fixture(scope="module")
+def signed_table(tmp_path_factory: pytest.TempPathFactory) -> AnswerTable:
+    world = World(signed_config(tmp_path_factory.mktemp("keys"), 13, False))
+    return world.table
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_a_signed_table_leaves_do_and_co_to_python_and_answers_the_rest_alike(
+    signed_table: AnswerTable, data: st.DataObject
+) -> None:
+    table = signed_table
+    responder = Responder(table, VIEWS["plain"], random.Random(1), native=False)
+    fallback = responder.fallback_of(table)
+    assert fallback == ct.Fallback(do=True)
+    native = ct.build_ctable(table, fallback).native
+    name = data.draw(st.one_of(st.sampled_from(sorted(VIEWS["plain"].names)), names()), "name")
+    if sum(len(label) + 1 for label in name.split(".") if label) + 1 > 255:
+        name = name[name.index(".") + 1 :]
+    edns = data.draw(st.sampled_from([None, 0]), "edns")
+    do = edns is not None and data.draw(st.booleans(), "do")
+    co = edns is not None and data.draw(st.booleans(), "co")
+    wire = query(
+        name, data.draw(st.sampled_from([*QTYPES, "DNSKEY", "NSEC"]), "rtype"), edns=edns, dnssec_ok=do
+    )
+    if co:
+        wire = with_co(wire)
+    draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
+    before = counter_values(table)
+    python = fast_answer(table, wire, 1, False, False, FixedDraw(draw))
+    seq = used_count(before, counter_values(table))
+    c = native.answer(wire, 1, False, False, seq, draw)
+    if do or co:
+        assert c is None
+    else:
+        assert c == python or (c is None and entry_kind(table, wire) == ct.K_PYTHON)
+
+
+def counter_values(table: AnswerTable) -> dict[int, int]:
+    """The current value of every entry's query counter, by the counter's id (read without advancing)."""
+    out = {}
+    for node in table.names.values():
+        for entry in (*node.types.values(), node.default):
+            out[id(entry.counter)] = int(repr(entry.counter)[6:-1])
+    return out
