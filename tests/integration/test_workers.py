@@ -19,6 +19,7 @@ import dns.rdatatype
 import pytest
 from dns_config import CONFIG, ZONE
 from gslbd_harness import Running, free_port, gslbd_command, running_gslbd
+from health_app_support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -237,12 +238,14 @@ def test_workers_that_cannot_bind_make_serve_exit_1(tmp_path: Path) -> None:
 def test_each_worker_names_itself_in_the_nsid(tmp_path: Path) -> None:
     config = WORKERS_CONFIG.replace("  workers: 2\n", '  workers: 2\n  identity: "ns-w{worker}"\n')
     with running_gslbd(tmp_path, config, zone=ZONE) as server:
-        deadline = time.monotonic() + 10
-        while len(worker_pids(server)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        seen = set()
-        for _ in range(60):  # each query from a fresh socket: the kernel spreads them over the workers
+        seen: set[bytes] = set()
+
+        def both_named() -> bool:
+            # Each query from a fresh socket: the kernel spreads them over the workers that listen.
             query = dns.message.make_query(f"app.{ZONE}", "A", use_edns=0, options=[dns.edns.NSIDOption(b"")])
             reply = dns.query.udp(query, server.host, port=server.port, timeout=2)
             seen.update(o.to_wire() for o in reply.options if o.otype == dns.edns.NSID)
+            return len(seen) >= 2
+
+        wait_until(both_named, timeout=30)  # the second worker may still be starting
         assert seen == {b"ns-w1", b"ns-w2"}
