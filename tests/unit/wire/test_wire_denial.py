@@ -16,13 +16,12 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 import pytest
-from test_wire_dnssec import NXNAME, World, bitmap_types, signed_config
+from test_wire_dnssec import NXNAME, World, bitmap_types, signed_config, slow
 from wire_support import ORIGIN, SERVICES, ask, ask_wire, make_snapshot, query, svc
 
 from gslbd.clock import FakeClock
 from gslbd.model.dnssec import Dnssec
 from gslbd.state.snapshot import Snapshot
-from gslbd.wire import slow_response
 from gslbd.wire.denial import NsecChain, build_chain, key_wire, name_key
 from gslbd.wire.dnssec import CO, DenialBudget, Signer
 
@@ -269,20 +268,8 @@ def test_nodata_and_positive_answers_do_not_change_past_the_budget(world: World)
     assert ask(world.responder, query(f"app.{ORIGIN}", "A", dnssec_ok=True)).answer
 
 
-def slow(world: World, wire: bytes) -> dns.message.Message:
-    reply = slow_response(
-        wire,
-        world.view,
-        0xCB007105,
-        False,
-        tcp=False,
-        max_udp_payload=1232,
-        use_client_subnet=True,
-        rng=random.Random(3),
-        seq=0,
-        signer=world.table.signer,
-        signed_zones=world.table.signed_zones,
-    )
+def slow_message(world: World, wire: bytes) -> dns.message.Message:
+    reply = slow(world, wire)
     assert reply is not None
     return dns.message.from_wire(reply)
 
@@ -292,7 +279,7 @@ def test_the_slow_path_answers_from_the_chain_like_the_fast_path(world: World) -
     for name in (f"flood.{ORIGIN}", f"a.b.deep.{ORIGIN}"):
         wire = query(name, "A", dnssec_ok=True)
         fast = ask(world.responder, wire)
-        slow_reply = slow(world, wire)
+        slow_reply = slow_message(world, wire)
         assert (fast.rcode(), fast.flags) == (slow_reply.rcode(), slow_reply.flags)
         assert fast.authority == slow_reply.authority
         chain_proof(world, slow_reply, name, ORIGIN if name.startswith("flood") else f"deep.{ORIGIN}")

@@ -215,6 +215,7 @@ def slow(world: World, wire: bytes) -> bytes | None:
         rng=random.Random(3),
         seq=0,
         signer=world.table.signer,
+        signed_zones=world.table.signed_zones,
     )
 
 
