@@ -121,7 +121,7 @@ def read_services_file(
     rep = Report(source, ctx.rep.base_dir)
     inline = set(taken)
     try:
-        now = _load(replace(ctx, rep=rep), data, before, inline)
+        now = _load(replace(ctx, rep=rep), data, before, inline, context)
     except BaseException:
         _MEMORY.pop(key, None)  # it may be half updated: the next load reads every line
         raise
@@ -129,11 +129,13 @@ def read_services_file(
         for site in sites:
             ctx.sites_used.setdefault(site)
     ctx.rep.problems.extend(rep.problems)
-    _MEMORY[key] = replace(now, context=context)
+    _MEMORY[key] = now
     return ServicesFile(source, list(map(itemgetter(0), now.found)), now.numbers)
 
 
-def _load(ctx: ServiceContext, data: bytes, before: _Remembered | None, inline: set[str]) -> _Remembered:
+def _load(
+    ctx: ServiceContext, data: bytes, before: _Remembered | None, inline: set[str], context: str
+) -> _Remembered:
     """What the lines give. A reload of a large file changes few lines: the lines before the first and
     after the last line that differ from the previous load (found by comparing bytes) are taken as they
     were, and the lines between are looked up among the previous load's lines between (or read). When
@@ -158,7 +160,7 @@ def _load(ctx: ServiceContext, data: bytes, before: _Remembered | None, inline: 
         patched = _patch(before, middle, head, old_end, end, inline)
         if patched is not None:
             rereads = [head + i for i, item in enumerate(middle) if type(item) is _Reread]
-            return replace(patched, data=data, items=items, rereads=rereads)
+            return _Remembered(context, data, items, *patched, rereads)
     rereads = []
     lines: list[bytes] | None = None
     for index, item in enumerate(items):  # outside the middle: lines with problems are read again
@@ -169,7 +171,7 @@ def _load(ctx: ServiceContext, data: bytes, before: _Remembered | None, inline: 
             rereads.append(index)
     numbers, found = _served(items)
     found, numbers, names = _unique(ctx.rep, found, numbers, inline)
-    return _Remembered("", data, items, numbers, found, names, rereads)
+    return _Remembered(context, data, items, numbers, found, names, rereads)
 
 
 def _changed(new: bytes, old: bytes) -> tuple[int, int, int]:
@@ -214,10 +216,10 @@ def _only_between(indexes: list[int], low: int, high: int) -> bool:
 
 def _patch(
     before: _Remembered, middle: list[_Line], head: int, old_end: int, end: int, inline: set[str]
-) -> _Remembered | None:
-    """`before`'s services with those of its lines head..old_end replaced by the `middle` (now lines
-    head..end); None when a name of the middle is taken (then everything is checked again). Takes
-    over `before.names` (it is not copied: `before` is not used again)."""
+) -> tuple[list[int], list[_Item], set[str]] | None:
+    """`before`'s (line numbers, services, names) with those of its lines head..old_end replaced by
+    the `middle` (now lines head..end); None when a name of the middle is taken (then everything is
+    checked again). Takes over `before.names` (not copied: `before` is not used again)."""
     names = before.names
     assert names is not None
     first = bisect.bisect_right(before.numbers, head)
@@ -231,14 +233,10 @@ def _patch(
         return None
     names.update(new)
     shift = end - old_end
-    return _Remembered(
-        "",
-        b"",
-        [],
+    return (
         [*before.numbers[:first], *map(head.__add__, numbers), *map(shift.__add__, before.numbers[last:])],
         [*before.found[:first], *found, *before.found[last:]],
         names,
-        [],
     )
 
 
