@@ -11,12 +11,15 @@ import dns.rcode
 import dns.rdatatype
 import pytest
 from dns_config import CONFIG, ZONE
+from health_app_support import wait_for
 
 from gslbd.app import App
 from gslbd.clock import FakeClock
 from gslbd.config import load_config_text
+from gslbd.server import build as answer_build
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
+from gslbd.wire import wire_key
 
 TEXT = CONFIG.replace("@LISTEN@", '["127.0.0.1:0"]')
 
@@ -92,5 +95,32 @@ def test_app_start_fails_cleanly_when_an_address_cannot_be_bound() -> None:
         with pytest.raises(OSError):
             await app.start()
         assert not app.running
+
+    asyncio.run(body())
+
+
+def test_a_large_view_is_compiled_in_steps_on_the_event_loop_after_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past EAGER_NAMES names the first table leaves the services' names out (server/build.py): the
+    app answers them from the view at once and compiles them between other work until none is left."""
+    monkeypatch.setattr(answer_build, "EAGER_NAMES", 0)
+
+    async def body() -> None:
+        app = App(load_config_text(TEXT), FakeClock(), random.Random(7))
+        assert app.generation.table.partial
+        key = wire_key(f"app.{ZONE}")
+        assert key not in app.generation.table.names
+        first = app.generation.number
+        await app.start()
+        try:
+            await wait_for(lambda: not app.generation.table.partial)
+            assert app.generation.number > first
+            assert app.responder.table is app.generation.table
+            assert key in app.responder.table.names
+            reply = await asyncio.to_thread(ask, port_of(app), f"app.{ZONE}")
+            assert addresses(reply) == ["192.0.2.1", "192.0.2.2"]
+        finally:
+            await app.stop()
 
     asyncio.run(body())

@@ -9,6 +9,7 @@ scratch, and only the names of the services whose inputs changed may have been r
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import replace
 from types import MappingProxyType
@@ -31,8 +32,8 @@ from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState, EndpointKind
-from gslbd.wire import AnswerTable, Responder
-from gslbd.wire.compile import Entry
+from gslbd.wire import AnswerTable, Responder, wire_key
+from gslbd.wire.compile import Entry, Node
 
 ZONE = "gslb.test."
 
@@ -172,17 +173,20 @@ def picks(entry: Entry) -> list[int]:
     return [entry.pick(ip, v6, rng, seq) for ip, v6 in clients for seq in range(3)]
 
 
+def assert_same_node(mine: Node, node: Node, key: bytes) -> None:
+    assert mine.types.keys() == node.types.keys(), key
+    for entry_a, entry_b in [(mine.default, node.default)] + [
+        (mine.types[t], node.types[t]) for t in node.types
+    ]:
+        assert entry_a.variants == entry_b.variants, key
+        assert entry_a.location_dependent == entry_b.location_dependent, key
+        assert picks(entry_a) == picks(entry_b), key
+
+
 def assert_same_answers(incremental: AnswerTable, full: AnswerTable) -> None:
     assert incremental.names.keys() == full.names.keys()
     for key, node in full.names.items():
-        mine = incremental.names[key]
-        assert mine.types.keys() == node.types.keys(), key
-        for entry_a, entry_b in [(mine.default, node.default)] + [
-            (mine.types[t], node.types[t]) for t in node.types
-        ]:
-            assert entry_a.variants == entry_b.variants, key
-            assert entry_a.location_dependent == entry_b.location_dependent, key
-            assert picks(entry_a) == picks(entry_b), key
+        assert_same_node(incremental.names[key], node, key)
     assert incremental.zones == full.zones
     assert incremental.policy_counters.keys() == full.policy_counters.keys()
 
@@ -373,3 +377,104 @@ def test_a_reload_that_changes_more_than_services_builds_everything() -> None:
     assert resolved.env is not first.env
     generation = builder.next(first, NewConfig(resolved, Snapshot(), frozenset()))
     assert generation.changed is None
+
+
+def fresh(table: AnswerTable, name: str) -> AnswerTable:
+    """`table` with the node of `name` counting its answers from 0 again (each entry on its own)."""
+    key = wire_key(name)
+    node = table.names.get(key)
+    if node is None:
+        return table
+
+    def anew(entry: Entry) -> Entry:
+        return entry._replace(counter=itertools.count())
+
+    again = Node({t: anew(e) for t, e in node.types.items()}, anew(node.default))
+    return replace(table, names=table.names.evolve({key: again}))
+
+
+def ask_each(generation: Generation, names: list[str], native: bool) -> list[bytes | None]:
+    """Every name asked A, AAAA and TXT, each from a fresh responder and node (the same first pick and
+    the same draws, whether the fast path or the slow path answers)."""
+    out = []
+    for name in names:
+        for rtype in ("A", "AAAA", "TXT"):
+            query = dns.message.make_query(name, rtype, use_edns=0)
+            query.id = 7
+            table = fresh(generation.table, name)
+            responder = Responder(table, generation.view, random.Random(3), native=native)
+            out.append(responder.handle(query.to_wire(), 0x0A000001, False))
+    return out
+
+
+def shapes(responder: Responder, names: list[str]) -> list[tuple[int, bool]]:
+    """Each name's rcode for A and AAAA, and whether it answers with records: what a long-lived
+    responder answers whatever its counters have reached (which record a policy picks may differ)."""
+    out = []
+    for name in names:
+        for rtype in ("A", "AAAA"):
+            wire = responder.handle(dns.message.make_query(name, rtype).to_wire(), 0x0A000001, False)
+            assert wire is not None
+            reply = dns.message.from_wire(wire)
+            out.append((reply.rcode(), bool(reply.answer)))
+    return out
+
+
+def assert_compiled_subset(partial: AnswerTable, full: AnswerTable) -> None:
+    """Every node `partial` has is the full table's node (by answers)."""
+    assert partial.names.keys() <= full.names.keys()
+    for key, node in partial.names.items():
+        assert_same_node(node, full.names[key], key)
+    assert partial.policy_counters.keys() <= full.policy_counters.keys()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_view_compiled_in_steps_answers_like_a_whole_one_through_verdicts_and_reloads(seed: int) -> None:
+    """A large view's first table leaves the services' names out (server/build.py); the fast path (C
+    and Python) sends those to the slow path, which answers from the view. Fill steps, verdicts and
+    service reloads interleave at random: every answer equals a whole build's all along, and once
+    filled the table equals a whole build's."""
+    rng = random.Random(seed)
+    cfg = config()
+    book = HealthBook()
+    book.set_evaluated(1_700_000_000.0)
+    builder = GenerationBuilder(eager_names=0)
+    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    book.take_touched()
+    assert generation.table.partial
+    assert len(generation.table.names) < len(generation.view.names) / 2  # services' names wait
+    live = Responder(generation.table, generation.view, random.Random(3))  # as the app swaps it
+    fills = 0
+    for serial in range(30):
+        what = rng.random()
+        if what < 0.5:
+            filled = builder.fill(generation, 0.0, most=rng.choice((1, 2, 5)))
+            if filled is None:
+                assert not generation.table.partial
+                continue
+            assert filled.view is generation.view and filled.changed == frozenset()
+            generation = filled
+            live.swap(filled.table, filled.view, lag=True)  # the C copy may lag a fill step
+            fills += 1
+        elif what < 0.8:
+            step(cfg, book, rng)
+            generation = builder.next(generation, NewSnapshot(book.snapshot(), book.take_touched()))
+        else:
+            cfg = edit_services(cfg, rng, serial)
+            resolved = resolve(cfg, random.Random(1), generation.resolved)
+            generation = builder.next(generation, NewConfig(resolved, book.snapshot(), book.pending()))
+            book.take_touched()
+        assert generation.changed is not None  # never a whole build again
+        full = full_generation(cfg, generation.snapshot)
+        assert_compiled_subset(generation.table, full.table)
+        names = sorted(full.view.names)
+        names += [f"nothing.{ZONE}", "example.org."]  # NXDOMAIN, REFUSED
+        assert ask_each(generation, names, native=True) == ask_each(full, names, native=False)
+        if generation.table is not live.table:
+            live.swap(generation.table, generation.view)
+        assert shapes(live, names) == shapes(Responder(full.table, full.view, random.Random(3)), names)
+    assert fills
+    while (filled := builder.fill(generation, 1.0)) is not None:
+        generation = filled
+    assert not generation.table.partial
+    assert_same_answers(generation.table, full_generation(cfg, generation.snapshot).table)

@@ -17,7 +17,7 @@ under a millisecond plus a pass over the services' inputs.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Iterable, Mapping
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from gslbd.answer.chain import ChainIndex, follow_all
@@ -260,6 +260,13 @@ class ViewBuilder:
         self._beat = -1.0
         self._chains = ChainIndex()
         self._dropped: set[str] = set()  # names of services a rebase removed, gone at the next build
+
+    def service_owned(self) -> Iterator[str]:
+        """The names the last build's services own (their own, locality, SRV and localtargets names),
+        service by service in config order."""
+        owned = self._owned
+        for service in self._services:
+            yield from owned.get(service, ())
 
     def rebase(self, config: Config, env: PolicyEnv, services: ServiceDiff) -> bool:
         """Take `config` as the next build's config without a full build, when it differs from the

@@ -58,6 +58,7 @@ from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
 from gslbd.errors import ConfigError, GslbdError, Problem, StateError
 from gslbd.exchange import Exchange
+from gslbd.gcpause import keep_long_lived
 from gslbd.health.fsm import step
 from gslbd.health.scheduler import HealthScheduler
 from gslbd.metrics import (
@@ -72,6 +73,7 @@ from gslbd.metrics import (
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
+from gslbd.server.build import FILL_SECONDS
 from gslbd.server.workers import WorkerPool
 from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
@@ -162,6 +164,7 @@ class App:
         self._api: ApiServer | None = None
         self._scheduler: HealthScheduler | None = None
         self._rebuild_handle: asyncio.Handle | None = None
+        self._fill_handle: asyncio.Handle | None = None  # compiling a large view's names in steps
         self._resign_handle: asyncio.TimerHandle | None = None  # DNSSEC re-signing (docs/dnssec.md)
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
@@ -270,6 +273,7 @@ class App:
         await self.exchange.start(self._generation.publication, self._generation.config)
         self.responder.on_exchange = self.exchange.hook()  # serves this site's exchange zones
         self._schedule_resign()
+        self._schedule_fill()
         self._ready = True
         resolved = self._generation.resolved
         log.info("ready: %d endpoints probed by %d probes", len(resolved.probed), len(resolved.targets))
@@ -304,9 +308,10 @@ class App:
         await self.exchange.stop()
         if self.cluster is not None:
             await self.cluster.stop()
-        if self._rebuild_handle is not None:
-            self._rebuild_handle.cancel()
-            self._rebuild_handle = None
+        for handle in (self._rebuild_handle, self._fill_handle):
+            if handle is not None:
+                handle.cancel()
+        self._rebuild_handle = self._fill_handle = None
         if self._resign_handle is not None:
             self._resign_handle.cancel()
             self._resign_handle = None
@@ -325,6 +330,32 @@ class App:
         self._front.publish(generation)
         self._gauges.update(generation)
         self.exchange.after_commit(generation.notify_zones, generation.publication, generation.config)
+        self._schedule_fill()
+
+    def _schedule_fill(self) -> None:
+        """While the committed table is partial (a large view, server/build.py), compile more of its
+        names on each turn of the event loop."""
+        if self._fill_handle is not None or not self._builder.filling:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not started yet: start() schedules it
+            return
+        self._fill_handle = loop.call_soon(self._fill_tick)
+
+    def _fill_tick(self) -> None:
+        self._fill_handle = None
+        try:
+            generation = self._builder.fill(self._generation, FILL_SECONDS)
+        except Exception:
+            log.exception("compiling names failed; the slow path answers them until the next full build")
+            return
+        if generation is not None:  # the same answers, more of them precompiled: only DNS needs it
+            self._generation = generation
+            self._front.responder.swap(generation.table, generation.view, lag=True)
+            if not generation.table.partial:
+                keep_long_lived()
+        self._schedule_fill()
 
     def _advance(self, snapshot: Snapshot, touched: frozenset[str] | None) -> bool:
         """Build and commit the generation of a new snapshot. A build that fails is logged and the

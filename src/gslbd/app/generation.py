@@ -46,6 +46,7 @@ from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.policy import PolicyEnv
 from gslbd.policy.locate import build_env
+from gslbd.server import build as answer_build
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
 from gslbd.wire import AnswerTable
@@ -241,8 +242,31 @@ class GenerationBuilder:
     """Builds generations for one process. Keeps the incremental answer builder's memory; a build
     that raises leaves it as it was before that build."""
 
-    def __init__(self) -> None:
-        self._answers = AnswerBuilder()
+    def __init__(self, eager_names: int | None = None) -> None:
+        # Larger views are compiled in steps (server/build.py).
+        self._eager_names = answer_build.EAGER_NAMES if eager_names is None else eager_names
+        self._answers = AnswerBuilder(eager_names=self._eager_names)
+
+    @property
+    def filling(self) -> bool:
+        """Whether the last table built is partial: `fill` has names to compile."""
+        return self._answers.filling
+
+    def fill(self, previous: Generation, seconds: float, most: int | None = None) -> Generation | None:
+        """`previous` with more of its names compiled, for about `seconds` (the answers are the same:
+        names not compiled yet are answered by the slow path); None when its table is whole or is not
+        the last one this builder built. `most`: compile at most that many names."""
+        if previous.table is not self._answers.table:
+            return None
+        table = self._answers.fill(seconds, most)
+        if table is None:
+            return None
+        number = previous.number + 1
+        return replace(previous, number=number, table=table, changed=frozenset(), notify_zones=())
+
+    def _fresh_answers(self) -> AnswerBuilder:
+        """A new answer builder (its next build compiles everything) keeping the DNSSEC signatures."""
+        return AnswerBuilder(signer=self._answers.signer, eager_names=self._eager_names)
 
     def resign_at(self) -> float | None:
         """DNSSEC: when the earliest cached signature is due for refresh (None: nothing is signed)."""
@@ -276,7 +300,7 @@ class GenerationBuilder:
         try:
             view, table = self._answers.build(resolved.config, snapshot, resolved.env, touched)
         except BaseException:
-            self._answers = AnswerBuilder(signer=self._answers.signer)  # half updated: rebuild whole
+            self._answers = self._fresh_answers()  # half updated: rebuild whole
             raise
         config = resolved.config
         # The snapshot may differ too (verdicts dropped for endpoints that changed): the builder looked
@@ -293,7 +317,7 @@ class GenerationBuilder:
     def _full(self, previous: Generation | None, resolved: Resolved, snapshot: Snapshot) -> Generation:
         # A new config compiles everything; the old builder stays intact (its DNSSEC signatures are
         # shared: an RRset signed before with the same keys is not signed again).
-        answers = AnswerBuilder(signer=self._answers.signer)
+        answers = self._fresh_answers()
         config = resolved.config
         with collector_paused():
             view, table = answers.build(config, snapshot, resolved.env)
@@ -316,7 +340,7 @@ class GenerationBuilder:
             view, table = self._answers.build(config, snapshot, resolved.env, touched)
         except BaseException:
             # Its memory may be half updated: the next build is whole.
-            self._answers = AnswerBuilder(signer=self._answers.signer)
+            self._answers = self._fresh_answers()
             raise
         change = self._answers.last_change
         if change.full:

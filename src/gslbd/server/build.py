@@ -4,25 +4,53 @@ Both the main process (App) and every worker process build their answers here, s
 An `AnswerBuilder` remembers what it built last: for a new snapshot under the same config it rebuilds
 only the names whose inputs changed (answer/build.py) and recompiles only those (wire.update_table);
 a new config, or the first build, compiles everything.
+
+A large view is compiled in steps: the first build of an unsigned view with more than `EAGER_NAMES`
+names compiles the names services do not own (apexes, static records, heartbeats, empty
+non-terminals) and leaves the services' names for later; its table is `partial`, and the fast path
+(Python and C) leaves every name it does not find to the slow path, which answers from the view. The
+owner then calls `fill` between other work (the event loop's turns): each call compiles the next
+names for a slice of time and returns the table with them, until none is left. Answers are the same
+either way; only their cost differs, so the first answer at 100,000 services does not wait for
+hundreds of thousands of names to be compiled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import time
+from collections.abc import Collection, Iterator
+from dataclasses import replace
 
 from gslbd.answer import Change, ServiceDiff, View, ViewBuilder
 from gslbd.clock import Clock, SystemClock
+from gslbd.gcpause import collector_paused
 from gslbd.model.config import Config
 from gslbd.policy import PolicyEnv
 from gslbd.state.snapshot import Snapshot
-from gslbd.wire import AnswerTable, compile_table, update_table
+from gslbd.wire import AnswerTable, compile_table, update_table, wire_key
 from gslbd.wire.dnssec import Signer, signer_for
+
+# Views with more names than this are compiled in steps (see above); smaller ones whole.
+EAGER_NAMES = 20_000
+# How long one `fill` call compiles: the owner's event loop is busy that long per turn.
+FILL_SECONDS = 0.02
+# Names compiled between two looks at the clock in `fill`.
+_FILL_BATCH = 64
 
 
 class AnswerBuilder:
     """Builds (view, table) pairs for a sequence of snapshots and configs, one process's worth."""
 
-    def __init__(self, clock: Clock | None = None, signer: Signer | None = None, worker: int = 0) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        signer: Signer | None = None,
+        worker: int = 0,
+        eager_names: int = EAGER_NAMES,
+    ) -> None:
+        self._eager_names = eager_names
+        self._pending: list[str] = []  # names `fill` still has to compile, the last ones first
+        self._view: View | None = None
         self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
         self._views = ViewBuilder()
         self._table: AnswerTable | None = None
@@ -62,17 +90,62 @@ class AnswerBuilder:
         resign = self._resign or self.resign_due()
         self._resign = False
         if self._table is None or change.full or resign:
+            deferred: Collection[str] = ()
+            if self.signer is None and len(view.names) > self._eager_names:
+                deferred = dict.fromkeys(self._views.service_owned())
             table = compile_table(
                 view,
                 max_udp_payload=config.dns.max_udp_payload,
                 use_client_subnet=config.topology.use_client_subnet,
                 signer=self.signer,
                 worker=self._worker,
+                defer=deferred,
             )
+            self._pending = list(deferred)
+            self._pending.reverse()
         else:
             table = update_table(self._table, view, change.changed, change.removed)
         self._table = table
+        self._view = view
         return view, table
+
+    @property
+    def table(self) -> AnswerTable | None:
+        """The last table built (None: nothing yet)."""
+        return self._table
+
+    @property
+    def filling(self) -> bool:
+        """Whether the last table is partial: `fill` has names to compile."""
+        return self._table is not None and self._table.partial
+
+    def fill(self, seconds: float, most: int | None = None) -> AnswerTable | None:
+        """Compile names the last table left out, for about `seconds` (at least one batch), and return
+        the table with them (partial until every name is in); None when nothing is left to compile.
+        Names that a build compiled in the meantime, or that are no longer in the view, are skipped.
+        `most`: compile at most that many names."""
+        table, view = self._table, self._view
+        if table is None or view is None or not table.partial:
+            return None
+        with collector_paused():  # every node made here lives on
+            table = update_table(table, view, self._next_names(view, table, seconds, most), (), partial=True)
+        if not self._pending:
+            table = replace(table, partial=False)  # the same serial: still derived from the table before
+        self._table = table
+        return table
+
+    def _next_names(self, view: View, table: AnswerTable, seconds: float, most: int | None) -> Iterator[str]:
+        """Pending names to compile, until about `seconds` have passed (at least one batch)."""
+        pending, names, known = self._pending, view.names, table.names
+        deadline = time.perf_counter() + seconds
+        count = 0
+        while pending and count != most:
+            name = pending.pop()
+            if name in names and wire_key(name) not in known:
+                yield name
+                count += 1
+                if count % _FILL_BATCH == 0 and time.perf_counter() >= deadline:
+                    return
 
     def rebase(self, config: Config, env: PolicyEnv, services: ServiceDiff) -> bool:
         """Take `config`, which differs from the last build's only in `services`, without compiling

@@ -33,10 +33,11 @@ from typing import Any
 from gslbd.cow import CowMap, cow
 from gslbd.errors import GslbdError
 from gslbd.exchange.notify import notify_accepted, notify_sources
+from gslbd.gcpause import keep_long_lived
 from gslbd.model.config import Config
 from gslbd.model.service import EndpointKey, Service
 from gslbd.policy.locate import build_env
-from gslbd.server.build import AnswerBuilder
+from gslbd.server.build import FILL_SECONDS, AnswerBuilder
 from gslbd.server.dnstap import with_dnstap
 from gslbd.server.listeners import Listeners
 from gslbd.server.logsetup import active_format, setup_logging
@@ -374,6 +375,7 @@ async def _serve(conn: Connection, index: int) -> None:
         conn.send(("error", str(exc)))
         return
     conn.send(("ready", [str(b) for b in listeners.bound]))
+    keep_long_lived()  # the config and tables built so far live long (gcpause.py)
     done: asyncio.Future[None] = loop.create_future()
     current = config
 
@@ -406,6 +408,7 @@ async def _serve(conn: Connection, index: int) -> None:
                 # Only the names of the touched services are rebuilt (a heartbeat tick: one name per zone).
                 new_view, new_table = builder.build(current, snapshot, env, touched)
                 responder.swap(new_table, new_view)
+                schedule_fill()
         except (EOFError, OSError):
             loop.remove_reader(conn.fileno())
             if not done.done():
@@ -424,10 +427,35 @@ async def _serve(conn: Connection, index: int) -> None:
             except OSError:  # the parent is gone; on_update sees EOF and ends the worker
                 return
 
+    fill_handle: asyncio.Handle | None = None
+
+    def fill() -> None:
+        """A large view is compiled in steps (server/build.py), one slice per turn of the loop."""
+        nonlocal fill_handle
+        fill_handle = None
+        try:
+            table = builder.fill(FILL_SECONDS)
+        except Exception:
+            log.exception("compiling names failed; the slow path answers them until the next full build")
+            return
+        if table is not None:
+            responder.swap(table, responder.view, lag=True)
+            if not table.partial:
+                keep_long_lived()
+        schedule_fill()
+
+    def schedule_fill() -> None:
+        nonlocal fill_handle
+        if fill_handle is None and builder.filling:
+            fill_handle = loop.call_soon(fill)
+
     loop.add_reader(conn.fileno(), on_update)
+    schedule_fill()
     reporter = loop.create_task(report_counters())
     await done
     reporter.cancel()
+    if fill_handle is not None:
+        fill_handle.cancel()
     await listeners.close()
     if sink is not None:
         await loop.run_in_executor(None, sink.stop)

@@ -8,8 +8,16 @@
 - `slow_response(...)`: the complete behaviour with dnspython (the fast path's fallback and reference).
 """
 
-from gslbd.wire.compile import AnswerTable, compile_table, update_table
+from gslbd.wire.compile import AnswerTable, compile_table, update_table, wire_key
 from gslbd.wire.fastpath import Responder, fast_answer
 from gslbd.wire.slowpath import slow_response
 
-__all__ = ["AnswerTable", "Responder", "compile_table", "fast_answer", "slow_response", "update_table"]
+__all__ = [
+    "AnswerTable",
+    "Responder",
+    "compile_table",
+    "fast_answer",
+    "slow_response",
+    "update_table",
+    "wire_key",
+]

@@ -22,7 +22,7 @@ import itertools
 import random
 import socket
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
@@ -165,6 +165,9 @@ class AnswerTable:
     # The wire keys of the parents of wildcard names (`*.apps.<zone>` -> key of `apps.<zone>`): the fast
     # path leaves a nonexistent name below one of them to the slow path, which synthesizes the answer.
     wildcard_parents: frozenset[bytes] = frozenset()
+    # Some names of the view are not compiled yet (server/build.py compiles a large view in steps): the
+    # fast path leaves every name it does not find to the slow path, which answers from the view.
+    partial: bool = False
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
         for found in self.policy_counters.values():
@@ -485,10 +488,13 @@ def compile_table(
     use_client_subnet: bool,
     signer: Signer | None = None,
     worker: int = 0,
+    defer: Container[str] = (),
 ) -> AnswerTable:
     """Precompile every answer of a view for the fast path. `worker` is the number of the DNS worker
     process that answers from the table (1..dns.workers; 0 in a process without workers): it fills
-    the "{worker}" placeholder of `dns.identity`."""
+    the "{worker}" placeholder of `dns.identity`. `defer`: names left out for now (unsigned views
+    only); the table is then `partial` until `update_table` has compiled them."""
+    assert signer is None or not defer, "a signed view is compiled whole (its NSEC chain needs every name)"
     identity = identity_text(view.config.dns.identity, worker)
     refused = refused_variant(NOT_AUTHORITATIVE)
     refused_transfer = refused_variant(TRANSFER_PROHIBITED)
@@ -496,6 +502,8 @@ def compile_table(
     names: dict[bytes, Node] = {}
     counters: dict[bytes, PolicyCounters] = {}
     for name, data in view.names.items():
+        if name in defer:
+            continue
         key = _wire_key(name)
         node = names[key] = compile_node(data, refused_entry)
         found = _policy_counters(data, node)
@@ -532,6 +540,7 @@ def compile_table(
         identity=identity,
         nsid=nsid_option(identity),
         wildcard_parents=_wildcard_parents(names),
+        partial=bool(defer),
     )
 
 
@@ -540,11 +549,17 @@ def _wildcard_parents(names: Mapping[bytes, Node]) -> frozenset[bytes]:
 
 
 def update_table(
-    table: AnswerTable, view: View, changed: Iterable[str], removed: Iterable[str]
+    table: AnswerTable,
+    view: View,
+    changed: Iterable[str],
+    removed: Iterable[str],
+    *,
+    partial: bool | None = None,
 ) -> AnswerTable:
     """`table` with the nodes of `changed` names compiled anew from `view` and those of `removed` names
     gone; every other node is shared with `table` (its counters keep counting). Zones, payload limit
-    and ECS setting come from `table`: a config change needs `compile_table`."""
+    and ECS setting come from `table`: a config change needs `compile_table`. `partial`: whether names
+    are still left out (None: as `table`)."""
     names: dict[bytes, Node] = {}
     counters: dict[bytes, PolicyCounters] = {}
     dropped: list[bytes] = []
@@ -581,6 +596,7 @@ def update_table(
         derived_from=table.serial,
         retired=retired,
         wildcard_parents=frozenset(wildcards),
+        partial=table.partial if partial is None else partial,
     )
 
 

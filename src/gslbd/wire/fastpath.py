@@ -87,6 +87,8 @@ def fast_answer(
             qend = pos + 1
             key = data[12:qend].lower()
             node = shards[hash(key) & SHARD_MASK].get(key)
+        if node is None and table.partial:
+            return None  # maybe a name not compiled yet: the slow path answers from the view
     if data[qend + 2] or data[qend + 3] != 1:  # class IN
         return None
     qtype = data[qend] << 8 | data[qend + 1]
@@ -222,7 +224,8 @@ class Responder:
     it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
     what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python. The C copy
     leaves to Python what a feature in Python changes (`fallback_of`): every query while RRL or cookies
-    are on, DO and CO queries while a zone is signed, NXDOMAIN and REFUSED while the exchange hook is set."""
+    are on, DO and CO queries while a zone is signed, NXDOMAIN and REFUSED while the exchange hook is set
+    or the table is partial (names not compiled yet are answered by the slow path, from the view)."""
 
     __slots__ = (
         "_exchange",
@@ -296,19 +299,24 @@ class Responder:
         """What the C copy of `table` must leave to Python, given this responder's features."""
         return Fallback(
             do=table.signer is not None or bool(table.signed_names) or bool(table.signed_zones),
-            negative=self._exchange is not None,
+            negative=self._exchange is not None or table.partial,
             everything=self._guard is not None,
         )
 
-    def swap(self, table: AnswerTable, view: View) -> None:
+    def swap(self, table: AnswerTable, view: View, *, lag: bool = False) -> None:
         """Serve from a new table and view; one attribute assignment, so a query sees old or new.
         The policy counters of the old table that the new one does not share are added to the totals
         (a table updated in place of a few names shares every other entry, and its counters). The C
         copy is updated by name when only names changed (one pointer store in the slot), and continues
-        the old one's counts."""
+        the old one's counts. `lag`: `table` only adds compiled names to a partial table (a fill step,
+        server/build.py): the C copy stays as it is (it leaves the names it lacks to Python, which
+        has them), and catches up at the next swap without `lag`."""
         old, _, old_c = self._state
         self._guard = guard_for(view.config.dns, self._guard, self.cookie_secret)
-        built = self._c_copy(old_c, table) if self.slot is not None else None
+        if lag and old_c is not None and table.partial and old.partial:
+            built: CTable | None = old_c
+        else:
+            built = self._c_copy(old_c, table) if self.slot is not None else None
         self._state = (table, view, built)
         if table.derived_from == old.serial:  # updated from the table served until now
             retired = count_answers(table.retired)
