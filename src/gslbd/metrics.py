@@ -8,6 +8,8 @@ scrape time.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -17,6 +19,8 @@ from prometheus_client import (
     platform_collector,
     process_collector,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 process_collector.ProcessCollector(registry=REGISTRY)
@@ -42,18 +46,47 @@ TRANSITIONS = Counter(
     ["to"],
     registry=REGISTRY,
 )
-ENDPOINTS_UP = Gauge(
-    "gslbd_health_endpoints_up",
-    "Endpoints of a service that are answerable now (health and admin state applied).",
-    ["service"],
-    registry=REGISTRY,
-)
-ENDPOINTS = Gauge(
-    "gslbd_health_endpoints",
-    "Endpoints of a service (this site's and those learned from peers).",
-    ["service"],
-    registry=REGISTRY,
-)
+
+
+class ServiceEndpoints(Collector):
+    """gslbd_health_endpoints{_up} per configured service, read at scrape time from `source` (the
+    committed generation's counts, set by the composition root): no labelled gauge objects, which cost
+    150 MB and seconds to set at 100,000 services."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], Iterable[tuple[str, int, int]]] | None = None  # (service, up, known)
+
+    def describe(self) -> Iterator[Metric]:
+        yield from self._families()
+
+    def collect(self) -> Iterator[Metric]:
+        up, known = self._families()
+        source = self.source
+        if source is not None:
+            for name, count_up, count_known in source():
+                up.add_metric([name], count_up)
+                known.add_metric([name], count_known)
+        yield up
+        yield known
+
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "gslbd_health_endpoints_up",
+                "Endpoints of a service that are answerable now (health and admin state applied).",
+                labels=["service"],
+            ),
+            GaugeMetricFamily(
+                "gslbd_health_endpoints",
+                "Endpoints of a service (this site's and those learned from peers).",
+                labels=["service"],
+            ),
+        )
+
+
+SERVICE_ENDPOINTS = ServiceEndpoints()
+REGISTRY.register(SERVICE_ENDPOINTS)
 TABLE_REBUILDS = Counter(
     "gslbd_answer_table_rebuilds_total",
     "Answer tables compiled and swapped in (after a health, admin or config change).",
