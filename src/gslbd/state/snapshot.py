@@ -38,9 +38,9 @@ class Snapshot:
 
 def effective_up(endpoint: Endpoint, snapshot: Snapshot) -> bool:
     """Is this endpoint a candidate? Admin `up`/`down` force; `obey` follows health (up until a verdict)."""
-    admin = snapshot.admin_state(endpoint)
-    if admin is AdminState.UP:
-        return True
-    if admin is AdminState.DOWN:
-        return False
-    return snapshot.health.get(endpoint.key, True)
+    # Empty maps (a first build, no overrides) are common and make this the hot loop of a full build.
+    overrides, health = snapshot.admin, snapshot.health
+    admin = overrides.get(endpoint.key, endpoint.admin) if overrides else endpoint.admin
+    if admin is AdminState.OBEY:
+        return health.get(endpoint.key, True) if health else True
+    return admin is AdminState.UP
