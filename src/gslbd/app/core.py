@@ -353,8 +353,7 @@ class App:
         if generation is not None:  # the same answers, more of them precompiled: only DNS needs it
             self._generation = generation
             self._front.responder.swap(generation.table, generation.view, lag=True)
-            if not generation.table.partial:
-                keep_long_lived()
+            keep_long_lived()  # the new nodes live on: keep full collections from scanning them
         self._schedule_fill()
 
     def _advance(self, snapshot: Snapshot, touched: frozenset[str] | None) -> bool:

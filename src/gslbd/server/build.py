@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from gslbd.answer import Change, ServiceDiff, View, ViewBuilder
 from gslbd.clock import Clock, SystemClock
+from gslbd.cow import MASK as SHARD_MASK
 from gslbd.gcpause import collector_paused
 from gslbd.model.config import Config
 from gslbd.policy import PolicyEnv
@@ -50,6 +51,7 @@ class AnswerBuilder:
     ) -> None:
         self._eager_names = eager_names
         self._pending: list[str] = []  # names `fill` still has to compile, the last ones first
+        self._grouped = True  # whether `_pending` is in shard order
         self._view: View | None = None
         self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
         self._views = ViewBuilder()
@@ -103,6 +105,7 @@ class AnswerBuilder:
             )
             self._pending = list(deferred)
             self._pending.reverse()
+            self._grouped = False
         else:
             table = update_table(self._table, view, change.changed, change.removed)
         self._table = table
@@ -127,6 +130,11 @@ class AnswerBuilder:
         table, view = self._table, self._view
         if table is None or view is None or not table.partial:
             return None
+        if not self._grouped:
+            # By the CowMap shard of their keys: a step then touches a shard or two, and the new table
+            # copies only those (in config order, a step of 100 names would copy most of 256 shards).
+            self._pending.sort(key=lambda name: hash(wire_key(name)) & SHARD_MASK, reverse=True)
+            self._grouped = True
         with collector_paused():  # every node made here lives on
             table = update_table(table, view, self._next_names(view, table, seconds, most), (), partial=True)
         if not self._pending:

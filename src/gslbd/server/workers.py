@@ -440,8 +440,7 @@ async def _serve(conn: Connection, index: int) -> None:
             return
         if table is not None:
             responder.swap(table, responder.view, lag=True)
-            if not table.partial:
-                keep_long_lived()
+            keep_long_lived()  # the new nodes live on: keep full collections from scanning them
         schedule_fill()
 
     def schedule_fill() -> None:
