@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import random
+import time
 from dataclasses import replace
 
 from gslbd.answer import View
@@ -217,6 +218,10 @@ def fast_answer(
     return b"".join((data[:2], heads[index], question, sections, opt))
 
 
+# Fill steps (server/build.py) update the C copy at most this often; Python answers what it lacks.
+C_LAG = 1.0
+
+
 class Responder:
     """Answers query packets from the current answer table and view; `swap` replaces both at once.
 
@@ -228,6 +233,7 @@ class Responder:
     or the table is partial (names not compiled yet are answered by the slow path, from the view)."""
 
     __slots__ = (
+        "_c_made",
         "_exchange",
         "_guard",
         "_policy_totals",
@@ -257,6 +263,7 @@ class Responder:
         self.slot = ctable.new_slot() if use_c else None  # read by the C UDP loops (server/udp.py)
         built = self._c_copy(None, table) if use_c else None
         self._state: tuple[AnswerTable, View, CTable | None] = (table, view, built)
+        self._c_made = time.monotonic()  # when the C copy was last brought up to date
 
     @property
     def guard(self) -> Guard | None:
@@ -309,14 +316,16 @@ class Responder:
         (a table updated in place of a few names shares every other entry, and its counters). The C
         copy is updated by name when only names changed (one pointer store in the slot), and continues
         the old one's counts. `lag`: `table` only adds compiled names to a partial table (a fill step,
-        server/build.py): the C copy stays as it is (it leaves the names it lacks to Python, which
-        has them), and catches up at the next swap without `lag`."""
+        server/build.py): the C copy may stay as it is for up to `C_LAG` seconds (it leaves the names
+        it lacks to Python, which has them); it catches up then, or at the next swap without `lag`."""
         old, _, old_c = self._state
         self._guard = guard_for(view.config.dns, self._guard, self.cookie_secret)
-        if lag and old_c is not None and table.partial and old.partial:
+        at = time.monotonic()
+        if lag and old_c is not None and table.partial and old.partial and at < self._c_made + C_LAG:
             built: CTable | None = old_c
         else:
             built = self._c_copy(old_c, table) if self.slot is not None else None
+            self._c_made = at
         self._state = (table, view, built)
         if table.derived_from == old.serial:  # updated from the table served until now
             retired = count_answers(table.retired)
