@@ -87,6 +87,14 @@ class ServiceEndpoints(Collector):
 
 SERVICE_ENDPOINTS = ServiceEndpoints()
 REGISTRY.register(SERVICE_ENDPOINTS)
+WORKER_UPDATES = Counter(
+    "gslbd_dns_worker_updates_total",
+    "Changes sent to the DNS worker processes (dns.workers > 1), by what was sent: `config` (a new "
+    "config and the whole snapshot), `services` (only the services a reload changed, with their "
+    "entries), `snapshot` (the verdicts, overrides and learned endpoints of the services a change touched).",
+    ["kind"],
+    registry=REGISTRY,
+)
 TABLE_REBUILDS = Counter(
     "gslbd_answer_table_rebuilds_total",
     "Answer tables compiled and swapped in (after a health, admin or config change).",

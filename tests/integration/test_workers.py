@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -89,14 +90,14 @@ API_PORT = free_port()  # chosen outside the ephemeral range, so nothing else ta
 def workers_server(tmp_path: Path) -> Iterator[Running]:
     config = WORKERS_CONFIG + f'api: {{listen: "127.0.0.1:{API_PORT}"}}\n'
     with running_gslbd(tmp_path, config, zone=ZONE) as server:
-        # The SOA the harness waits for may come from the first worker while the second still starts:
-        # wait until the parent says both listen (a worker killed while starting stops the server).
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and (
-            len(worker_pids(server)) < 2 or "DNS answered by 2 worker processes" not in server.log()
-        ):
-            time.sleep(0.05)
+        wait_for_both_workers(server)
         yield server
+
+
+def wait_for_both_workers(server: Running) -> None:
+    """The SOA the harness waits for may come from the first worker while the second still starts:
+    wait until the parent says both listen (a worker killed while starting stops the server)."""
+    wait_until(lambda: len(worker_pids(server)) == 2 and "DNS answered by 2 worker processes" in server.log())
 
 
 def test_two_workers_both_answer(workers_server: Running) -> None:
@@ -178,6 +179,8 @@ NOERROR_UDP = 'gslbd_dns_queries_total{rcode="NOERROR",transport="udp"}'
 NXDOMAIN_UDP = 'gslbd_dns_queries_total{rcode="NXDOMAIN",transport="udp"}'
 NOERROR_TCP = 'gslbd_dns_queries_total{rcode="NOERROR",transport="tcp"}'
 ROUND_ROBIN = 'gslbd_dns_policy_answers_total{policy="round_robin"}'
+SERVICES_UPDATES = 'gslbd_dns_worker_updates_total{kind="services"}'
+CONFIG_UPDATES = 'gslbd_dns_worker_updates_total{kind="config"}'
 
 
 def test_the_parent_metrics_count_the_queries_every_worker_answered(workers_server: Running) -> None:
@@ -249,3 +252,28 @@ def test_each_worker_names_itself_in_the_nsid(tmp_path: Path) -> None:
 
         wait_until(both_named, timeout=30)  # the second worker may still be starting
         assert seen == {b"ns-w1", b"ns-w2"}
+
+
+def service_line(name: str, address: str) -> str:
+    return json.dumps({"name": name, "check": "none", "endpoints": [{"address": address}]}) + "\n"
+
+
+def test_workers_get_only_the_services_a_services_file_reload_changed(tmp_path: Path) -> None:
+    """A reload that changes, adds and removes lines of the services file sends the workers those
+    services, not the config: both workers answer the change and the parent counts one `services`
+    update and no `config` update."""
+    services = tmp_path / "more.jsonl"
+    services.write_text(service_line("svc", "192.0.2.50") + service_line("old", "192.0.2.60"))
+    config = WORKERS_CONFIG + f'api: {{listen: "127.0.0.1:{API_PORT}"}}\nservices_file: more.jsonl\n'
+    with running_gslbd(tmp_path, config, zone=ZONE) as server:
+        wait_for_both_workers(server)
+        assert ask_from_many_ports(server, f"svc.{ZONE}", "A", 100) == ["192.0.2.50"] * 100
+        before = dns_metrics()
+        services.write_text(service_line("svc", "192.0.2.51") + service_line("new", "192.0.2.70"))
+        server.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: ask_from_many_ports(server, f"svc.{ZONE}", "A", 100) == ["192.0.2.51"] * 100)
+        assert ask_from_many_ports(server, f"new.{ZONE}", "A", 100) == ["192.0.2.70"] * 100
+        assert ask_from_many_ports(server, f"old.{ZONE}", "A", 100) == [""] * 100  # NXDOMAIN
+        after = dns_metrics()
+        assert after[SERVICES_UPDATES] == before.get(SERVICES_UPDATES, 0) + 1
+        assert after.get(CONFIG_UPDATES, 0) == before.get(CONFIG_UPDATES, 0)

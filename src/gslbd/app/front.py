@@ -48,7 +48,9 @@ class DnsFront:
         dns = generation.config.dns
         if dns.workers > 1:
             pool = WorkerPool(dns.workers, self._worker_log_level)
-            await pool.start(self._for_workers(generation.config), generation.snapshot)
+            await pool.start(
+                self._for_workers(generation.config), generation.snapshot, generation.resolved.env
+            )
             self.workers = pool
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
@@ -73,12 +75,16 @@ class DnsFront:
 
     def publish(self, generation: Generation) -> None:
         """Answer from a committed generation here, and send the workers what changed: the whole
-        config when it is new, else the verdicts, overrides and learned endpoints of the services the
-        generation changed."""
+        config when it is new (only the changed services when nothing else changed), else the
+        verdicts, overrides and learned endpoints of the services the generation changed."""
         self.responder.swap(generation.table, generation.view)
         if self.workers is not None:
             self.workers.publish(
-                self._for_workers(generation.config), generation.snapshot, generation.changed
+                self._for_workers(generation.config),
+                generation.snapshot,
+                generation.changed,
+                generation.resolved.services,
+                generation.resolved.env,
             )
 
     def _for_workers(self, config: Config) -> Config:

@@ -22,18 +22,20 @@ import multiprocessing
 import pickle
 import random
 import signal
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import MappingProxyType
 from typing import Any
 
+from gslbd.answer import ServiceDiff, diff_services, same_but_services
 from gslbd.cow import CowMap, cow
 from gslbd.errors import GslbdError
 from gslbd.exchange.notify import notify_accepted, notify_sources
 from gslbd.gcpause import keep_long_lived
+from gslbd.metrics import WORKER_UPDATES
 from gslbd.model.config import Config
 from gslbd.model.service import EndpointKey, Service
 from gslbd.policy.locate import build_env
@@ -73,8 +75,11 @@ class _Full:
 
 @dataclass(frozen=True, slots=True)
 class _Delta:
-    """A snapshot change under the same config: the entries of the `touched` services (None values:
-    the entry is gone) and the heartbeat time."""
+    """A snapshot change: the entries of the `touched` services (None values: the entry is gone) and
+    the heartbeat time; with `services` set, also a config that differs from the worker's only in
+    services (a services_file reload): the changed and `added` ones, the `removed` names, and when
+    some were added or removed how the names in config order change (`order`: the worker's names
+    [start:stop] become `names`; None: the order stays)."""
 
     version: int
     evaluated_at: float
@@ -82,6 +87,10 @@ class _Delta:
     admin: dict[Any, Any]
     peer_endpoints: dict[str, Any]
     touched: tuple[str, ...]
+    services: dict[str, Service] | None = None
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    order: tuple[int, int, tuple[str, ...]] | None = None
 
 
 def _pack_full(config: Config, snapshot: Snapshot) -> bytes:
@@ -96,7 +105,15 @@ def _pack_full(config: Config, snapshot: Snapshot) -> bytes:
     return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _pack_delta(services: Mapping[str, Service], snapshot: Snapshot, touched: Collection[str]) -> bytes:
+def _pack_delta(
+    services: Mapping[str, Service],
+    snapshot: Snapshot,
+    touched: Collection[str],
+    change: tuple[ServiceDiff, Sequence[str], Sequence[str]] | None = None,
+) -> bytes:
+    """The entries of the `touched` services (`services`: the config's by name); with `change`, the
+    services that differ from the worker's config: the diff, and the service names in config order
+    before and after."""
     health: dict[Any, bool | None] = {}
     admin: dict[Any, Any] = {}
     peers: dict[str, Any] = {}
@@ -109,7 +126,52 @@ def _pack_delta(services: Mapping[str, Service], snapshot: Snapshot, touched: Co
             health[ep.key] = snapshot.health.get(ep.key)
             admin[ep.key] = snapshot.admin.get(ep.key)
     update = _Delta(snapshot.version, snapshot.evaluated_at, health, admin, peers, tuple(touched))
+    if change is not None:
+        diff, before, after = change
+        order = _splice(before, after) if diff.added or diff.removed else None
+        update = replace(
+            update,
+            services={name: diff.new[name] for name in diff.touched},
+            added=tuple(diff.added),
+            removed=tuple(diff.removed),
+            order=order,
+        )
     return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _splice(before: Sequence[str], after: Sequence[str]) -> tuple[int, int, tuple[str, ...]]:
+    """(start, stop, names): `after` is `before` with before[start:stop] replaced by `names`."""
+    end = min(len(before), len(after))
+    start = 0
+    while start < end and before[start] == after[start]:
+        start += 1
+    tail = 0
+    while tail < end - start and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    return start, len(before) - tail, tuple(after[start : len(after) - tail])
+
+
+class _Services:
+    """A worker's services by name and in config order, to apply a `_Delta` that changes them."""
+
+    def __init__(self, config: Config) -> None:
+        self.by_name = {s.name: s for s in config.services}
+        self.names = [s.name for s in config.services]
+
+    def apply(self, config: Config, delta: _Delta) -> tuple[Config, ServiceDiff]:
+        """`config` with the delta's services, and how they differ (for AnswerBuilder.rebase)."""
+        assert delta.services is not None
+        for name in delta.removed:
+            self.by_name.pop(name, None)
+        self.by_name.update(delta.services)
+        if delta.order is not None:
+            start, stop, names = delta.order
+            self.names[start:stop] = names
+        by_name = self.by_name
+        new = replace(config, services=tuple(by_name[name] for name in self.names))
+        added = frozenset(delta.added)
+        changed = frozenset(delta.services.keys() - added)
+        return new, ServiceDiff(changed, added, frozenset(delta.removed), MappingProxyType(dict(by_name)))
 
 
 def _full_snapshot(update: _Full) -> Snapshot:
@@ -234,10 +296,12 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._config: Config | None = None
         self._services: dict[str, Service] = {}
+        self._names: list[str] = []  # the service names of `_config`, in config order
         self._snapshot = Snapshot()  # the latest sent, for (re)starting workers
         self._watch: asyncio.Task[None] | None = None
         self.bound: list[str] = []
         self.restarts = 0
+        self._env: object = None  # the parent's policy environment at the last publish
         self._retired = CounterReport()  # what workers that died had counted, so totals never go back
         # A NOTIFY a worker received: (zone or "", source address as an int, source is IPv6).
         self.on_notify: Callable[[str, int, bool], object] | None = None
@@ -259,10 +323,13 @@ class WorkerPool:
     def pids(self) -> list[int]:
         return [w.process.pid for w in self._workers if w.process.pid is not None]
 
-    async def start(self, config: Config, snapshot: Snapshot) -> None:
-        """Start every worker and wait until each has bound its sockets (WorkerError if one cannot)."""
+    async def start(self, config: Config, snapshot: Snapshot, env: object = None) -> None:
+        """Start every worker and wait until each has bound its sockets (WorkerError if one cannot).
+        `env`: the parent's policy environment (see `publish`)."""
         self._config = config
+        self._env = env
         self._services = {s.name: s for s in config.services}
+        self._names = [s.name for s in config.services]
         self._snapshot = snapshot
         full = _pack_full(config, snapshot)
         try:
@@ -278,15 +345,50 @@ class WorkerPool:
             raise
         self._watch = asyncio.get_running_loop().create_task(self._watch_workers())
 
-    def publish(self, config: Config, snapshot: Snapshot, touched: Collection[str] | None = None) -> None:
+    def publish(
+        self,
+        config: Config,
+        snapshot: Snapshot,
+        touched: Collection[str] | None = None,
+        services: Mapping[str, Service] | None = None,
+        env: object = None,
+    ) -> None:
         """Send every worker what changed: a new config with the whole snapshot, or (same config) the
-        entries of the `touched` services (None: every service)."""
-        if config is not self._config or touched is None:
+        entries of the `touched` services (None: every service). A new config that differs only in
+        services (`services`: its services by name) under the same policy environment (`env`, the
+        object the parent answers with: a reopened GeoIP database makes a new one) goes as those
+        services and their entries."""
+        old = self._config
+        kept = env is not None and env is self._env
+        self._env = env
+        if config is old and touched is not None:
+            kind = "snapshot"
+            payload = _pack_delta(self._services, snapshot, touched)
+        elif (
+            kept
+            and old is not None
+            and touched is not None
+            and services is not None
+            and same_but_services(old, config)
+        ):
+            diff = diff_services(self._services, services)
+            for name in diff.removed:
+                del self._services[name]
+            self._services.update((name, diff.new[name]) for name in diff.touched)
+            self._config = config
+            before = self._names
+            if diff.added or diff.removed:
+                self._names = [s.name for s in config.services]
+            change = (diff, before, self._names)
+            kind = "services"
+            payload = _pack_delta(self._services, snapshot, diff.touched | set(touched), change)
+        else:
             self._config = config
             self._services = {s.name: s for s in config.services}
+            self._names = [s.name for s in config.services]
+            kind = "config"
             payload = _pack_full(config, snapshot)
-        else:
-            payload = _pack_delta(self._services, snapshot, touched)
+        WORKER_UPDATES.labels(kind=kind).inc()
         self._snapshot = snapshot
         for worker in self._workers:
             worker.send(payload)
@@ -354,6 +456,7 @@ async def _serve(conn: Connection, index: int) -> None:
         conn.send(("error", "the first update carried no config"))
         return
     config, snapshot = first.config, _full_snapshot(first)
+    services = _Services(config)
     try:
         env = build_env(config, random.Random())
         builder = AnswerBuilder(worker=index + 1)  # {worker} in dns.identity counts from 1
@@ -389,7 +492,7 @@ async def _serve(conn: Connection, index: int) -> None:
     responder.on_notify = on_notify if config.peers is not None else None
 
     def on_update() -> None:
-        nonlocal env, current, snapshot, sources
+        nonlocal env, current, snapshot, sources, services
         try:
             while conn.poll():
                 update = pickle.loads(conn.recv_bytes())
@@ -399,10 +502,14 @@ async def _serve(conn: Connection, index: int) -> None:
                         log.warning("listen addresses changed: restart gslbd to apply them")
                     env = build_env(update.config, random.Random())
                     current = update.config
+                    services = _Services(current)
                     sources = notify_sources(current)
                     snapshot = _full_snapshot(update)
                     responder.on_notify = on_notify if current.peers is not None else None
                 else:
+                    if update.services is not None:  # only services changed: the same environment
+                        current, diff = services.apply(current, update)
+                        builder.rebase(current, env, diff)  # else the build below builds everything
                     snapshot = _apply_delta(snapshot, update)
                     touched = update.touched
                 # Only the names of the touched services are rebuilt (a heartbeat tick: one name per zone).
