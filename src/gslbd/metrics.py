@@ -95,6 +95,12 @@ WORKER_UPDATES = Counter(
     ["kind"],
     registry=REGISTRY,
 )
+NAMES_PENDING = Gauge(
+    "gslbd_dns_names_pending",
+    "Names of the answer table not compiled yet (a large view is compiled in steps after a full "
+    "build; the slow path answers them meanwhile).",
+    registry=REGISTRY,
+)
 TABLE_REBUILDS = Counter(
     "gslbd_answer_table_rebuilds_total",
     "Answer tables compiled and swapped in (after a health, admin or config change).",

@@ -16,6 +16,7 @@ from health_app_support import wait_for
 from gslbd.app import App
 from gslbd.clock import FakeClock
 from gslbd.config import load_config_text
+from gslbd.metrics import REGISTRY
 from gslbd.server import build as answer_build
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
@@ -115,6 +116,7 @@ def test_a_large_view_is_compiled_in_steps_on_the_event_loop_after_start(
         await app.start()
         try:
             await wait_for(lambda: not app.generation.table.partial)
+            assert REGISTRY.get_sample_value("gslbd_dns_names_pending") == 0
             assert app.generation.number > first
             assert app.responder.table is app.generation.table
             assert key in app.responder.table.names

@@ -66,6 +66,7 @@ from gslbd.metrics import (
     CONFIG_LAST_RELOAD_SUCCESS,
     CONFIG_RELOAD_FAILURES,
     CONFIG_RELOADS,
+    NAMES_PENDING,
     TABLE_REBUILD_SECONDS,
     TABLE_REBUILDS,
     TRANSITIONS,
@@ -165,6 +166,7 @@ class App:
         self._scheduler: HealthScheduler | None = None
         self._rebuild_handle: asyncio.Handle | None = None
         self._fill_handle: asyncio.Handle | None = None  # compiling a large view's names in steps
+        self._fill_began: float | None = None
         self._resign_handle: asyncio.TimerHandle | None = None  # DNSSEC re-signing (docs/dnssec.md)
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
@@ -341,6 +343,8 @@ class App:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # not started yet: start() schedules it
             return
+        if self._fill_began is None:
+            self._fill_began = time.perf_counter()
         self._fill_handle = loop.call_soon(self._fill_tick)
 
     def _fill_tick(self) -> None:
@@ -354,6 +358,14 @@ class App:
             self._generation = generation
             self._front.responder.swap(generation.table, generation.view, lag=True)
             keep_long_lived()  # the new nodes live on: keep full collections from scanning them
+        NAMES_PENDING.set(self._builder.pending)
+        if not self._builder.filling and self._fill_began is not None:
+            log.info(
+                "every name is compiled: %d names, %.1f s after the build",
+                len(self._generation.table.names),
+                time.perf_counter() - self._fill_began,
+            )
+            self._fill_began = None
         self._schedule_fill()
 
     def _advance(self, snapshot: Snapshot, touched: frozenset[str] | None) -> bool:

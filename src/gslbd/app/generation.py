@@ -252,6 +252,11 @@ class GenerationBuilder:
         """Whether the last table built is partial: `fill` has names to compile."""
         return self._answers.filling
 
+    @property
+    def pending(self) -> int:
+        """How many names `fill` may still compile (0 when the last table is whole)."""
+        return self._answers.pending
+
     def fill(self, previous: Generation, seconds: float, most: int | None = None) -> Generation | None:
         """`previous` with more of its names compiled, for about `seconds` (the answers are the same:
         names not compiled yet are answered by the slow path); None when its table is whole or is not

@@ -118,6 +118,11 @@ class AnswerBuilder:
         return self._table
 
     @property
+    def pending(self) -> int:
+        """How many names `fill` may still compile (0 when the last table is whole)."""
+        return len(self._pending) if self.filling else 0
+
+    @property
     def filling(self) -> bool:
         """Whether the last table is partial: `fill` has names to compile."""
         return self._table is not None and self._table.partial
