@@ -181,7 +181,7 @@ def _changed(new: bytes, old: bytes) -> tuple[int, int, int]:
     first = _common_prefix(new, old)
     start = new.rfind(b"\n", 0, first) + 1
     room = min(len(new), len(old)) - start
-    same_end = _common_prefix(new[::-1][:room], old[::-1][:room])
+    same_end = _common_suffix(new, old, room)
     # The common end, from the first line start inside it (a byte before it may differ).
     at = new.find(b"\n", len(new) - same_end) if same_end else -1
     if at < 0:
@@ -207,6 +207,29 @@ def _common_prefix(a: bytes, b: bytes) -> int:
         else:
             hi = mid
     return lo if a[lo] != b[lo] else hi
+
+
+def _common_suffix(a: bytes, b: bytes, most: int) -> int:
+    """How many last bytes (at most `most`) two strings share, compared as `_common_prefix` does,
+    without reversing copies of them."""
+    la, lb = len(a), len(b)
+    step = 1 << 16
+    i = 0  # a[la - i:] == b[lb - i:]
+    while i < most:
+        size = min(step, most - i)
+        if a[la - i - size : la - i] != b[lb - i - size : lb - i]:
+            break
+        i += size
+    else:
+        return most
+    lo, hi = i, min(i + step, most)  # the suffixes of length lo agree; those of length hi do not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _only_between(indexes: list[int], low: int, high: int) -> bool:

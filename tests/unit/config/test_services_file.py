@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gslbd.config import check_config
-from gslbd.config.service_file import forget
+from gslbd.config.service_file import _common_suffix, forget
 from gslbd.model.config import Config
 
 MAIN = """\
@@ -247,3 +247,21 @@ def test_reloads_of_an_edited_file_give_what_a_fresh_load_gives(tmp_path: Path, 
         configs += fresh[0] is not None
         check_config(path)  # remembered for the next edit
     assert configs >= 3  # not only broken files
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_common_end_of_two_files_is_found_across_chunks(seed: int) -> None:
+    """`_common_suffix` (how a reload finds the unchanged last lines) equals a byte-by-byte count,
+    for files larger than its 64 KiB chunks with one difference anywhere or none."""
+    rng = random.Random(seed)
+    for _ in range(20):
+        a = bytearray(rng.randbytes(rng.randrange(0, 200_000)))
+        b = bytearray(a)
+        if a and rng.random() < 0.8:
+            b[rng.randrange(len(b))] ^= 1
+        a[:0] = rng.randbytes(rng.randrange(3))
+        most = max(0, min(len(a), len(b)) - rng.randrange(3))
+        expected = 0
+        while expected < most and a[-1 - expected] == b[-1 - expected]:
+            expected += 1
+        assert _common_suffix(bytes(a), bytes(b), most) == expected
