@@ -144,9 +144,12 @@ def _load(
     old = before.data if before is not None else b""
     old_items = before.items if before is not None else []
     start, stop, old_stop = _changed(data, old)
-    head = data.count(b"\n", 0, start)  # lines before the change (start is a line's start)
-    tail = data.count(b"\n", stop) + 1 if stop < len(data) or old_stop < len(old) else 0
-    lines_now, lines_old = data.count(b"\n") + 1, (old.count(b"\n") + 1 if before is not None else 0)
+    # One pass over the file counts its lines: before the change (start is a line's start), in it and
+    # after it; the previous load had one item per line.
+    head = data.count(b"\n", 0, start)
+    after = data.count(b"\n", stop)
+    tail = after + 1 if stop < len(data) or old_stop < len(old) else 0
+    lines_now, lines_old = head + data.count(b"\n", start, stop) + after + 1, len(old_items)
     end, old_end = lines_now - tail, lines_old - tail
     middle_lines = data[start:stop].split(b"\n")[: end - head]
     known = {
