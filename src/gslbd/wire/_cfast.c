@@ -34,7 +34,7 @@
 #define NAME_MAX_END (12 + 255)
 
 enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON };
-enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16 };
+enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16, FB_CO = 32, FB_MISS = 64 };
 enum { R_FALLBACK = -1 };
 
 typedef unsigned __int128 u128;
@@ -126,6 +126,7 @@ typedef struct {
     zname_t mname, rname;
     uint8_t numbers[20];
     int python; /* the NXDOMAIN answer is not known here: ask Python */
+    int signed_; /* a signed zone: a DO query's NXDOMAIN is Python's */
 } zone_t;
 
 typedef struct {
@@ -144,7 +145,7 @@ typedef struct {
     lpm_t *lpms;
 } base_t;
 
-typedef struct {
+typedef struct ctab {
     uint64_t refs;
     base_t *base;
     totals_t *totals;
@@ -152,6 +153,7 @@ typedef struct {
     node_t **nodes;
     int32_t *index;
     uint32_t nwild; /* nodes of wildcard names (\x01* + parent): their parents' NXDOMAIN is Python's */
+    struct ctab *sig; /* the signed nodes (DO queries of signed zones), same base and totals; or NULL */
 } ctab_t;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -261,6 +263,7 @@ static void ctab_decref(ctab_t *t) {
     PyMem_RawFree(t->index);
     base_decref(t->base);
     totals_decref(t->totals);
+    ctab_decref(t->sig);
     PyMem_RawFree(t);
 }
 
@@ -446,10 +449,11 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         qend = (uint32_t)(z - data) + 1;
     }
     keylen = qend - 12;
+    uint64_t h = 0;
     if (keylen > NAME_MAX_END) {
         node = NULL; /* longer than any name: not in the table */
     } else {
-        uint64_t h = 1469598103934665603ULL;
+        h = 1469598103934665603ULL;
         for (i = 0; i < keylen; i++) {
             key[i] = lower(data[12 + i]);
             h = (h ^ key[i]) * 1099511628211ULL;
@@ -470,7 +474,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (pos + 1 != qend) {
             qend = pos + 1;
             keylen = qend - 12;
-            uint64_t h = 1469598103934665603ULL;
+            h = 1469598103934665603ULL;
             for (i = 0; i < keylen; i++) {
                 key[i] = lower(data[12 + i]);
                 h = (h ^ key[i]) * 1099511628211ULL;
@@ -479,6 +483,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         } else if (keylen > NAME_MAX_END) {
             return R_FALLBACK;
         }
+        if (node == NULL && (b->flags & FB_MISS)) return R_FALLBACK; /* a name compiled lazily, in Python */
     }
     if (qend + 3 >= n) return R_FALLBACK;
     if (data[qend + 2] || data[qend + 3] != 1) return R_FALLBACK; /* class IN (CHAOS: Python) */
@@ -495,7 +500,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (data[rest] || data[rest + 1] || data[rest + 2] != 41 || data[rest + 6]) return R_FALLBACK;
         payload = (uint32_t)data[rest + 3] << 8 | data[rest + 4];
         dobit = data[rest + 7] >> 7;
-        if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO, signed zones */
+        if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO: Python's */
+        if ((data[rest + 7] & 0x40) && (b->flags & FB_CO)) return R_FALLBACK; /* CO in a signed table */
         uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
         if (end != n) return R_FALLBACK;
         uint32_t at = rest + 11;
@@ -550,6 +556,10 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     const uint8_t *vopt = NULL;
     uint32_t voptlen = 0;
     int locdep = 0;
+    if (node != NULL && dobit && t->sig != NULL && t->sig->nnodes) { /* DNSSEC: the signed variants */
+        node_t *signed_node = find_node(t->sig, key, keylen, h);
+        if (signed_node != NULL) node = signed_node;
+    }
     if (node != NULL) {
         int32_t idx = node->dflt;
         for (i = 0; i < node->ntypes; i++) {
@@ -657,7 +667,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 }
                 zone_t *z = find_zone(b, key + (off - 12), zlen);
                 if (z != NULL) {
-                    if (z->python) return R_FALLBACK;
+                    if (z->python || (dobit && z->signed_)) return R_FALLBACK;
                     heads = z->heads;
                     tcheads = z->tc;
                     vopt = NULL;
@@ -1094,8 +1104,8 @@ static int build_zname(PyObject *obj, zname_t *out) {
 }
 
 /* settings: (max_udp, ecs, opt_plain0, opt_plain1, opt_prefix0, opt_prefix1, refused variant, transfer
-   variant, flags); zones: ((key, heads40, tc40, soa), ...) with soa (rr_head8, mname, rname, numbers20) or
-   None (ask Python); locators: (lpm spec, ...) */
+   variant, flags); zones: ((key, heads40, tc40, soa, signed), ...) with soa (rr_head8, mname, rname,
+   numbers20) or None (ask Python); locators: (lpm spec, ...) */
 static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators) {
     base_t *b = PyMem_RawCalloc(1, sizeof(base_t));
     if (b == NULL) {
@@ -1130,8 +1140,10 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
     for (Py_ssize_t i = 0; i < nz; i++) {
         zone_t *z = &b->zones[i];
         PyObject *spec = PyTuple_GET_ITEM(zones, i);
-        PyObject *key = item(spec, 0, 4, "zone spec");
+        PyObject *key = item(spec, 0, 5, "zone spec");
         if (key == NULL) goto fail;
+        z->signed_ = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 4));
+        if (z->signed_ < 0) goto fail;
         b->nzones = (uint32_t)(i + 1);
         z->key = copy_bytes(key, &z->keylen, "zone key");
         if (z->key == NULL) goto fail;
@@ -1256,11 +1268,38 @@ static int collect_nodes(PyObject *specs, const base_t *b, totals_t *totals, nod
     return 0;
 }
 
-/* build(settings, zones, locators, nodes, inherit) -> Table; `inherit`: a Table whose policy totals
-   this one continues (None: start from zero). */
+/* The signed nodes of a table: a table of its own sharing `base` and `totals` (references taken here). */
+static ctab_t *signed_table(base_t *base, totals_t *totals, node_t **nodes, uint32_t count) {
+    __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+    return assemble(base, totals, nodes, count);
+}
+
+/* Nodes built from `specs` into a fresh array (*out, *count); -1 with every node released on error. */
+static int nodes_of(PyObject *specs, const base_t *b, totals_t *totals, node_t ***out, uint32_t *count) {
+    Py_ssize_t n = PyTuple_GET_SIZE(specs);
+    *count = 0;
+    *out = PyMem_RawCalloc(n ? (size_t)n : 1, sizeof(node_t *));
+    if (*out == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (collect_nodes(specs, b, totals, *out, count) < 0) {
+        for (uint32_t i = 0; i < *count; i++) node_decref((*out)[i]);
+        PyMem_RawFree(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* build(settings, zones, locators, nodes, inherit, signed_nodes) -> Table; `inherit`: a Table whose policy
+   totals this one continues (None: start from zero); `signed_nodes`: the nodes DO queries get (the same
+   names in signed zones). */
 static PyObject *build(UNUSED PyObject *self, PyObject *args) {
-    PyObject *settings, *zones, *locators, *specs, *inherit;
-    if (!PyArg_ParseTuple(args, "OOOO!O", &settings, &zones, &locators, &PyTuple_Type, &specs, &inherit))
+    PyObject *settings, *zones, *locators, *specs, *inherit, *sspecs;
+    if (!PyArg_ParseTuple(args, "OOOO!OO!", &settings, &zones, &locators, &PyTuple_Type, &specs, &inherit,
+                          &PyTuple_Type, &sspecs))
         return NULL;
     totals_t *totals;
     if (inherit != Py_None) {
@@ -1291,26 +1330,49 @@ static PyObject *build(UNUSED PyObject *self, PyObject *args) {
         totals_decref(totals);
         return NULL;
     }
+    node_t **snodes;
+    uint32_t scount;
+    if (nodes_of(sspecs, base, totals, &snodes, &scount) < 0) {
+        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
+        PyMem_RawFree(nodes);
+        base_decref(base);
+        totals_decref(totals);
+        return NULL;
+    }
+    ctab_t *sig = scount ? signed_table(base, totals, snodes, scount) : NULL;
+    PyMem_RawFree(snodes);
+    if (scount && sig == NULL) {
+        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
+        PyMem_RawFree(nodes);
+        base_decref(base);
+        totals_decref(totals);
+        return NULL;
+    }
     ctab_t *t = assemble(base, totals, nodes, count);
     PyMem_RawFree(nodes);
-    return t == NULL ? NULL : wrap_table(t);
+    if (t == NULL) {
+        ctab_decref(sig);
+        return NULL;
+    }
+    t->sig = sig;
+    return wrap_table(t);
 }
 
-/* table.update(removed_keys, nodes) -> Table: this table's nodes but the removed and replaced ones, shared. */
-static PyObject *table_update(TableObject *self, PyObject *args) {
-    PyObject *removed, *specs;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &removed, &PyTuple_Type, &specs)) return NULL;
-    ctab_t *old = self->t;
+/* The nodes of `old` (NULL: none) but the removed and replaced ones (shared), plus those of `specs`, over
+   `base` and `totals` (references taken here). NULL with an exception set on error. */
+static ctab_t *updated(const ctab_t *old, base_t *base, totals_t *totals, PyObject *removed, PyObject *specs) {
+    uint32_t have = old != NULL ? old->nnodes : 0;
     Py_ssize_t nr = PyTuple_GET_SIZE(removed), ns = PyTuple_GET_SIZE(specs);
-    uint8_t *drop = PyMem_RawCalloc(old->nnodes ? old->nnodes : 1, 1);
-    node_t **nodes = PyMem_RawCalloc((size_t)old->nnodes + (size_t)ns + 1, sizeof(node_t *));
+    uint8_t *drop = PyMem_RawCalloc(have ? have : 1, 1);
+    node_t **nodes = PyMem_RawCalloc((size_t)have + (size_t)ns + 1, sizeof(node_t *));
     uint32_t count = 0;
     if (drop == NULL || nodes == NULL) {
         PyMem_RawFree(drop);
         PyMem_RawFree(nodes);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return NULL;
     }
-    for (Py_ssize_t i = 0; i < nr; i++) {
+    for (Py_ssize_t i = 0; i < nr && old != NULL; i++) {
         PyObject *key = PyTuple_GET_ITEM(removed, i);
         if (!PyBytes_Check(key)) {
             PyErr_SetString(PyExc_TypeError, "removed keys must be bytes");
@@ -1321,23 +1383,45 @@ static PyObject *table_update(TableObject *self, PyObject *args) {
         int32_t at = find_index(old, k, len, fnv(k, len));
         if (at >= 0) drop[at] = 1;
     }
-    for (uint32_t j = 0; j < old->nnodes; j++) {
+    for (uint32_t j = 0; j < have; j++) {
         if (drop[j]) continue;
         __atomic_add_fetch(&old->nodes[j]->refs, 1, __ATOMIC_RELAXED);
         nodes[count++] = old->nodes[j];
     }
-    if (collect_nodes(specs, old->base, old->totals, nodes, &count) < 0) goto fail;
+    if (collect_nodes(specs, base, totals, nodes, &count) < 0) goto fail;
     PyMem_RawFree(drop);
-    __atomic_add_fetch(&old->base->refs, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&old->totals->refs, 1, __ATOMIC_RELAXED);
-    ctab_t *t = assemble(old->base, old->totals, nodes, count);
+    __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+    ctab_t *t = assemble(base, totals, nodes, count);
     PyMem_RawFree(nodes);
-    return t == NULL ? NULL : wrap_table(t);
+    return t;
 fail:
     for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
     PyMem_RawFree(drop);
     PyMem_RawFree(nodes);
     return NULL;
+}
+
+/* table.update(removed_keys, nodes, signed_removed, signed_nodes) -> Table: this table's nodes but the
+   removed and replaced ones, shared; the same for its signed nodes. */
+static PyObject *table_update(TableObject *self, PyObject *args) {
+    PyObject *removed, *specs, *sremoved, *sspecs;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &removed, &PyTuple_Type, &specs, &PyTuple_Type,
+                          &sremoved, &PyTuple_Type, &sspecs))
+        return NULL;
+    ctab_t *old = self->t;
+    ctab_t *sig = NULL;
+    if (old->sig != NULL || PyTuple_GET_SIZE(sspecs)) {
+        sig = updated(old->sig, old->base, old->totals, sremoved, sspecs);
+        if (sig == NULL) return NULL;
+    }
+    ctab_t *t = updated(old, old->base, old->totals, removed, specs);
+    if (t == NULL) {
+        ctab_decref(sig);
+        return NULL;
+    }
+    t->sig = sig;
+    return wrap_table(t);
 }
 
 static int parse_ip(PyObject *obj, int v6, u128 *out) {
@@ -1380,11 +1464,13 @@ static PyObject *table_policy_answers(TableObject *self, UNUSED PyObject *unused
     uint64_t sum[MAX_POLICIES];
     ctab_t *t = self->t;
     for (int i = 0; i < MAX_POLICIES; i++) sum[i] = ATOMIC_LOAD(&t->totals->policy[i]);
-    for (uint32_t i = 0; i < t->nnodes; i++) {
-        node_t *n = t->nodes[i];
-        for (uint32_t j = 0; j < n->nent; j++) {
-            entry_t *e = &n->ent[j];
-            if (e->kind != K_NONE && e->kind != K_PYTHON) sum[e->policy] += ATOMIC_LOAD(&e->counter);
+    for (const ctab_t *part = t; part != NULL; part = part == t ? t->sig : NULL) {
+        for (uint32_t i = 0; i < part->nnodes; i++) {
+            node_t *n = part->nodes[i];
+            for (uint32_t j = 0; j < n->nent; j++) {
+                entry_t *e = &n->ent[j];
+                if (e->kind != K_NONE && e->kind != K_PYTHON) sum[e->policy] += ATOMIC_LOAD(&e->counter);
+            }
         }
     }
     PyObject *out = PyTuple_New(MAX_POLICIES);
@@ -1411,7 +1497,8 @@ static PyObject *table_seed(TableObject *self, PyObject *arg) {
 static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return PyLong_FromUnsignedLong(self->t->nnodes); }
 
 static PyMethodDef table_methods[] = {
-    {"update", (PyCFunction)table_update, METH_VARARGS, "update(removed_keys, node_specs) -> Table"},
+    {"update", (PyCFunction)table_update, METH_VARARGS,
+     "update(removed_keys, node_specs, signed_removed, signed_specs) -> Table"},
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},

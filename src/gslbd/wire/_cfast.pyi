@@ -6,7 +6,14 @@ BUFSIZE: int
 MAX_POLICIES: int
 
 class Table:
-    def update(self, removed: tuple[bytes, ...], nodes: tuple[Any, ...], /) -> Table: ...
+    def update(
+        self,
+        removed: tuple[bytes, ...],
+        nodes: tuple[Any, ...],
+        signed_removed: tuple[bytes, ...],
+        signed_nodes: tuple[Any, ...],
+        /,
+    ) -> Table: ...
     def answer(
         self, data: bytes, ip: int, v6: bool, tcp: bool, seq: int = -1, draw: float = -1.0, /
     ) -> bytes | None: ...
@@ -38,6 +45,7 @@ def build(
     locators: tuple[Any, ...],
     nodes: tuple[Any, ...],
     inherit: Table | None,
+    signed_nodes: tuple[Any, ...],
     /,
 ) -> Table: ...
 def diff(old: dict[bytes, Any], new: dict[bytes, Any], /) -> tuple[list[bytes], list[bytes]]: ...

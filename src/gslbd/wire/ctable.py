@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gslbd.cow import CowMap
 from gslbd.gcpause import collector_paused
 from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
@@ -62,7 +63,7 @@ AVAILABLE = _cfast is not None
 ENV_SWITCH = "GSLBD_NATIVE"
 
 K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON = range(8)
-FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG = 1, 2, 4, 8, 16
+FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG, FB_CO, FB_MISS = 1, 2, 4, 8, 16, 32, 64
 MAX_POLICIES = 32
 _UNCOUNTED = 0  # policy id of entries that no policy counter covers
 _POLICY_IDS: dict[str, int] = {}  # policy name -> id in the C counters, process-wide
@@ -77,11 +78,13 @@ def enabled() -> bool:
 class Fallback:
     """What the C table must leave to Python because a feature in Python changes the answer."""
 
-    do: bool = False  # DO or CO set (signed answers, compact denial)
+    do: bool = False  # DO or CO set (every signed answer and denial in Python)
     cookie: bool = False  # a COOKIE option (server cookies)
     options: bool = False  # any option but ECS and COOKIE
     everything: bool = False  # every query (RRL, cookies)
     negative: bool = False  # an NXDOMAIN or REFUSED answer (the exchange hook)
+    co: bool = False  # CO set (RFC 9824 Compact Answers OK: the table has a signer)
+    misses: bool = False  # a name the C table does not hold (names compiled lazily, in Python)
 
     @property
     def flags(self) -> int:
@@ -91,6 +94,8 @@ class Fallback:
             | (FB_OPTIONS if self.options else 0)
             | (FB_ALL if self.everything else 0)
             | (FB_NEG if self.negative else 0)
+            | (FB_CO if self.co else 0)
+            | (FB_MISS if self.misses else 0)
         )
 
 
@@ -269,8 +274,12 @@ def build_ctable(
         nodes = tuple(
             _node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items()
         )
+        signed = tuple(
+            _node_spec(key, node, _policies(table, key), locators) for key, node in table.signed_names.items()
+        )
     zones = tuple(
-        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z)) for key, z in table.zones.items()
+        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z), key in table.signed_zones)
+        for key, z in table.zones.items()
     )
     native = _cfast.build(
         _settings(table, fallback),
@@ -278,6 +287,7 @@ def build_ctable(
         tuple(locators.specs),
         nodes,
         inherit.native if inherit is not None else None,
+        signed,
     )
     locators.variants.clear()
     return CTable(native, table, locators, fallback)
@@ -295,22 +305,33 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
         and table.max_udp_payload == base.max_udp_payload
         and table.use_client_subnet == base.use_client_subnet
         and table.opt_plain == base.opt_plain
+        and table.signed_zones.keys() == base.signed_zones.keys()
     )
     if not same_base:
         return build_ctable(table, fallback, old)
     assert _cfast is not None
+    old.locators.variants.clear()
+    removed, specs = _changed(base.names, table.names, table, old.locators)
+    signed_removed, signed_specs = _changed(base.signed_names, table.signed_names, table, old.locators)
+    old.locators.variants.clear()
+    native = old.native.update(removed, specs, signed_removed, signed_specs)
+    return CTable(native, table, old.locators, fallback)
+
+
+def _changed(
+    before: CowMap[bytes, Node], after: CowMap[bytes, Node], table: AnswerTable, locators: _Locators
+) -> tuple[tuple[bytes, ...], tuple[Any, ...]]:
+    """The keys gone from `before` and the specs of the nodes new or changed in `after`."""
+    assert _cfast is not None
     keys: list[bytes] = []
     removed: list[bytes] = []
-    for before, after in zip(base.names.shards, table.names.shards, strict=True):
-        if before is not after:  # a CowMap shares the shards an update did not touch
-            found, gone = _cfast.diff(before, after)
+    for old_shard, new_shard in zip(before.shards, after.shards, strict=True):
+        if old_shard is not new_shard:  # a CowMap shares the shards an update did not touch
+            found, gone = _cfast.diff(old_shard, new_shard)
             keys += found
             removed += gone
-    names = table.names
-    old.locators.variants.clear()
-    specs = tuple(_node_spec(key, names[key], _policies(table, key), old.locators) for key in keys)
-    old.locators.variants.clear()
-    return CTable(old.native.update(tuple(removed), specs), table, old.locators, fallback)
+    specs = tuple(_node_spec(key, after[key], _policies(table, key), locators) for key in keys)
+    return tuple(removed), specs
 
 
 def new_slot() -> Any:

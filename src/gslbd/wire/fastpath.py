@@ -295,7 +295,7 @@ class Responder:
     def fallback_of(self, table: AnswerTable) -> Fallback:
         """What the C copy of `table` must leave to Python, given this responder's features."""
         return Fallback(
-            do=table.signer is not None or bool(table.signed_names) or bool(table.signed_zones),
+            co=table.signer is not None,
             negative=self._exchange is not None,
             everything=self._guard is not None,
         )
