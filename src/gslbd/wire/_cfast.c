@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define UNUSED __attribute__((unused))
 
@@ -116,6 +117,51 @@ typedef struct {
     uint8_t *low;  /* the same in lower case, followed by the root byte */
 } zname_t;
 
+/* The denial budget of a signed zone as C sees it (wire/dnssec.py DenialBudget): the wall time (seconds,
+   as a double's bits) before which no fresh compact denial may be signed. Written by Python, read here. */
+typedef struct {
+    uint64_t refs;
+    uint64_t until; /* bits of a double */
+} gate_t;
+
+/* The compact denials signed before (wire/dnssec.py Signer.denial_wire), by lower-case query name: the
+   NSEC and RRSIG records that follow the SOA. Filled and cleared by Python; read under the mutex. */
+typedef struct {
+    uint64_t hash;
+    uint32_t keylen, reclen;
+    uint8_t data[]; /* key, then records */
+} dent_t;
+
+typedef struct {
+    uint64_t refs;
+    pthread_mutex_t mu;
+    uint32_t mask, count;
+    dent_t **slots;
+} dcache_t;
+
+typedef struct {
+    uint32_t n;    /* parts, joined by a pointer to the origin */
+    uint32_t *off; /* n + 1 offsets into blob */
+    uint8_t *blob;
+} link_t;
+
+#define DENIAL_PIECES 48
+#define DENIAL_SIGS 5 /* pieces: 2 per SOA record, 2 per link part: 8 + 6 * signatures */
+
+/* A signed zone's denial of nonexistent names (wire/compile.py SignedZone, wire/denial.py Denier). */
+typedef struct {
+    uint8_t compact[4][10], compact_tc[4][10]; /* RFC 9824 compact denial (a cached one) */
+    uint8_t nx1[4][10], nx2[4][10], nx_tc[4][10]; /* NXDOMAIN from the chain: one link, two, truncated */
+    uint32_t ntails;
+    link_t tails; /* the SOA record and its RRSIGs, each after a pointer to the origin */
+    uint32_t nlinks;
+    uint8_t **flat; /* the chain's keys in canonical order, as wire/denial.py NsecChain.flat */
+    uint32_t *flat_len;
+    link_t *links;
+    gate_t *gate;
+    dcache_t *cache;
+} szone_t;
+
 typedef struct {
     uint64_t hash;
     uint32_t keylen;
@@ -126,7 +172,8 @@ typedef struct {
     zname_t mname, rname;
     uint8_t numbers[20];
     int python; /* the NXDOMAIN answer is not known here: ask Python */
-    int signed_; /* a signed zone: a DO query's NXDOMAIN is Python's */
+    int signed_; /* a signed zone: a DO query's NXDOMAIN comes from `sz`, or Python when it is NULL */
+    szone_t *sz;
 } zone_t;
 
 typedef struct {
@@ -235,6 +282,46 @@ static void lpm_clear(lpm_t *l) {
     }
 }
 
+static void gate_decref(gate_t *g) {
+    if (g != NULL && __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(g);
+}
+
+static void dcache_empty(dcache_t *c) {
+    for (uint32_t i = 0; i <= c->mask; i++) {
+        PyMem_RawFree(c->slots[i]);
+        c->slots[i] = NULL;
+    }
+    c->count = 0;
+}
+
+static void dcache_decref(dcache_t *c) {
+    if (c == NULL || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    dcache_empty(c);
+    pthread_mutex_destroy(&c->mu);
+    PyMem_RawFree(c->slots);
+    PyMem_RawFree(c);
+}
+
+static void link_clear(link_t *l) {
+    PyMem_RawFree(l->off);
+    PyMem_RawFree(l->blob);
+}
+
+static void szone_free(szone_t *z) {
+    if (z == NULL) return;
+    link_clear(&z->tails);
+    for (uint32_t i = 0; i < z->nlinks; i++) {
+        if (z->flat != NULL) PyMem_RawFree(z->flat[i]);
+        if (z->links != NULL) link_clear(&z->links[i]);
+    }
+    PyMem_RawFree(z->flat);
+    PyMem_RawFree(z->flat_len);
+    PyMem_RawFree(z->links);
+    gate_decref(z->gate);
+    dcache_decref(z->cache);
+    PyMem_RawFree(z);
+}
+
 static void base_decref(base_t *b) {
     if (b == NULL || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     for (uint32_t i = 0; i < b->nzones; i++) {
@@ -243,6 +330,7 @@ static void base_decref(base_t *b) {
         PyMem_RawFree(b->zones[i].mname.low);
         PyMem_RawFree(b->zones[i].rname.raw);
         PyMem_RawFree(b->zones[i].rname.low);
+        szone_free(b->zones[i].sz);
     }
     PyMem_RawFree(b->refused.sec);
     PyMem_RawFree(b->refused.opt);
@@ -327,17 +415,126 @@ static uint32_t lpm_find(const lpm_t *l, u128 ip, int v6) {
     return 0;
 }
 
+/* Whether the zone's denial budget is spent now (no fresh compact denial may be signed before `until`). */
+static int gate_closed(const gate_t *g) {
+    uint64_t bits = __atomic_load_n(&g->until, __ATOMIC_ACQUIRE);
+    double until;
+    memcpy(&until, &bits, sizeof until);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 < until;
+}
+
+/* The cached compact denial of `key` copied into `out` (at most `cap` bytes): its length, 0 when there
+   is none (or it is longer than `cap`). */
+static uint32_t dcache_get(dcache_t *c, const uint8_t *key, uint32_t len, uint64_t h, uint8_t *out,
+                           uint32_t cap) {
+    uint32_t found = 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->count) {
+        uint32_t i = (uint32_t)h & c->mask;
+        for (;;) {
+            const dent_t *e = c->slots[i];
+            if (e == NULL) break;
+            if (e->hash == h && e->keylen == len && memcmp(e->data, key, len) == 0) {
+                if (e->reclen <= cap) {
+                    memcpy(out, e->data + len, e->reclen);
+                    found = e->reclen;
+                }
+                break;
+            }
+            i = (i + 1) & c->mask;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
+/* bytes comparison as Python's: memcmp over the common length, then the shorter first */
+static inline int bytes_cmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
+    int c = memcmp(a, b, al < bl ? al : bl);
+    if (c) return c;
+    return al < bl ? -1 : al > bl;
+}
+
+static inline int starts_with(const uint8_t *a, uint32_t al, const uint8_t *p, uint32_t pl) {
+    return al >= pl && memcmp(a, p, pl) == 0;
+}
+
+/* bisect_right(flat, key) - 1 */
+static int64_t chain_floor(const szone_t *z, const uint8_t *key, uint32_t len) {
+    uint32_t lo = 0, hi = z->nlinks;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (bytes_cmp(key, len, z->flat[mid], z->flat_len[mid]) < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    return (int64_t)lo - 1;
+}
+
+/* wire/denial.py NsecChain.cover: the links that deny the nonexistent `qname` (lower-case wire form of
+   `qlen` bytes, the zone's origin its last `olen`), the one covering it (*i) and the one covering the
+   wildcard at its closest encloser (*j). 0 when found; -1 when the name exists (in the chain, or as an
+   empty non-terminal), that wildcard does, or a label holds a zero byte (Python decides). */
+static int chain_cover(const szone_t *z, const uint8_t *qname, uint32_t qlen, uint32_t olen, uint32_t *i,
+                       uint32_t *j) {
+    uint32_t end = qlen - olen, starts[130], n = 0, pos = 0;
+    uint8_t flat[NAME_MAX_END + 4];
+    if (end == 0 || z->nlinks == 0) return -1;
+    while (pos < end) {
+        if (n >= 128) return -1;
+        starts[n++] = pos;
+        pos += qname[pos] + 1u;
+    }
+    if (pos != end || memchr(qname, 0, end) != NULL) return -1; /* length bytes are never 0 */
+    uint32_t flen = 0;
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t size = qname[starts[k]];
+        memcpy(flat + flen, qname + starts[k] + 1, size);
+        flen += size;
+        flat[flen++] = 0;
+    }
+    int64_t at = chain_floor(z, flat, flen);
+    if (at < 0) return -1;
+    const uint8_t *before = z->flat[at];
+    uint32_t blen = z->flat_len[at];
+    if (blen == flen && memcmp(before, flat, flen) == 0) return -1;
+    const uint8_t *after = (uint32_t)at + 1 < z->nlinks ? z->flat[at + 1] : (const uint8_t *)"";
+    uint32_t alen = (uint32_t)at + 1 < z->nlinks ? z->flat_len[at + 1] : 0;
+    if (starts_with(after, alen, flat, flen)) return -1; /* an empty non-terminal: it exists */
+    int64_t cut = (int64_t)flen - qname[0] - 1;
+    while (cut > 0) {
+        if (starts_with(before, blen, flat, (uint32_t)cut) || starts_with(after, alen, flat, (uint32_t)cut))
+            break;
+        int64_t k = cut - 2; /* flat.rfind(b"\0", 0, cut - 1) + 1 */
+        while (k >= 0 && flat[k] != 0) k--;
+        cut = k + 1;
+    }
+    flat[cut] = '*';
+    flat[cut + 1] = 0;
+    int64_t w = chain_floor(z, flat, (uint32_t)cut + 2);
+    if (w < 0) return -1;
+    if (z->flat_len[w] == (uint32_t)cut + 2 && memcmp(z->flat[w], flat, (uint32_t)cut + 2) == 0) return -1;
+    *i = (uint32_t)at;
+    *j = (uint32_t)w;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* The answer: a plan of pieces to concatenate (no copy until the caller writes it). */
 
+#define DENIAL_RECORDS 1024 /* the longest cached compact denial C answers */
+
 typedef struct {
-    const uint8_t *p[16];
-    uint32_t l[16];
+    const uint8_t *p[16 + DENIAL_PIECES];
+    uint32_t l[16 + DENIAL_PIECES];
     int n;
     uint32_t total;
     uint8_t optlen[2];
     uint8_t scope;
+    uint8_t ptr[2]; /* a compression pointer to a signed zone's origin in the question */
     uint8_t soa[2 + 10 + 256 + 256 + 20]; /* an NXDOMAIN's SOA record, compressed for this query */
+    uint8_t den[DENIAL_RECORDS]; /* a cached compact denial, copied */
 } plan_t;
 
 static inline void piece(plan_t *o, const uint8_t *p, uint32_t l) {
@@ -556,6 +753,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     const uint8_t *vopt = NULL;
     uint32_t voptlen = 0;
     int locdep = 0;
+    const uint8_t *dp[DENIAL_PIECES]; /* a signed denial's records, in pieces */
+    uint32_t dl[DENIAL_PIECES];
+    int dn = 0;
     if (node != NULL && dobit && t->sig != NULL && t->sig->nnodes) { /* DNSSEC: the signed variants */
         node_t *signed_node = find_node(t->sig, key, keylen, h);
         if (signed_node != NULL) node = signed_node;
@@ -667,7 +867,59 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 }
                 zone_t *z = find_zone(b, key + (off - 12), zlen);
                 if (z != NULL) {
-                    if (z->python || (dobit && z->signed_)) return R_FALLBACK;
+                    if (z->python) return R_FALLBACK;
+                    if (dobit && z->signed_) { /* RFC 9824 compact denial, or NXDOMAIN from the NSEC chain */
+                        const szone_t *sz = z->sz;
+                        uint32_t found = 0, li = 0, lj = 0;
+                        if (sz == NULL) return R_FALLBACK;
+                        if (sz->cache != NULL)
+                            found = dcache_get(sz->cache, key, keylen, fnv(key, keylen), o->den, DENIAL_RECORDS);
+                        if (found) {
+                            heads = sz->compact;
+                            tcheads = sz->compact_tc;
+                        } else {
+                            /* Python signs a fresh compact denial while the budget lasts: C answers from
+                               the chain only when it is spent (and the chain denies the name). */
+                            if (sz->gate == NULL || !gate_closed(sz->gate)) return R_FALLBACK;
+                            if (chain_cover(sz, key, keylen, z->keylen, &li, &lj) < 0) return R_FALLBACK;
+                            heads = li != lj ? sz->nx2 : sz->nx1;
+                            tcheads = sz->nx_tc;
+                        }
+                        vopt = NULL;
+                        voptlen = 0;
+                        o->ptr[0] = (uint8_t)(0xC0 | (off >> 8));
+                        o->ptr[1] = (uint8_t)(off & 0xFF);
+                        const link_t *ls[3] = {&sz->tails, NULL, NULL};
+                        if (!found) {
+                            ls[1] = &sz->links[li];
+                            if (lj != li) ls[2] = &sz->links[lj];
+                        }
+                        /* the SOA records each after a pointer; a link's parts joined by pointers */
+                        for (uint32_t k = 0; k < sz->tails.n; k++) {
+                            dp[dn] = o->ptr;
+                            dl[dn++] = 2;
+                            dp[dn] = sz->tails.blob + sz->tails.off[k];
+                            dl[dn++] = sz->tails.off[k + 1] - sz->tails.off[k];
+                        }
+                        for (int m = 1; m < 3; m++) {
+                            const link_t *l = ls[m];
+                            if (l == NULL) continue;
+                            for (uint32_t k = 0; k < l->n; k++) {
+                                if (k) {
+                                    dp[dn] = o->ptr;
+                                    dl[dn++] = 2;
+                                }
+                                dp[dn] = l->blob + l->off[k];
+                                dl[dn++] = l->off[k + 1] - l->off[k];
+                            }
+                        }
+                        if (found) {
+                            dp[dn] = o->den;
+                            dl[dn++] = found;
+                        }
+                        for (int k = 0; k < dn; k++) seclen += dl[k];
+                        break;
+                    }
                     heads = z->heads;
                     tcheads = z->tc;
                     vopt = NULL;
@@ -707,7 +959,11 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     } else {
         piece(o, heads[index], 10);
         piece(o, data + 12, rest - 12);
-        if (seclen) piece(o, sec, seclen);
+        if (dn) {
+            for (int k = 0; k < dn; k++) piece(o, dp[k], dl[k]);
+        } else if (seclen) {
+            piece(o, sec, seclen);
+        }
     }
     if (has_opt) {
         if (options) {
@@ -737,6 +993,18 @@ static void write_plan(const plan_t *o, uint8_t *dst) {
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Building from Python specs (see wire/ctable.py for their shape). */
+
+typedef struct {
+    PyObject_HEAD
+    gate_t *g;
+} GateObject;
+
+typedef struct {
+    PyObject_HEAD
+    dcache_t *c;
+} CacheObject;
+
+static PyTypeObject GateType, CacheType;
 
 static int fixed_bytes(PyObject *obj, void *dst, Py_ssize_t size, const char *what) {
     if (!PyBytes_Check(obj) || PyBytes_GET_SIZE(obj) != size) {
@@ -1103,9 +1371,107 @@ static int build_zname(PyObject *obj, zname_t *out) {
     return 0;
 }
 
+/* A tuple of bytes as one blob with offsets; at most `most` parts. -1 with an exception on error, 1 when
+   there are more parts than `most` (C leaves the zone's denials to Python). */
+static int build_link(PyObject *parts, link_t *out, uint32_t most) {
+    if (!PyTuple_Check(parts)) {
+        PyErr_SetString(PyExc_TypeError, "link parts must be a tuple");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(parts);
+    if (n < 1 || (uint64_t)n > most) return 1;
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        if (!PyBytes_Check(part)) {
+            PyErr_SetString(PyExc_TypeError, "link parts must be bytes");
+            return -1;
+        }
+        total += (size_t)PyBytes_GET_SIZE(part);
+    }
+    if (total > 0xFFFF) return 1;
+    out->off = PyMem_RawMalloc(((size_t)n + 1) * sizeof(uint32_t));
+    out->blob = PyMem_RawMalloc(total ? total : 1);
+    if (out->off == NULL || out->blob == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out->n = (uint32_t)n;
+    uint32_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        out->off[i] = at;
+        memcpy(out->blob + at, PyBytes_AS_STRING(part), (size_t)PyBytes_GET_SIZE(part));
+        at += (uint32_t)PyBytes_GET_SIZE(part);
+    }
+    out->off[n] = at;
+    return 0;
+}
+
+/* signed zone spec: (compact40, compact_tc40, nx1_40, nx2_40, nx_tc40, soa tails, flat keys, link parts,
+   Gate, DenialCache or None). *out NULL (no error) when C cannot write this zone's denials. */
+static int build_szone(PyObject *spec, szone_t **out) {
+    *out = NULL;
+    PyObject *first = item(spec, 0, 10, "signed zone spec");
+    if (first == NULL) return -1;
+    szone_t *z = PyMem_RawCalloc(1, sizeof(szone_t));
+    if (z == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *flat = PyTuple_GET_ITEM(spec, 6), *links = PyTuple_GET_ITEM(spec, 7);
+    PyObject *gate = PyTuple_GET_ITEM(spec, 8), *cache = PyTuple_GET_ITEM(spec, 9);
+    int rc = 0;
+    if (fixed_bytes(first, z->compact, 40, "compact heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 1), z->compact_tc, 40, "compact tc_heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 2), z->nx1, 40, "nxdomain heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 3), z->nx2, 40, "nxdomain heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 4), z->nx_tc, 40, "nxdomain tc_heads") < 0)
+        goto fail;
+    if (!PyTuple_Check(flat) || !PyTuple_Check(links) || PyTuple_GET_SIZE(flat) != PyTuple_GET_SIZE(links) ||
+        !PyObject_TypeCheck(gate, &GateType) || (cache != Py_None && !PyObject_TypeCheck(cache, &CacheType))) {
+        PyErr_SetString(PyExc_TypeError, "bad signed zone spec");
+        goto fail;
+    }
+    z->gate = ((GateObject *)gate)->g;
+    __atomic_add_fetch(&z->gate->refs, 1, __ATOMIC_RELAXED);
+    if (cache != Py_None) {
+        z->cache = ((CacheObject *)cache)->c;
+        __atomic_add_fetch(&z->cache->refs, 1, __ATOMIC_RELAXED);
+    }
+    rc = build_link(PyTuple_GET_ITEM(spec, 5), &z->tails, 1 + DENIAL_SIGS);
+    if (rc != 0) goto skip;
+    Py_ssize_t n = PyTuple_GET_SIZE(flat);
+    if (n < 1 || n > 0x7FFFFFFF) goto skip;
+    z->flat = PyMem_RawCalloc((size_t)n, sizeof(uint8_t *));
+    z->flat_len = PyMem_RawCalloc((size_t)n, sizeof(uint32_t));
+    z->links = PyMem_RawCalloc((size_t)n, sizeof(link_t));
+    if (z->flat == NULL || z->flat_len == NULL || z->links == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    z->nlinks = (uint32_t)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        z->flat[i] = copy_bytes(PyTuple_GET_ITEM(flat, i), &z->flat_len[i], "chain key");
+        if (z->flat[i] == NULL) goto fail;
+        rc = build_link(PyTuple_GET_ITEM(links, i), &z->links[i], 2 + DENIAL_SIGS);
+        if (rc != 0) goto skip;
+    }
+    *out = z;
+    return 0;
+skip:
+    if (rc < 0) goto fail;
+    szone_free(z);
+    return 0;
+fail:
+    szone_free(z);
+    return -1;
+}
+
 /* settings: (max_udp, ecs, opt_plain0, opt_plain1, opt_prefix0, opt_prefix1, refused variant, transfer
    variant, flags); zones: ((key, heads40, tc40, soa, signed), ...) with soa (rr_head8, mname, rname,
-   numbers20) or None (ask Python); locators: (lpm spec, ...) */
+   numbers20) or None (ask Python) and signed False (unsigned), True (signed: its DO NXDOMAIN is Python's)
+   or a signed zone spec (build_szone); locators: (lpm spec, ...) */
 static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators) {
     base_t *b = PyMem_RawCalloc(1, sizeof(base_t));
     if (b == NULL) {
@@ -1142,8 +1508,14 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
         PyObject *spec = PyTuple_GET_ITEM(zones, i);
         PyObject *key = item(spec, 0, 5, "zone spec");
         if (key == NULL) goto fail;
-        z->signed_ = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 4));
-        if (z->signed_ < 0) goto fail;
+        PyObject *signed_spec = PyTuple_GET_ITEM(spec, 4);
+        if (PyTuple_Check(signed_spec)) {
+            z->signed_ = 1;
+            if (build_szone(signed_spec, &z->sz) < 0) goto fail;
+        } else {
+            z->signed_ = PyObject_IsTrue(signed_spec);
+            if (z->signed_ < 0) goto fail;
+        }
         b->nzones = (uint32_t)(i + 1);
         z->key = copy_bytes(key, &z->keylen, "zone key");
         if (z->key == NULL) goto fail;
@@ -1513,6 +1885,199 @@ static PyTypeObject TableType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Precompiled answers in C memory (built by wire/ctable.py).",
     .tp_methods = table_methods,
+};
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Python types: Gate and DenialCache (a signed zone's denial budget and its signer's compact denials, as
+   wire/dnssec.py keeps them, shared with the C tables built since) */
+
+static PyObject *gate_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *kw) {
+    double until = 0.0;
+    if (!PyArg_ParseTuple(args, "|d", &until)) return NULL;
+    GateObject *self = (GateObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->g = PyMem_RawCalloc(1, sizeof(gate_t));
+    if (self->g == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->g->refs = 1;
+    memcpy(&self->g->until, &until, sizeof until);
+    return (PyObject *)self;
+}
+
+static void gate_dealloc(GateObject *self) {
+    gate_decref(self->g);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *gate_set(GateObject *self, PyObject *arg) {
+    double until = PyFloat_AsDouble(arg);
+    if (until == -1.0 && PyErr_Occurred()) return NULL;
+    uint64_t bits;
+    memcpy(&bits, &until, sizeof bits);
+    __atomic_store_n(&self->g->until, bits, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gate_get(GateObject *self, UNUSED PyObject *unused) {
+    uint64_t bits = __atomic_load_n(&self->g->until, __ATOMIC_ACQUIRE);
+    double until;
+    memcpy(&until, &bits, sizeof until);
+    return PyFloat_FromDouble(until);
+}
+
+static PyObject *gate_closed_now(GateObject *self, UNUSED PyObject *unused) {
+    return PyBool_FromLong(gate_closed(self->g));
+}
+
+static PyMethodDef gate_methods[] = {
+    {"set", (PyCFunction)gate_set, METH_O, "set(until): no fresh compact denial before this wall time"},
+    {"get", (PyCFunction)gate_get, METH_NOARGS, "the wall time set"},
+    {"closed", (PyCFunction)gate_closed_now, METH_NOARGS, "whether C answers from the chain now"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject GateType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gslbd.wire._cfast.Gate",
+    .tp_basicsize = sizeof(GateObject),
+    .tp_dealloc = (destructor)gate_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Gate(until=0.0): a signed zone's denial budget as the C tables read it (wall time, seconds).",
+    .tp_methods = gate_methods,
+    .tp_new = gate_new,
+};
+
+static PyObject *cache_new(PyTypeObject *type, UNUSED PyObject *args, UNUSED PyObject *kw) {
+    CacheObject *self = (CacheObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->c = PyMem_RawCalloc(1, sizeof(dcache_t));
+    if (self->c == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->c->refs = 1;
+    self->c->mask = 1023;
+    self->c->slots = PyMem_RawCalloc(1024, sizeof(dent_t *));
+    if (self->c->slots == NULL || pthread_mutex_init(&self->c->mu, NULL) != 0) {
+        PyMem_RawFree(self->c->slots);
+        PyMem_RawFree(self->c);
+        self->c = NULL;
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static void cache_dealloc(CacheObject *self) {
+    dcache_decref(self->c);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Insert `e` (its hash set) into `slots` of `mask + 1` entries, replacing an entry of the same key. */
+static void dcache_place(dent_t **slots, uint32_t mask, dent_t *e, uint32_t *count) {
+    uint32_t i = (uint32_t)e->hash & mask;
+    for (;;) {
+        dent_t *cur = slots[i];
+        if (cur == NULL) {
+            slots[i] = e;
+            (*count)++;
+            return;
+        }
+        if (cur->hash == e->hash && cur->keylen == e->keylen && memcmp(cur->data, e->data, e->keylen) == 0) {
+            slots[i] = e;
+            PyMem_RawFree(cur);
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static PyObject *cache_put(CacheObject *self, PyObject *args) {
+    const char *key, *rec;
+    Py_ssize_t keylen, reclen;
+    if (!PyArg_ParseTuple(args, "y#y#", &key, &keylen, &rec, &reclen)) return NULL;
+    if (keylen < 1 || keylen > 255 || reclen > 0xFFFF) {
+        PyErr_SetString(PyExc_ValueError, "a denial is a name of 1..255 bytes and records of < 64 KiB");
+        return NULL;
+    }
+    dent_t *e = PyMem_RawMalloc(sizeof(dent_t) + (size_t)keylen + (size_t)reclen);
+    if (e == NULL) return PyErr_NoMemory();
+    e->hash = fnv((const uint8_t *)key, (uint32_t)keylen);
+    e->keylen = (uint32_t)keylen;
+    e->reclen = (uint32_t)reclen;
+    memcpy(e->data, key, (size_t)keylen);
+    memcpy(e->data + keylen, rec, (size_t)reclen);
+    dcache_t *c = self->c;
+    dent_t **grown = NULL;
+    uint32_t size = c->mask + 1;
+    if ((c->count + 1) * 2 > size) { /* allocate outside the lock */
+        grown = PyMem_RawCalloc((size_t)size * 2, sizeof(dent_t *));
+        if (grown == NULL) {
+            PyMem_RawFree(e);
+            return PyErr_NoMemory();
+        }
+    }
+    pthread_mutex_lock(&c->mu);
+    if (grown != NULL) {
+        uint32_t count = 0;
+        for (uint32_t i = 0; i < size; i++)
+            if (c->slots[i] != NULL) dcache_place(grown, size * 2 - 1, c->slots[i], &count);
+        PyMem_RawFree(c->slots);
+        c->slots = grown;
+        c->mask = size * 2 - 1;
+        c->count = count;
+    }
+    dcache_place(c->slots, c->mask, e, &c->count);
+    pthread_mutex_unlock(&c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *cache_clear(CacheObject *self, UNUSED PyObject *unused) {
+    pthread_mutex_lock(&self->c->mu);
+    dcache_empty(self->c);
+    pthread_mutex_unlock(&self->c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *cache_get(CacheObject *self, PyObject *arg) {
+    static uint8_t buf[0x10000];
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "key must be bytes");
+        return NULL;
+    }
+    const uint8_t *key = (const uint8_t *)PyBytes_AS_STRING(arg);
+    uint32_t len = (uint32_t)PyBytes_GET_SIZE(arg);
+    uint32_t found = dcache_get(self->c, key, len, fnv(key, len), buf, sizeof buf); /* under the GIL */
+    if (!found) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)buf, found);
+}
+
+static Py_ssize_t cache_len(CacheObject *self) {
+    pthread_mutex_lock(&self->c->mu);
+    Py_ssize_t n = self->c->count;
+    pthread_mutex_unlock(&self->c->mu);
+    return n;
+}
+
+static PyMethodDef cache_methods[] = {
+    {"put", (PyCFunction)cache_put, METH_VARARGS, "put(name, records): a compact denial signed"},
+    {"get", (PyCFunction)cache_get, METH_O, "get(name) -> records | None"},
+    {"clear", (PyCFunction)cache_clear, METH_NOARGS, "forget every denial"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods cache_sequence = {.sq_length = (lenfunc)cache_len};
+
+static PyTypeObject CacheType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gslbd.wire._cfast.DenialCache",
+    .tp_basicsize = sizeof(CacheObject),
+    .tp_dealloc = (destructor)cache_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "DenialCache(): the compact denials a signer made, by lower-case query name, for the C tables.",
+    .tp_methods = cache_methods,
+    .tp_as_sequence = &cache_sequence,
+    .tp_new = cache_new,
 };
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -1956,7 +2521,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"build", build, METH_VARARGS, "build(settings, zones, locators, nodes, inherit) -> Table"},
+    {"build", build, METH_VARARGS, "build(settings, zones, locators, nodes, inherit, signed_nodes) -> Table"},
     {"diff", diff, METH_VARARGS, "diff(old, new) -> (changed keys, removed keys), by value identity"},
     {NULL, NULL, 0, NULL},
 };
@@ -1966,11 +2531,14 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__cfast(void) {
-    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SlotType) < 0 || PyType_Ready(&LoopType) < 0) return NULL;
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SlotType) < 0 || PyType_Ready(&LoopType) < 0 ||
+        PyType_Ready(&GateType) < 0 || PyType_Ready(&CacheType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddType(m, &TableType) < 0 || PyModule_AddType(m, &SlotType) < 0 ||
-        PyModule_AddType(m, &LoopType) < 0)
+        PyModule_AddType(m, &LoopType) < 0 || PyModule_AddType(m, &GateType) < 0 ||
+        PyModule_AddType(m, &CacheType) < 0)
         return NULL;
     PyModule_AddIntConstant(m, "BATCH", BATCH);
     PyModule_AddIntConstant(m, "BUFSIZE", BUFSIZE);

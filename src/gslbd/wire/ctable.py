@@ -250,6 +250,20 @@ def _soa_parts(zone: ZoneEntry) -> tuple[bytes, bytes, bytes, bytes] | None:
     return (zone.rr_head, b"".join(zone.mname), b"".join(zone.rname), zone.numbers)
 
 
+def _signed_parts(table: AnswerTable, key: bytes) -> tuple[Any, ...] | bool:
+    """A zone's denial of nonexistent names to DO queries as C writes it (the cached compact denials, and
+    NXDOMAIN from the NSEC chain past the budget), False for an unsigned zone, True when C cannot."""
+    signed = table.signed_zones.get(key)
+    if signed is None:
+        return False
+    parts = signed.denier.native_parts()
+    if parts is None:
+        return True
+    nx1, nx2, nx_tc, flat, links, gate, cache = parts
+    compact = (b"".join(signed.heads), b"".join(signed.tc_heads))
+    return (*compact, nx1, nx2, nx_tc, signed.soa_tails, flat, links, gate, cache)
+
+
 def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
     return (
         table.max_udp_payload,
@@ -278,7 +292,7 @@ def build_ctable(
             _node_spec(key, node, _policies(table, key), locators) for key, node in table.signed_names.items()
         )
     zones = tuple(
-        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z), key in table.signed_zones)
+        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z), _signed_parts(table, key))
         for key, z in table.zones.items()
     )
     native = _cfast.build(
@@ -305,7 +319,7 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
         and table.max_udp_payload == base.max_udp_payload
         and table.use_client_subnet == base.use_client_subnet
         and table.opt_plain == base.opt_plain
-        and table.signed_zones.keys() == base.signed_zones.keys()
+        and table.signed_zones is base.signed_zones
     )
     if not same_base:
         return build_ctable(table, fallback, old)

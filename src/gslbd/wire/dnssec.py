@@ -40,6 +40,11 @@ from gslbd.model.dnssec import Dnssec, DnssecKey
 from gslbd.types import Rcode
 from gslbd.wire.render import IN, dns_name, to_rrsets
 
+try:
+    from gslbd.wire import _cfast
+except ImportError:  # not compiled here: the C tables are not used either
+    _cfast = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from gslbd.wire.denial import Denier
 
@@ -116,9 +121,14 @@ CacheKey = tuple[object, ...]
 class DenialBudget:
     """A token bucket of fresh compact-denial signatures: `rate` per second, at most `rate` (and at
     least one) saved up. `take()` is called only when a nonexistent name has no cached denial; once the
-    bucket is empty it costs one clock read until the next token is due."""
+    bucket is empty it costs one clock read until the next token is due.
 
-    __slots__ = ("_last", "_tokens", "burst", "empty_until", "rate", "wall")
+    `gate` (with the C extension) tells the C tables (wire/ctable.py) the same `empty_until`: before it
+    they answer a nonexistent name from the NSEC chain themselves, after it they ask Python, which
+    calls `take`. C reads the system's wall clock, so a budget on another clock (a test's FakeClock)
+    shows C `empty_until` only when it is infinite (rate 0) and otherwise never closes the gate."""
+
+    __slots__ = ("_last", "_real", "_tokens", "burst", "empty_until", "gate", "rate", "wall")
 
     def __init__(self, rate: int, wall: Callable[[], float]) -> None:
         if getattr(wall, "__func__", None) is SystemClock.wall:
@@ -126,10 +136,12 @@ class DenialBudget:
         self.rate = rate
         self.burst = float(max(rate, 1))
         self.wall = wall
+        self._real = wall is time.time
         self._tokens = self.burst if rate else 0.0
         self._last = wall()
         # No token before this time (`take` is False): the query path reads it without a call.
         self.empty_until = float("inf") if rate == 0 else float("-inf")
+        self.gate = _cfast.Gate(self.empty_until) if _cfast is not None else None
 
     def take(self) -> bool:
         """True when one signature may be made now (and count it)."""
@@ -143,6 +155,8 @@ class DenialBudget:
             return True
         self._tokens = tokens
         self.empty_until = now + (1.0 - tokens) / self.rate
+        if self.gate is not None and self._real:
+            self.gate.set(self.empty_until)
         return False
 
 
@@ -170,6 +184,8 @@ class Signer:
         # The records of `_denials` alone, read by the fast path without a clock (the App's re-signing
         # timer clears them when the earliest is due: see forget_due).
         self.denial_wire: dict[bytes, bytes] = {}
+        # The same for the C tables (wire/ctable.py): filled and cleared with `denial_wire`.
+        self.denial_native = _cfast.DenialCache() if _cfast is not None else None
         self.signatures_made = 0
         self._earliest: float = share._earliest if share else float("inf")  # the earliest refresh cached
         self._signers: dict[DnssecKey, KeySigner] = share._signers if share else {}
@@ -197,8 +213,7 @@ class Signer:
                 tuple(signers[k.tag] for k in settings.signing_keys(False)),
             )
         if out.keys() != self.zones.keys() or any(out[o] is not self.zones[o] for o in out):
-            self._denials.clear()
-            self.denial_wire.clear()
+            self._forget_denials()
         self.budgets = {
             o: self.budgets[o]
             if o in self.budgets and self.budgets[o].rate == z.dnssec.denial_signing_rate
@@ -233,8 +248,7 @@ class Signer:
         due = [k for k, (at, _) in self._cache.items() if at <= now]
         for k in due:
             del self._cache[k]
-        self._denials.clear()
-        self.denial_wire.clear()
+        self._forget_denials()
         self._earliest = min((at for at, _ in self._cache.values()), default=float("inf"))
         return len(due)
 
@@ -324,12 +338,19 @@ class Signer:
             parts.append(sig)
         out = (refresh_at, sigs, b"".join(parts))
         if len(self._denials) >= DENIAL_CACHE_MAX:
-            self._denials.clear()
-            self.denial_wire.clear()
+            self._forget_denials()
         self._denials[qname] = out
         self.denial_wire[qname] = out[2]
+        if self.denial_native is not None:
+            self.denial_native.put(qname, out[2])
         self._earliest = min(self._earliest, refresh_at)
         return out
+
+    def _forget_denials(self) -> None:
+        self._denials.clear()
+        self.denial_wire.clear()
+        if self.denial_native is not None:
+            self.denial_native.clear()
 
     def signed_reply(
         self,

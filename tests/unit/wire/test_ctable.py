@@ -10,18 +10,22 @@ import ipaddress
 import random
 import shutil
 import sysconfig
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import dns.edns
+import dns.flags
 import dns.message
 import dns.name
+import dns.rcode
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_wire_dnssec import World, signed_config
 from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
 from test_wire_fuzz import MUTATION, SEEDS, Mutation, mutate
+from test_wire_services import CONFIG as SERVICES_CONFIG
 from test_wire_services import responder as services_responder
 from wire_support import (
     CONFIG,
@@ -37,15 +41,21 @@ from wire_support import (
 )
 
 from gslbd.answer import View, build_view
-from gslbd.model.config import DnsConfig, RrlConfig
+from gslbd.clock import FakeClock
+from gslbd.config import load_config_text
+from gslbd.config.dnssec import generate_key_pair, read_key_pair
+from gslbd.model.config import Config, DnsConfig, RrlConfig
+from gslbd.model.dnssec import Dnssec
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.policy.base import PolicyEnv
-from gslbd.policy.locate import TopologyLocator
+from gslbd.policy.locate import TopologyLocator, build_env
+from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import PolicyName
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.compile import AnswerTable, wire_key
+from gslbd.wire.dnssec import DenialBudget
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
 
@@ -407,26 +417,59 @@ def test_the_responder_sends_what_its_features_change_to_python() -> None:
     assert responder.native is not None and not responder.native.fallback.everything
 
 
-@pytest.fixture(scope="module")
-def signed_table(tmp_path_factory: pytest.TempPathFactory) -> AnswerTable:
-    world = World(signed_config(tmp_path_factory.mktemp("keys"), 13, False))
-    return world.table
+def with_denial_rate(config: Config, rate: int) -> Config:
+    """`config` with `denial_signing_rate` set in its signed zones."""
+    zones = tuple(
+        replace(z, dnssec=replace(z.dnssec, denial_signing_rate=rate)) if z.dnssec is not None else z
+        for z in config.zones
+    )
+    return replace(config, zones=zones)
+
+
+def signed_services_config(tmp: Path) -> Config:
+    """The services world (HTTPS, SRV, a wildcard service) with its zone signed."""
+    config = load_config_text(SERVICES_CONFIG)
+    zone = config.zones[0]
+    keys = tuple(
+        read_key_pair(generate_key_pair(zone.origin, 13, sep, tmp), zone.origin) for sep in (True, False)
+    )
+    return replace(config, zones=(replace(zone, dnssec=Dnssec(keys)), *config.zones[1:]))
+
+
+@pytest.fixture(scope="module", params=["rate-100", "rate-0", "wildcard"])
+def signed_world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[View, AnswerTable]:
+    """Signed worlds on a fake clock: C never sees the default budget spent (it reads the system clock),
+    so past it Python answers from the chain; with rate 0 the budget is always spent and C answers
+    from the chain."""
+    tmp = tmp_path_factory.mktemp("keys")
+    if request.param == "wildcard":
+        config = with_denial_rate(signed_services_config(tmp), 0)
+        return AnswerBuilder(FakeClock()).build(config, Snapshot(), build_env(config, random.Random(1)))
+    config = signed_config(tmp, 13, True)
+    world = World(config if request.param == "rate-100" else with_denial_rate(config, 0))
+    return world.view, world.table
 
 
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_a_signed_table_answers_do_queries_in_c_as_python_does(
-    signed_table: AnswerTable, data: st.DataObject
+    signed_world: World, data: st.DataObject
 ) -> None:
-    """Positive, NODATA, DNSKEY/CDS answers of the signed zone with DO come from C, byte for byte as the
-    Python fast path writes them (DO echoed); without DO the unsigned ones; CO goes to Python."""
-    table = signed_table
-    responder = Responder(table, VIEWS["plain"], random.Random(1), native=False)
+    """Positive, NODATA, DNSKEY/CDS answers with DO, compact denials signed before and NXDOMAIN from the
+    NSEC chain past the budget come from C, byte for byte as the Python fast path writes them (DO
+    echoed); without DO the unsigned ones; CO and names below a wildcard's parent go to Python."""
+    view, table = signed_world
+    assert table.signer is not None
+    responder = Responder(table, view, random.Random(1), native=False)
     fallback = responder.fallback_of(table)
     assert fallback == ct.Fallback(co=True)
     native = ct.build_ctable(table, fallback).native
-    pool = sorted(VIEWS["plain"].names)
-    below = st.tuples(LABEL, st.sampled_from(pool)).map(lambda t: f"{t[0]}.{t[1]}")
+    pool = sorted(view.names)
+    below = st.tuples(st.lists(LABEL, min_size=1, max_size=2), st.sampled_from(pool)).map(
+        lambda t: ".".join(t[0]) + "." + t[1]
+    )
     name = data.draw(st.one_of(st.sampled_from(pool), below, names()), "name")
     name = random_case(name, random.Random(data.draw(st.integers(0, 1000), "case")))
     if sum(len(label) + 1 for label in name.split(".") if label) + 1 > 255:
@@ -447,13 +490,17 @@ def test_a_signed_table_answers_do_queries_in_c_as_python_does(
     tcp = data.draw(st.booleans(), "tcp")
     draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
     before = counter_values(table)
-    python = fast_answer(table, wire, 1, False, tcp, FixedDraw(draw))
+    python = fast_answer(table, wire, 1, False, tcp, FixedDraw(draw))  # first: it may sign and cache
     seq = used_count(before, counter_values(table))
     c = native.answer(wire, 1, False, tcp, seq, draw)
     if co:
         assert c is None and python is None
-    elif c is None:
-        assert python is None or (do and is_denial(table, wire)) or entry_kind(table, wire) == ct.K_PYTHON
+    elif c is None:  # C leaves to Python only what it must
+        assert (
+            python is None
+            or (do and is_denial(table, wire) and python[3] & 0xF == 3 and gate_open_or_odd(table, wire))
+            or entry_kind(table, wire) == ct.K_PYTHON
+        )
     else:
         assert c == python
 
@@ -464,6 +511,17 @@ def is_denial(table: AnswerTable, wire: bytes) -> bool:
     if table.names.get(wire_key(question.name.to_text())) is not None:
         return False
     return any(question.name.is_subdomain(dns.name.from_wire(key, 0)[0]) for key in table.signed_zones)
+
+
+def gate_open_or_odd(table: AnswerTable, wire: bytes) -> bool:
+    """Whether C must leave an NXDOMAIN from the chain to Python: the budget is not spent as C sees it,
+    or a label of the name holds a zero byte."""
+    assert table.signer is not None
+    question = dns.message.from_wire(wire).question[0]
+    gates = [b.gate for b in table.signer.budgets.values()]
+    return any(g is not None and not g.closed() for g in gates) or any(
+        b"\0" in label for label in question.name
+    )
 
 
 def counter_values(table: AnswerTable) -> dict[int, int]:
@@ -509,3 +567,48 @@ def test_a_name_the_c_table_misses_goes_to_python_when_misses_are_python() -> No
     for wire in (query(f"app.{ORIGIN}"), query(f"app.{ORIGIN}", "AXFR"), query(ORIGIN, "SOA", edns=0)):
         found = lazy.answer(wire, 1, False, False)
         assert found is not None and found == strict.answer(wire, 1, False, False)
+
+
+def test_a_compact_denial_signed_in_python_is_answered_by_c_until_the_signer_forgets_it(
+    tmp_path: Path,
+) -> None:
+    world = World(signed_config(tmp_path, 13, True))  # the default budget: Python signs fresh denials
+    table, signer = world.table, world.table.signer
+    assert signer is not None
+    native = ct.build_ctable(table, ct.Fallback(co=True)).native
+    wire = query(f"Never-Asked.{ORIGIN}", "A", edns=0, dnssec_ok=True)
+    assert native.answer(wire, 1, False, False) is None  # not signed yet: Python signs it (the budget)
+    python = fast_answer(table, wire, 1, False, False, random.Random(1))
+    made = signer.signatures_made
+    c = native.answer(wire, 1, False, False)
+    assert c is not None and c == python and signer.signatures_made == made
+    msg = dns.message.from_wire(c)
+    assert msg.rcode() == dns.rcode.NOERROR and world.validate(msg) == 2  # SOA and the NSEC
+    signer.forget_due(world.clock.wall())  # the re-signing timer: every cached denial goes
+    assert native.answer(wire, 1, False, False) is None
+
+
+def test_past_the_budget_c_answers_nxdomain_from_the_nsec_chain(tmp_path: Path) -> None:
+    world = World(with_denial_rate(signed_config(tmp_path, 13, True), 0))
+    table = world.table
+    assert table.signer is not None
+    made = table.signer.signatures_made
+    native = ct.build_ctable(table, ct.Fallback(co=True)).native
+    for name in (f"nope.{ORIGIN}", f"x.y.app.{ORIGIN}", f"ZZZ.{ORIGIN}", f"a.b.c.{ORIGIN}"):
+        wire = query(name, "A", edns=0, dnssec_ok=True)
+        c = native.answer(wire, 1, False, False)
+        assert c is not None and c == fast_answer(table, wire, 1, False, False, random.Random(1))
+        msg = dns.message.from_wire(c)
+        assert msg.rcode() == dns.rcode.NXDOMAIN and msg.ednsflags & dns.flags.DO
+        assert world.validate(msg) >= 2  # the SOA and one or two NSEC links, each with its RRSIG
+    assert table.signer.signatures_made == made  # nothing signed on the query path
+
+
+def test_the_gate_closes_for_c_exactly_while_the_budget_is_spent() -> None:
+    budget = DenialBudget(1, time.time)
+    assert budget.gate is not None and not budget.gate.closed()  # a token: C asks Python, which signs
+    assert budget.take()
+    assert not budget.take()  # spent: C answers from the chain until the next token is due
+    assert budget.gate.closed() and budget.gate.get() == budget.empty_until
+    assert DenialBudget(0, FakeClock().wall).gate.closed()  # never a token
+    assert not DenialBudget(5, FakeClock().wall).gate.closed()  # another clock: Python decides
