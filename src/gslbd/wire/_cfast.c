@@ -36,6 +36,7 @@
 
 enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON };
 enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16, FB_CO = 32, FB_MISS = 64 };
+enum { S_SIGNER = 1 << 16 }; /* in the flags: the table has a signer (RFC 9824 CO changes signed answers) */
 enum { R_FALLBACK = -1 };
 
 typedef unsigned __int128 u128;
@@ -72,6 +73,7 @@ typedef struct {
     uint8_t kind;
     uint8_t locdep;
     uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python) */
+    uint8_t nx;  /* some variant is NXDOMAIN (all_down: nxdomain; a CO query's signed answer is Python's) */
     uint16_t policy;
     uint32_t nvar;
     variant_t *var;
@@ -151,6 +153,7 @@ typedef struct {
 /* A signed zone's denial of nonexistent names (wire/compile.py SignedZone, wire/denial.py Denier). */
 typedef struct {
     uint8_t compact[4][10], compact_tc[4][10]; /* RFC 9824 compact denial (a cached one) */
+    uint8_t co_compact[4][10], co_compact_tc[4][10]; /* the same with rcode NXDOMAIN (CO, RFC 9824 4) */
     uint8_t nx1[4][10], nx2[4][10], nx_tc[4][10]; /* NXDOMAIN from the chain: one link, two, truncated */
     uint32_t ntails;
     link_t tails; /* the SOA record and its RRSIGs, each after a pointer to the origin */
@@ -533,6 +536,7 @@ typedef struct {
     uint8_t optlen[2];
     uint8_t scope;
     uint8_t ptr[2]; /* a compression pointer to a signed zone's origin in the question */
+    uint8_t opt[11]; /* our OPT record with CO echoed */
     uint8_t soa[2 + 10 + 256 + 256 + 20]; /* an NXDOMAIN's SOA record, compressed for this query */
     uint8_t den[DENIAL_RECORDS]; /* a cached compact denial, copied */
 } plan_t;
@@ -690,6 +694,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
 
     /* EDNS */
     uint32_t ecs_at = 0, ecs_end = 0, ecs_src = 0, payload = 0, dobit = 0;
+    int co = 0, co_echo = 0; /* RFC 9824 Compact Answers OK; a compact denial's NXDOMAIN echoes it */
     u128 ip = src_ip;
     int v6 = src_v6;
     if (has_opt) {
@@ -698,7 +703,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         payload = (uint32_t)data[rest + 3] << 8 | data[rest + 4];
         dobit = data[rest + 7] >> 7;
         if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO: Python's */
-        if ((data[rest + 7] & 0x40) && (b->flags & FB_CO)) return R_FALLBACK; /* CO in a signed table */
+        if ((data[rest + 7] & 0x40) && (b->flags & FB_CO)) return R_FALLBACK; /* CO: Python's */
+        co = dobit && (data[rest + 7] & 0x40) && (b->flags & S_SIGNER); /* changes signed answers only */
         uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
         if (end != n) return R_FALLBACK;
         uint32_t at = rest + 11;
@@ -758,7 +764,19 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     int dn = 0;
     if (node != NULL && dobit && t->sig != NULL && t->sig->nnodes) { /* DNSSEC: the signed variants */
         node_t *signed_node = find_node(t->sig, key, keylen, h);
-        if (signed_node != NULL) node = signed_node;
+        if (signed_node != NULL) {
+            if (co) { /* all_down=nxdomain as a compact denial: NXDOMAIN from the slow path */
+                int32_t idx = node->dflt;
+                for (i = 0; i < node->ntypes; i++) {
+                    if (node->types[i].qtype == qtype) {
+                        idx = node->types[i].entry;
+                        break;
+                    }
+                }
+                if (idx >= 0 && node->ent[idx].nx) return R_FALLBACK;
+            }
+            node = signed_node;
+        }
     }
     if (node != NULL) {
         int32_t idx = node->dflt;
@@ -875,8 +893,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                         if (sz->cache != NULL)
                             found = dcache_get(sz->cache, key, keylen, fnv(key, keylen), o->den, DENIAL_RECORDS);
                         if (found) {
-                            heads = sz->compact;
-                            tcheads = sz->compact_tc;
+                            heads = co ? sz->co_compact : sz->compact;
+                            tcheads = co ? sz->co_compact_tc : sz->compact_tc;
+                            co_echo = co;
                         } else {
                             /* Python signs a fresh compact denial while the budget lasts: C answers from
                                the chain only when it is spent (and the chain denies the name). */
@@ -966,8 +985,12 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         }
     }
     if (has_opt) {
+        if (co_echo) { /* our OPT record with CO set beside DO */
+            memcpy(o->opt, options ? b->opt_prefix[dobit] : b->opt_plain[dobit], options ? 9 : 11);
+            o->opt[7] |= 0x40;
+        }
         if (options) {
-            piece(o, b->opt_prefix[dobit], 9);
+            piece(o, co_echo ? o->opt : b->opt_prefix[dobit], 9);
             o->optlen[0] = (uint8_t)(options >> 8);
             o->optlen[1] = (uint8_t)options;
             piece(o, o->optlen, 2);
@@ -978,7 +1001,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             }
             if (voptlen) piece(o, vopt, voptlen);
         } else {
-            piece(o, b->opt_plain[dobit], 11);
+            piece(o, co_echo ? o->opt : b->opt_plain[dobit], 11);
         }
     }
     return 0;
@@ -1129,6 +1152,7 @@ static int build_entry(PyObject *spec, entry_t *e, const base_t *b) {
         if (build_variant(PyTuple_GET_ITEM(variants, i), &e->var[i]) < 0) return -1;
         uint32_t rc = rcode_of(e->var[i].heads);
         if (rc == 3 || rc == 5) e->neg = 1;
+        if (rc == 3) e->nx = 1;
     }
     if (nv == 0 && e->kind != K_PYTHON) {
         PyErr_SetString(PyExc_ValueError, "an entry needs a variant");
@@ -1428,6 +1452,12 @@ static int build_szone(PyObject *spec, szone_t **out) {
         fixed_bytes(PyTuple_GET_ITEM(spec, 3), z->nx2, 40, "nxdomain heads") < 0 ||
         fixed_bytes(PyTuple_GET_ITEM(spec, 4), z->nx_tc, 40, "nxdomain tc_heads") < 0)
         goto fail;
+    memcpy(z->co_compact, z->compact, sizeof z->compact);
+    memcpy(z->co_compact_tc, z->compact_tc, sizeof z->compact_tc);
+    for (int k = 0; k < 4; k++) {
+        z->co_compact[k][1] = (uint8_t)((z->co_compact[k][1] & 0xF0) | 3);
+        z->co_compact_tc[k][1] = (uint8_t)((z->co_compact_tc[k][1] & 0xF0) | 3);
+    }
     if (!PyTuple_Check(flat) || !PyTuple_Check(links) || PyTuple_GET_SIZE(flat) != PyTuple_GET_SIZE(links) ||
         !PyObject_TypeCheck(gate, &GateType) || (cache != Py_None && !PyObject_TypeCheck(cache, &CacheType))) {
         PyErr_SetString(PyExc_TypeError, "bad signed zone spec");

@@ -64,6 +64,7 @@ ENV_SWITCH = "GSLBD_NATIVE"
 
 K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON = range(8)
 FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG, FB_CO, FB_MISS = 1, 2, 4, 8, 16, 32, 64
+S_SIGNER = 1 << 16  # with the flags: the table has a signer (CO changes its signed answers)
 MAX_POLICIES = 32
 _UNCOUNTED = 0  # policy id of entries that no policy counter covers
 _POLICY_IDS: dict[str, int] = {}  # policy name -> id in the C counters, process-wide
@@ -274,7 +275,7 @@ def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
         table.opt_prefix[1],
         _variant(table.refused),
         _variant(table.refused_transfer),
-        fallback.flags,
+        fallback.flags | (S_SIGNER if table.signer is not None else 0),
     )
 
 

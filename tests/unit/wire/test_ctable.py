@@ -55,7 +55,7 @@ from gslbd.types import PolicyName
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.compile import AnswerTable, wire_key
-from gslbd.wire.dnssec import DenialBudget
+from gslbd.wire.dnssec import CO, DenialBudget
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
 
@@ -459,12 +459,13 @@ def test_a_signed_table_answers_do_queries_in_c_as_python_does(
 ) -> None:
     """Positive, NODATA, DNSKEY/CDS answers with DO, compact denials signed before and NXDOMAIN from the
     NSEC chain past the budget come from C, byte for byte as the Python fast path writes them (DO
-    echoed); without DO the unsigned ones; CO and names below a wildcard's parent go to Python."""
+    echoed; with CO a compact denial is NXDOMAIN and echoes CO); without DO the unsigned ones; names
+    below a wildcard's parent go to Python."""
     view, table = signed_world
     assert table.signer is not None
     responder = Responder(table, view, random.Random(1), native=False)
     fallback = responder.fallback_of(table)
-    assert fallback == ct.Fallback(co=True)
+    assert fallback == ct.Fallback()
     native = ct.build_ctable(table, fallback).native
     pool = sorted(view.names)
     below = st.tuples(st.lists(LABEL, min_size=1, max_size=2), st.sampled_from(pool)).map(
@@ -493,9 +494,7 @@ def test_a_signed_table_answers_do_queries_in_c_as_python_does(
     python = fast_answer(table, wire, 1, False, tcp, FixedDraw(draw))  # first: it may sign and cache
     seq = used_count(before, counter_values(table))
     c = native.answer(wire, 1, False, tcp, seq, draw)
-    if co:
-        assert c is None and python is None
-    elif c is None:  # C leaves to Python only what it must
+    if c is None:  # C leaves to Python only what it must
         assert (
             python is None
             or (do and is_denial(table, wire) and python[3] & 0xF == 3 and gate_open_or_odd(table, wire))
@@ -575,7 +574,7 @@ def test_a_compact_denial_signed_in_python_is_answered_by_c_until_the_signer_for
     world = World(signed_config(tmp_path, 13, True))  # the default budget: Python signs fresh denials
     table, signer = world.table, world.table.signer
     assert signer is not None
-    native = ct.build_ctable(table, ct.Fallback(co=True)).native
+    native = ct.build_ctable(table).native
     wire = query(f"Never-Asked.{ORIGIN}", "A", edns=0, dnssec_ok=True)
     assert native.answer(wire, 1, False, False) is None  # not signed yet: Python signs it (the budget)
     python = fast_answer(table, wire, 1, False, False, random.Random(1))
@@ -593,7 +592,7 @@ def test_past_the_budget_c_answers_nxdomain_from_the_nsec_chain(tmp_path: Path) 
     table = world.table
     assert table.signer is not None
     made = table.signer.signatures_made
-    native = ct.build_ctable(table, ct.Fallback(co=True)).native
+    native = ct.build_ctable(table).native
     for name in (f"nope.{ORIGIN}", f"x.y.app.{ORIGIN}", f"ZZZ.{ORIGIN}", f"a.b.c.{ORIGIN}"):
         wire = query(name, "A", edns=0, dnssec_ok=True)
         c = native.answer(wire, 1, False, False)
@@ -612,3 +611,18 @@ def test_the_gate_closes_for_c_exactly_while_the_budget_is_spent() -> None:
     assert budget.gate.closed() and budget.gate.get() == budget.empty_until
     assert DenialBudget(0, FakeClock().wall).gate.closed()  # never a token
     assert not DenialBudget(5, FakeClock().wall).gate.closed()  # another clock: Python decides
+
+
+def test_a_co_query_gets_the_cached_compact_denial_from_c_as_nxdomain_with_co(tmp_path: Path) -> None:
+    world = World(signed_config(tmp_path, 13, True))
+    native = ct.build_ctable(world.table).native
+    wire = with_co(query(f"co-cached.{ORIGIN}", "A", edns=0, dnssec_ok=True))
+    python = fast_answer(world.table, wire, 1, False, False, random.Random(1))  # signs and caches it
+    c = native.answer(wire, 1, False, False)
+    assert c is not None and c == python
+    msg = dns.message.from_wire(c)
+    assert msg.rcode() == dns.rcode.NXDOMAIN and msg.ednsflags & CO
+    assert world.validate(msg) == 2
+    plain = query(f"co-cached.{ORIGIN}", "A", edns=0, dnssec_ok=True)  # DO alone: NOERROR, no CO
+    out = native.answer(plain, 1, False, False)
+    assert out is not None and dns.message.from_wire(out).rcode() == dns.rcode.NOERROR

@@ -323,3 +323,28 @@ def test_with_the_co_flag_all_down_nxdomain_is_nxdomain_too(world: World) -> Non
     reply = ask(world.responder, msg.to_wire())
     assert reply.rcode() == dns.rcode.NXDOMAIN and reply.ednsflags & CO
     assert bitmap_types(nsec_of(reply)) == {dns.rdatatype.RRSIG, dns.rdatatype.NSEC, NXNAME}
+
+
+@pytest.mark.parametrize(
+    ("label", "rtype"), [("app", "A"), ("info", "TXT"), ("app", "MX"), ("nd", "A"), ("co-fast", "A")]
+)
+def test_co_queries_take_the_fast_path_and_answer_as_the_slow_path(
+    world: World, label: str, rtype: str
+) -> None:
+    """RFC 9824's CO flag: positive answers and NODATA as with DO alone, a compact denial NXDOMAIN with CO
+    echoed, and none of them through the slow path (which costs a millisecond a query)."""
+    msg = dns.message.from_wire(query(qname(label), rtype, dnssec_ok=True))
+    msg.use_edns(0, dns.flags.DO | CO, 1232)
+    wire = msg.to_wire()
+    responder = Responder(world.table, world.view, random.Random(3), native=False)
+    fast = dns.message.from_wire(ask_wire(responder, wire) or b"")
+    assert responder.slow_count == 0
+    slow_reply = dns.message.from_wire(slow(world, wire) or b"")
+    assert (fast.rcode(), fast.flags, fast.ednsflags) == (
+        slow_reply.rcode(),
+        slow_reply.flags,
+        slow_reply.ednsflags,
+    )
+    assert fast.authority == slow_reply.authority
+    assert bool(fast.ednsflags & CO) == (label == "co-fast")  # echoed only with a compact NXDOMAIN
+    world.validate(fast)
