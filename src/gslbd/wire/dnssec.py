@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 import struct
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,6 +56,10 @@ CO = 0x4000  # Compact Answers OK, in the OPT record's flags (RFC 9824 4)
 KEYSET_TYPES = frozenset((dns.rdatatype.DNSKEY, dns.rdatatype.CDS, dns.rdatatype.CDNSKEY))
 INCEPTION_SLACK = 3600  # signatures start an hour in the past: resolvers' clocks are not ours
 DENIAL_CACHE_MAX = 100_000  # NSEC records of nonexistent names kept (then the cache starts anew)
+# RRSIGs of answers synthesized per query name (a wildcard's, RFC 4592, signed at the name asked): the
+# least recently used go first past this many RRsets (`Signer._synth`), so that random names below a
+# wildcard cannot grow the signer's memory without bound.
+SYNTH_CACHE_MAX = 10_000
 
 
 def type_bitmap(types: Iterable[int]) -> bytes:
@@ -180,6 +185,11 @@ class Signer:
         self.rng = rng or random.Random()
         self.zones: dict[str, ZoneKeys] = {}
         self._cache: dict[CacheKey, tuple[int, tuple[bytes, ...]]] = share._cache if share else {}
+        # The same for RRsets owned by a query name that is no name of the view (synthesized from a
+        # wildcard): a bounded LRU (SYNTH_CACHE_MAX), never in `_cache`.
+        self._synth: OrderedDict[CacheKey, tuple[int, tuple[bytes, ...]]] = (
+            share._synth if share else OrderedDict()
+        )
         self._denials: dict[bytes, tuple[int, tuple[bytes, ...], bytes]] = {}
         # The records of `_denials` alone, read by the fast path without a clock (the App's re-signing
         # timer clears them when the earliest is due: see forget_due).
@@ -259,16 +269,26 @@ class Signer:
         return now - INCEPTION_SLACK, expiration, expiration - d.refresh_before
 
     def rrsig_rdatas(
-        self, zone: ZoneKeys, owner: bytes, rdtype: int, ttl: int, rdatas: Sequence[bytes]
+        self,
+        zone: ZoneKeys,
+        owner: bytes,
+        rdtype: int,
+        ttl: int,
+        rdatas: Sequence[bytes],
+        *,
+        synthesized: bool = False,
     ) -> tuple[bytes, ...]:
         """RRSIG rdata (wire) of every signing key for an RRset: `owner` in lower-case wire form,
-        `rdatas` in canonical wire form (RFC 4034 6.2), in any order."""
+        `rdatas` in canonical wire form (RFC 4034 6.2), in any order. `synthesized`: an RRset at a query
+        name that is no name of the view (a wildcard's answer), cached in the bounded LRU."""
         canonical = tuple(sorted(set(rdatas)))
         keys = zone.keyset if rdtype in KEYSET_TYPES else zone.others
         key: CacheKey = (zone.origin_wire, owner, rdtype, ttl, canonical, keys)
         now = int(self.wall())
-        found = self._cache.get(key)
+        found = self._synth.get(key) if synthesized else self._cache.get(key)
         if found is not None and found[0] > now:
+            if synthesized:
+                self._synth.move_to_end(key)
             return found[1]
         inception, expiration, refresh_at = self._times(zone, now)
         rr_head = owner + struct.pack("!HHI", rdtype, IN, ttl)
@@ -281,29 +301,41 @@ class Signer:
             out.append(fields + signer.sign(fields + records))
             self.signatures_made += 1
         result = tuple(out)
+        if synthesized:  # checked for expiry when found: not in `_earliest`
+            self._synth[key] = (refresh_at, result)
+            self._synth.move_to_end(key)
+            while len(self._synth) > SYNTH_CACHE_MAX:
+                self._synth.popitem(last=False)
+            return result
         self._cache[key] = (refresh_at, result)
         self._earliest = min(self._earliest, refresh_at)
         return result
 
-    def rrsig_rrset(self, rrset: dns.rrset.RRset) -> dns.rrset.RRset | None:
+    def synthesized_count(self) -> int:
+        """RRsets of synthesized answers whose signatures are cached (at most SYNTH_CACHE_MAX)."""
+        return len(self._synth)
+
+    def rrsig_rrset(self, rrset: dns.rrset.RRset, synthesized: bool = False) -> dns.rrset.RRset | None:
         """The RRSIG RRset of an RRset (as dnspython objects), or None outside the signed zones."""
         zone = self.zone_of(rrset.name.to_text().lower())
         if zone is None:
             return None
         owner = rrset.name.canonicalize().to_wire() or b""
         wires = [rd.to_digestable() for rd in rrset]
-        sigs = self.rrsig_rdatas(zone, owner, rrset.rdtype, rrset.ttl, wires)
+        sigs = self.rrsig_rdatas(zone, owner, rrset.rdtype, rrset.ttl, wires, synthesized=synthesized)
         out = dns.rrset.RRset(rrset.name, IN, dns.rdatatype.RRSIG, rrset.rdtype)
         for sig in sigs:
             out.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), rrset.ttl)
         return out
 
-    def with_rrsigs(self, rrsets: Iterable[dns.rrset.RRset]) -> list[dns.rrset.RRset]:
+    def with_rrsigs(
+        self, rrsets: Iterable[dns.rrset.RRset], synthesized: bool = False
+    ) -> list[dns.rrset.RRset]:
         """RRsets each followed by its RRSIG RRset (when in a signed zone)."""
         out = []
         for rrset in rrsets:
             out.append(rrset)
-            sigs = self.rrsig_rrset(rrset)
+            sigs = self.rrsig_rrset(rrset, synthesized)
             if sigs is not None:
                 out.append(sigs)
         return out
@@ -368,10 +400,10 @@ class Signer:
         zone = self.zone_of(qname)
         if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
             return None
-        if answer.answer:
+        if answer.answer:  # `data` None: synthesized at the query name (a wildcard's answer)
             return SignedReply(
                 Rcode.NOERROR,
-                self.with_rrsigs(to_rrsets(answer.answer)),
+                self.with_rrsigs(to_rrsets(answer.answer), synthesized=data is None),
                 self.with_rrsigs(to_rrsets(answer.authority)),
                 self.with_rrsigs(to_rrsets(answer.additional)),
             )

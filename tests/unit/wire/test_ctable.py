@@ -22,10 +22,9 @@ import dns.rcode
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_wire_dnssec import World, signed_config
+from test_wire_dnssec import World, signed_config, signed_services_config
 from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
 from test_wire_fuzz import MUTATION, SEEDS, Mutation, mutate
-from test_wire_services import CONFIG as SERVICES_CONFIG
 from test_wire_services import responder as services_responder
 from wire_support import (
     CONFIG,
@@ -42,10 +41,7 @@ from wire_support import (
 
 from gslbd.answer import View, build_view
 from gslbd.clock import FakeClock
-from gslbd.config import load_config_text
-from gslbd.config.dnssec import generate_key_pair, read_key_pair
 from gslbd.model.config import Config, DnsConfig, RrlConfig
-from gslbd.model.dnssec import Dnssec
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator, build_env
@@ -424,16 +420,6 @@ def with_denial_rate(config: Config, rate: int) -> Config:
         for z in config.zones
     )
     return replace(config, zones=zones)
-
-
-def signed_services_config(tmp: Path) -> Config:
-    """The services world (HTTPS, SRV, a wildcard service) with its zone signed."""
-    config = load_config_text(SERVICES_CONFIG)
-    zone = config.zones[0]
-    keys = tuple(
-        read_key_pair(generate_key_pair(zone.origin, 13, sep, tmp), zone.origin) for sep in (True, False)
-    )
-    return replace(config, zones=(replace(zone, dnssec=Dnssec(keys)), *config.zones[1:]))
 
 
 @pytest.fixture(scope="module", params=["rate-100", "rate-0", "wildcard"])
