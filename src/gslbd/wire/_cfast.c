@@ -138,8 +138,13 @@ typedef struct {
     uint64_t refs;
     pthread_mutex_t mu;
     uint32_t mask, count;
+    uint32_t live; /* `count`, stored atomically after each change: read without the mutex */
     dent_t **slots;
+    uint64_t *filter; /* FILTER_BITS bits, one set per name held (by its hash): most misses skip the mutex */
 } dcache_t;
+
+#define FILTER_BITS (1u << 20)
+static inline uint32_t filter_bit(uint64_t h) { return (uint32_t)(h >> 40) & (FILTER_BITS - 1); }
 
 typedef struct {
     uint32_t n;    /* parts, joined by a pointer to the origin */
@@ -295,12 +300,14 @@ static void dcache_empty(dcache_t *c) {
         c->slots[i] = NULL;
     }
     c->count = 0;
+    for (uint32_t i = 0; i < FILTER_BITS / 64; i++) __atomic_store_n(&c->filter[i], 0, __ATOMIC_RELAXED);
 }
 
 static void dcache_decref(dcache_t *c) {
     if (c == NULL || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     dcache_empty(c);
     pthread_mutex_destroy(&c->mu);
+    PyMem_RawFree(c->filter);
     PyMem_RawFree(c->slots);
     PyMem_RawFree(c);
 }
@@ -432,7 +439,8 @@ static int gate_closed(const gate_t *g) {
    is none (or it is longer than `cap`). */
 static uint32_t dcache_get(dcache_t *c, const uint8_t *key, uint32_t len, uint64_t h, uint8_t *out,
                            uint32_t cap) {
-    uint32_t found = 0;
+    uint32_t found = 0, bit = filter_bit(h);
+    if (!((ATOMIC_LOAD(&c->filter[bit >> 6]) >> (bit & 63)) & 1)) return 0;
     pthread_mutex_lock(&c->mu);
     if (c->count) {
         uint32_t i = (uint32_t)h & c->mask;
@@ -890,8 +898,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                         const szone_t *sz = z->sz;
                         uint32_t found = 0, li = 0, lj = 0;
                         if (sz == NULL) return R_FALLBACK;
-                        if (sz->cache != NULL)
-                            found = dcache_get(sz->cache, key, keylen, fnv(key, keylen), o->den, DENIAL_RECORDS);
+                        if (sz->cache != NULL && ATOMIC_LOAD(&sz->cache->live)) /* `h`: fnv of the key */
+                            found = dcache_get(sz->cache, key, keylen, h, o->den, DENIAL_RECORDS);
                         if (found) {
                             heads = co ? sz->co_compact : sz->compact;
                             tcheads = co ? sz->co_compact_tc : sz->compact_tc;
@@ -1989,7 +1997,9 @@ static PyObject *cache_new(PyTypeObject *type, UNUSED PyObject *args, UNUSED PyO
     self->c->refs = 1;
     self->c->mask = 1023;
     self->c->slots = PyMem_RawCalloc(1024, sizeof(dent_t *));
-    if (self->c->slots == NULL || pthread_mutex_init(&self->c->mu, NULL) != 0) {
+    self->c->filter = PyMem_RawCalloc(FILTER_BITS / 64, sizeof(uint64_t));
+    if (self->c->slots == NULL || self->c->filter == NULL || pthread_mutex_init(&self->c->mu, NULL) != 0) {
+        PyMem_RawFree(self->c->filter);
         PyMem_RawFree(self->c->slots);
         PyMem_RawFree(self->c);
         self->c = NULL;
@@ -2059,6 +2069,9 @@ static PyObject *cache_put(CacheObject *self, PyObject *args) {
         c->count = count;
     }
     dcache_place(c->slots, c->mask, e, &c->count);
+    __atomic_store_n(&c->live, c->count, __ATOMIC_RELAXED);
+    uint32_t bit = filter_bit(e->hash);
+    __atomic_fetch_or(&c->filter[bit >> 6], (uint64_t)1 << (bit & 63), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&c->mu);
     Py_RETURN_NONE;
 }
@@ -2066,6 +2079,7 @@ static PyObject *cache_put(CacheObject *self, PyObject *args) {
 static PyObject *cache_clear(CacheObject *self, UNUSED PyObject *unused) {
     pthread_mutex_lock(&self->c->mu);
     dcache_empty(self->c);
+    __atomic_store_n(&self->c->live, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&self->c->mu);
     Py_RETURN_NONE;
 }
