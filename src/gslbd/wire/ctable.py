@@ -26,10 +26,18 @@ Falls back to Python (the query goes to `Responder.handle`'s Python path) for wh
 answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), an NSID option (the
 identity is added in Python), a plan kind C does not know (a chain through several policies), a geo
 client that only the GeoIP database can place, a nonexistent name below the parent of a wildcard, and
-what `Fallback` names: DO or CO set (`do`: a signed zone's variants and compact denial), a DNS cookie
-(`cookie`), any EDNS option but ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED
-(`negative`: the exchange hook may own the name), or every query (`everything`: RRL or cookies on). Those
-features live in Python; they can move into C by adding variants or flags here.
+what `Fallback` names: DO or CO set (`do`), CO set (`co`), a DNS cookie (`cookie`), any EDNS option but
+ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED (`negative`: the exchange hook may
+own the name), every query (`everything`: RRL or cookies on), or a name the table does not hold
+(`misses`: tables compiled lazily). Those features live in Python; they can move into C by adding
+variants or flags here.
+
+Signed zones (docs/wire.md, *Signed zones in C*): `AnswerTable.signed_names` is copied as a second node
+table that DO queries look up first; per signed zone the compact-denial and chain-NXDOMAIN heads, the SOA
+and RRSIG records and the NSEC chain (`Denier.native_parts`) are copied into the zone, with two objects
+shared with Python: the budget's `_cfast.Gate` (C answers from the chain only while the budget is spent)
+and the signer's `_cfast.DenialCache` (the compact denials signed before, filled as Python signs them).
+Only Python signs.
 
 Updates: `update_ctable` shares every node of the previous C table but the changed ones (found by
 identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those.

@@ -253,7 +253,8 @@ class Responder:
     it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
     what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python. The C copy
     leaves to Python what a feature in Python changes (`fallback_of`): every query while RRL or cookies
-    are on, DO and CO queries while a zone is signed, NXDOMAIN and REFUSED while the exchange hook is set."""
+    are on, NXDOMAIN and REFUSED while the exchange hook is set. Signed zones are answered in C too, but
+    for what only Python does (a fresh compact denial within the budget: docs/wire.md)."""
 
     __slots__ = (
         "_exchange",
