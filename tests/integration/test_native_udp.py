@@ -11,17 +11,24 @@ import struct
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 
 import dns.message
 import dns.rcode
+import dns.rdatatype
 import pytest
 
 from gslbd.answer import build_view
+from gslbd.clock import FakeClock
+from gslbd.config.dnssec import generate_key_pair, read_key_pair
 from gslbd.model.config import Config, ListenAddress
+from gslbd.model.dnssec import Dnssec
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Nameserver, Soa, Zone
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.server import udp
+from gslbd.server.build import AnswerBuilder
 from gslbd.server.sockets import bind_udp
 from gslbd.server.stats import ServerStats
 from gslbd.state.snapshot import Snapshot
@@ -158,3 +165,33 @@ def test_a_datagram_longer_than_the_buffer_is_counted_and_answered_formerr(nativ
     assert stats.udp_oversized == 1
     assert stats.udp_rcodes[1] == 1
     assert handler.calls == (0 if native else 1)  # never handed to the responder
+
+
+def test_the_c_loop_answers_do_queries_of_a_signed_zone_without_python(tmp_path: Path) -> None:
+    """Signed answers, NODATA and, past the denial budget (rate 0), NXDOMAIN from the NSEC chain all come
+    from the C table: no datagram reaches Python."""
+    plain = responder(native=True)
+    zone = plain.view.config.zones[0]
+    keys = tuple(read_key_pair(generate_key_pair(ORIGIN, 13, sep, tmp_path), ORIGIN) for sep in (True, False))
+    config = replace(plain.view.config, zones=(replace(zone, dnssec=Dnssec(keys, denial_signing_rate=0)),))
+    view, table = AnswerBuilder(FakeClock()).build(
+        config, Snapshot(), PolicyEnv(NoLocator(), {}, random.Random(1))
+    )
+    handler = Counting(Responder(table, view, random.Random(1), native=True))
+    stats = ServerStats()
+    questions = [(APP, "A"), (APP, "MX"), (ORIGIN, "DNSKEY")] + [
+        (f"new-{i}.{ORIGIN}", "A") for i in range(50)
+    ]
+    payloads = [
+        dns.message.make_query(n, t, id=i, want_dnssec=True).to_wire() for i, (n, t) in enumerate(questions)
+    ]
+    with listening(handler, stats) as ports:
+        replies = {m.id: m for m in (dns.message.from_wire(r) for r in exchange(ports[0], payloads))}
+    assert sorted(replies) == list(range(len(questions)))
+    assert handler.calls == 0 and stats.udp_native_answers == len(questions)
+    signed = [
+        r for r in replies.values() if any(s.rdtype == dns.rdatatype.RRSIG for s in [*r.answer, *r.authority])
+    ]
+    assert len(signed) == len(questions)
+    assert [replies[i].rcode() for i in range(3)] == [dns.rcode.NOERROR] * 3
+    assert all(replies[i].rcode() == dns.rcode.NXDOMAIN for i in range(3, len(questions)))

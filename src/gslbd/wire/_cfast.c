@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define UNUSED __attribute__((unused))
 
@@ -34,7 +35,8 @@
 #define NAME_MAX_END (12 + 255)
 
 enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON };
-enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16 };
+enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16, FB_CO = 32, FB_MISS = 64 };
+enum { S_SIGNER = 1 << 16 }; /* in the flags: the table has a signer (RFC 9824 CO changes signed answers) */
 enum { R_FALLBACK = -1 };
 
 typedef unsigned __int128 u128;
@@ -71,6 +73,7 @@ typedef struct {
     uint8_t kind;
     uint8_t locdep;
     uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python) */
+    uint8_t nx;  /* some variant is NXDOMAIN (all_down: nxdomain; a CO query's signed answer is Python's) */
     uint16_t policy;
     uint32_t nvar;
     variant_t *var;
@@ -116,6 +119,57 @@ typedef struct {
     uint8_t *low;  /* the same in lower case, followed by the root byte */
 } zname_t;
 
+/* The denial budget of a signed zone as C sees it (wire/dnssec.py DenialBudget): the wall time (seconds,
+   as a double's bits) before which no fresh compact denial may be signed. Written by Python, read here. */
+typedef struct {
+    uint64_t refs;
+    uint64_t until; /* bits of a double */
+} gate_t;
+
+/* The compact denials signed before (wire/dnssec.py Signer.denial_wire), by lower-case query name: the
+   NSEC and RRSIG records that follow the SOA. Filled and cleared by Python; read under the mutex. */
+typedef struct {
+    uint64_t hash;
+    uint32_t keylen, reclen;
+    uint8_t data[]; /* key, then records */
+} dent_t;
+
+typedef struct {
+    uint64_t refs;
+    pthread_mutex_t mu;
+    uint32_t mask, count;
+    uint32_t live; /* `count`, stored atomically after each change: read without the mutex */
+    dent_t **slots;
+    uint64_t *filter; /* FILTER_BITS bits, one set per name held (by its hash): most misses skip the mutex */
+} dcache_t;
+
+#define FILTER_BITS (1u << 20)
+static inline uint32_t filter_bit(uint64_t h) { return (uint32_t)(h >> 40) & (FILTER_BITS - 1); }
+
+typedef struct {
+    uint32_t n;    /* parts, joined by a pointer to the origin */
+    uint32_t *off; /* n + 1 offsets into blob */
+    uint8_t *blob;
+} link_t;
+
+#define DENIAL_PIECES 48
+#define DENIAL_SIGS 5 /* pieces: 2 per SOA record, 2 per link part: 8 + 6 * signatures */
+
+/* A signed zone's denial of nonexistent names (wire/compile.py SignedZone, wire/denial.py Denier). */
+typedef struct {
+    uint8_t compact[4][10], compact_tc[4][10]; /* RFC 9824 compact denial (a cached one) */
+    uint8_t co_compact[4][10], co_compact_tc[4][10]; /* the same with rcode NXDOMAIN (CO, RFC 9824 4) */
+    uint8_t nx1[4][10], nx2[4][10], nx_tc[4][10]; /* NXDOMAIN from the chain: one link, two, truncated */
+    uint32_t ntails;
+    link_t tails; /* the SOA record and its RRSIGs, each after a pointer to the origin */
+    uint32_t nlinks;
+    uint8_t **flat; /* the chain's keys in canonical order, as wire/denial.py NsecChain.flat */
+    uint32_t *flat_len;
+    link_t *links;
+    gate_t *gate;
+    dcache_t *cache;
+} szone_t;
+
 typedef struct {
     uint64_t hash;
     uint32_t keylen;
@@ -126,6 +180,8 @@ typedef struct {
     zname_t mname, rname;
     uint8_t numbers[20];
     int python; /* the NXDOMAIN answer is not known here: ask Python */
+    int signed_; /* a signed zone: a DO query's NXDOMAIN comes from `sz`, or Python when it is NULL */
+    szone_t *sz;
 } zone_t;
 
 typedef struct {
@@ -144,7 +200,7 @@ typedef struct {
     lpm_t *lpms;
 } base_t;
 
-typedef struct {
+typedef struct ctab {
     uint64_t refs;
     base_t *base;
     totals_t *totals;
@@ -152,6 +208,7 @@ typedef struct {
     node_t **nodes;
     int32_t *index;
     uint32_t nwild; /* nodes of wildcard names (\x01* + parent): their parents' NXDOMAIN is Python's */
+    struct ctab *sig; /* the signed nodes (DO queries of signed zones), same base and totals; or NULL */
 } ctab_t;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -233,6 +290,48 @@ static void lpm_clear(lpm_t *l) {
     }
 }
 
+static void gate_decref(gate_t *g) {
+    if (g != NULL && __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(g);
+}
+
+static void dcache_empty(dcache_t *c) {
+    for (uint32_t i = 0; i <= c->mask; i++) {
+        PyMem_RawFree(c->slots[i]);
+        c->slots[i] = NULL;
+    }
+    c->count = 0;
+    for (uint32_t i = 0; i < FILTER_BITS / 64; i++) __atomic_store_n(&c->filter[i], 0, __ATOMIC_RELAXED);
+}
+
+static void dcache_decref(dcache_t *c) {
+    if (c == NULL || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    dcache_empty(c);
+    pthread_mutex_destroy(&c->mu);
+    PyMem_RawFree(c->filter);
+    PyMem_RawFree(c->slots);
+    PyMem_RawFree(c);
+}
+
+static void link_clear(link_t *l) {
+    PyMem_RawFree(l->off);
+    PyMem_RawFree(l->blob);
+}
+
+static void szone_free(szone_t *z) {
+    if (z == NULL) return;
+    link_clear(&z->tails);
+    for (uint32_t i = 0; i < z->nlinks; i++) {
+        if (z->flat != NULL) PyMem_RawFree(z->flat[i]);
+        if (z->links != NULL) link_clear(&z->links[i]);
+    }
+    PyMem_RawFree(z->flat);
+    PyMem_RawFree(z->flat_len);
+    PyMem_RawFree(z->links);
+    gate_decref(z->gate);
+    dcache_decref(z->cache);
+    PyMem_RawFree(z);
+}
+
 static void base_decref(base_t *b) {
     if (b == NULL || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     for (uint32_t i = 0; i < b->nzones; i++) {
@@ -241,6 +340,7 @@ static void base_decref(base_t *b) {
         PyMem_RawFree(b->zones[i].mname.low);
         PyMem_RawFree(b->zones[i].rname.raw);
         PyMem_RawFree(b->zones[i].rname.low);
+        szone_free(b->zones[i].sz);
     }
     PyMem_RawFree(b->refused.sec);
     PyMem_RawFree(b->refused.opt);
@@ -261,6 +361,7 @@ static void ctab_decref(ctab_t *t) {
     PyMem_RawFree(t->index);
     base_decref(t->base);
     totals_decref(t->totals);
+    ctab_decref(t->sig);
     PyMem_RawFree(t);
 }
 
@@ -324,17 +425,128 @@ static uint32_t lpm_find(const lpm_t *l, u128 ip, int v6) {
     return 0;
 }
 
+/* Whether the zone's denial budget is spent now (no fresh compact denial may be signed before `until`). */
+static int gate_closed(const gate_t *g) {
+    uint64_t bits = __atomic_load_n(&g->until, __ATOMIC_ACQUIRE);
+    double until;
+    memcpy(&until, &bits, sizeof until);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 < until;
+}
+
+/* The cached compact denial of `key` copied into `out` (at most `cap` bytes): its length, 0 when there
+   is none (or it is longer than `cap`). */
+static uint32_t dcache_get(dcache_t *c, const uint8_t *key, uint32_t len, uint64_t h, uint8_t *out,
+                           uint32_t cap) {
+    uint32_t found = 0, bit = filter_bit(h);
+    if (!((ATOMIC_LOAD(&c->filter[bit >> 6]) >> (bit & 63)) & 1)) return 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->count) {
+        uint32_t i = (uint32_t)h & c->mask;
+        for (;;) {
+            const dent_t *e = c->slots[i];
+            if (e == NULL) break;
+            if (e->hash == h && e->keylen == len && memcmp(e->data, key, len) == 0) {
+                if (e->reclen <= cap) {
+                    memcpy(out, e->data + len, e->reclen);
+                    found = e->reclen;
+                }
+                break;
+            }
+            i = (i + 1) & c->mask;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
+/* bytes comparison as Python's: memcmp over the common length, then the shorter first */
+static inline int bytes_cmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
+    int c = memcmp(a, b, al < bl ? al : bl);
+    if (c) return c;
+    return al < bl ? -1 : al > bl;
+}
+
+static inline int starts_with(const uint8_t *a, uint32_t al, const uint8_t *p, uint32_t pl) {
+    return al >= pl && memcmp(a, p, pl) == 0;
+}
+
+/* bisect_right(flat, key) - 1 */
+static int64_t chain_floor(const szone_t *z, const uint8_t *key, uint32_t len) {
+    uint32_t lo = 0, hi = z->nlinks;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (bytes_cmp(key, len, z->flat[mid], z->flat_len[mid]) < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    return (int64_t)lo - 1;
+}
+
+/* wire/denial.py NsecChain.cover: the links that deny the nonexistent `qname` (lower-case wire form of
+   `qlen` bytes, the zone's origin its last `olen`), the one covering it (*i) and the one covering the
+   wildcard at its closest encloser (*j). 0 when found; -1 when the name exists (in the chain, or as an
+   empty non-terminal), that wildcard does, or a label holds a zero byte (Python decides). */
+static int chain_cover(const szone_t *z, const uint8_t *qname, uint32_t qlen, uint32_t olen, uint32_t *i,
+                       uint32_t *j) {
+    uint32_t end = qlen - olen, starts[130], n = 0, pos = 0;
+    uint8_t flat[NAME_MAX_END + 4];
+    if (end == 0 || z->nlinks == 0) return -1;
+    while (pos < end) {
+        if (n >= 128) return -1;
+        starts[n++] = pos;
+        pos += qname[pos] + 1u;
+    }
+    if (pos != end || memchr(qname, 0, end) != NULL) return -1; /* length bytes are never 0 */
+    uint32_t flen = 0;
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t size = qname[starts[k]];
+        memcpy(flat + flen, qname + starts[k] + 1, size);
+        flen += size;
+        flat[flen++] = 0;
+    }
+    int64_t at = chain_floor(z, flat, flen);
+    if (at < 0) return -1;
+    const uint8_t *before = z->flat[at];
+    uint32_t blen = z->flat_len[at];
+    if (blen == flen && memcmp(before, flat, flen) == 0) return -1;
+    const uint8_t *after = (uint32_t)at + 1 < z->nlinks ? z->flat[at + 1] : (const uint8_t *)"";
+    uint32_t alen = (uint32_t)at + 1 < z->nlinks ? z->flat_len[at + 1] : 0;
+    if (starts_with(after, alen, flat, flen)) return -1; /* an empty non-terminal: it exists */
+    int64_t cut = (int64_t)flen - qname[0] - 1;
+    while (cut > 0) {
+        if (starts_with(before, blen, flat, (uint32_t)cut) || starts_with(after, alen, flat, (uint32_t)cut))
+            break;
+        int64_t k = cut - 2; /* flat.rfind(b"\0", 0, cut - 1) + 1 */
+        while (k >= 0 && flat[k] != 0) k--;
+        cut = k + 1;
+    }
+    flat[cut] = '*';
+    flat[cut + 1] = 0;
+    int64_t w = chain_floor(z, flat, (uint32_t)cut + 2);
+    if (w < 0) return -1;
+    if (z->flat_len[w] == (uint32_t)cut + 2 && memcmp(z->flat[w], flat, (uint32_t)cut + 2) == 0) return -1;
+    *i = (uint32_t)at;
+    *j = (uint32_t)w;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* The answer: a plan of pieces to concatenate (no copy until the caller writes it). */
 
+#define DENIAL_RECORDS 1024 /* the longest cached compact denial C answers */
+
 typedef struct {
-    const uint8_t *p[16];
-    uint32_t l[16];
+    const uint8_t *p[16 + DENIAL_PIECES];
+    uint32_t l[16 + DENIAL_PIECES];
     int n;
     uint32_t total;
     uint8_t optlen[2];
     uint8_t scope;
+    uint8_t ptr[2]; /* a compression pointer to a signed zone's origin in the question */
+    uint8_t opt[11]; /* our OPT record with CO echoed */
     uint8_t soa[2 + 10 + 256 + 256 + 20]; /* an NXDOMAIN's SOA record, compressed for this query */
+    uint8_t den[DENIAL_RECORDS]; /* a cached compact denial, copied */
 } plan_t;
 
 static inline void piece(plan_t *o, const uint8_t *p, uint32_t l) {
@@ -446,10 +658,11 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         qend = (uint32_t)(z - data) + 1;
     }
     keylen = qend - 12;
+    uint64_t h = 0;
     if (keylen > NAME_MAX_END) {
         node = NULL; /* longer than any name: not in the table */
     } else {
-        uint64_t h = 1469598103934665603ULL;
+        h = 1469598103934665603ULL;
         for (i = 0; i < keylen; i++) {
             key[i] = lower(data[12 + i]);
             h = (h ^ key[i]) * 1099511628211ULL;
@@ -470,7 +683,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (pos + 1 != qend) {
             qend = pos + 1;
             keylen = qend - 12;
-            uint64_t h = 1469598103934665603ULL;
+            h = 1469598103934665603ULL;
             for (i = 0; i < keylen; i++) {
                 key[i] = lower(data[12 + i]);
                 h = (h ^ key[i]) * 1099511628211ULL;
@@ -479,6 +692,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         } else if (keylen > NAME_MAX_END) {
             return R_FALLBACK;
         }
+        if (node == NULL && (b->flags & FB_MISS)) return R_FALLBACK; /* a name compiled lazily, in Python */
     }
     if (qend + 3 >= n) return R_FALLBACK;
     if (data[qend + 2] || data[qend + 3] != 1) return R_FALLBACK; /* class IN (CHAOS: Python) */
@@ -488,6 +702,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
 
     /* EDNS */
     uint32_t ecs_at = 0, ecs_end = 0, ecs_src = 0, payload = 0, dobit = 0;
+    int co = 0, co_echo = 0; /* RFC 9824 Compact Answers OK; a compact denial's NXDOMAIN echoes it */
     u128 ip = src_ip;
     int v6 = src_v6;
     if (has_opt) {
@@ -495,7 +710,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (data[rest] || data[rest + 1] || data[rest + 2] != 41 || data[rest + 6]) return R_FALLBACK;
         payload = (uint32_t)data[rest + 3] << 8 | data[rest + 4];
         dobit = data[rest + 7] >> 7;
-        if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO, signed zones */
+        if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO: Python's */
+        if ((data[rest + 7] & 0x40) && (b->flags & FB_CO)) return R_FALLBACK; /* CO: Python's */
+        co = dobit && (data[rest + 7] & 0x40) && (b->flags & S_SIGNER); /* changes signed answers only */
         uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
         if (end != n) return R_FALLBACK;
         uint32_t at = rest + 11;
@@ -550,6 +767,25 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     const uint8_t *vopt = NULL;
     uint32_t voptlen = 0;
     int locdep = 0;
+    const uint8_t *dp[DENIAL_PIECES]; /* a signed denial's records, in pieces */
+    uint32_t dl[DENIAL_PIECES];
+    int dn = 0;
+    if (node != NULL && dobit && t->sig != NULL && t->sig->nnodes) { /* DNSSEC: the signed variants */
+        node_t *signed_node = find_node(t->sig, key, keylen, h);
+        if (signed_node != NULL) {
+            if (co) { /* all_down=nxdomain as a compact denial: NXDOMAIN from the slow path */
+                int32_t idx = node->dflt;
+                for (i = 0; i < node->ntypes; i++) {
+                    if (node->types[i].qtype == qtype) {
+                        idx = node->types[i].entry;
+                        break;
+                    }
+                }
+                if (idx >= 0 && node->ent[idx].nx) return R_FALLBACK;
+            }
+            node = signed_node;
+        }
+    }
     if (node != NULL) {
         int32_t idx = node->dflt;
         for (i = 0; i < node->ntypes; i++) {
@@ -658,6 +894,59 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 zone_t *z = find_zone(b, key + (off - 12), zlen);
                 if (z != NULL) {
                     if (z->python) return R_FALLBACK;
+                    if (dobit && z->signed_) { /* RFC 9824 compact denial, or NXDOMAIN from the NSEC chain */
+                        const szone_t *sz = z->sz;
+                        uint32_t found = 0, li = 0, lj = 0;
+                        if (sz == NULL) return R_FALLBACK;
+                        if (sz->cache != NULL && ATOMIC_LOAD(&sz->cache->live)) /* `h`: fnv of the key */
+                            found = dcache_get(sz->cache, key, keylen, h, o->den, DENIAL_RECORDS);
+                        if (found) {
+                            heads = co ? sz->co_compact : sz->compact;
+                            tcheads = co ? sz->co_compact_tc : sz->compact_tc;
+                            co_echo = co;
+                        } else {
+                            /* Python signs a fresh compact denial while the budget lasts: C answers from
+                               the chain only when it is spent (and the chain denies the name). */
+                            if (sz->gate == NULL || !gate_closed(sz->gate)) return R_FALLBACK;
+                            if (chain_cover(sz, key, keylen, z->keylen, &li, &lj) < 0) return R_FALLBACK;
+                            heads = li != lj ? sz->nx2 : sz->nx1;
+                            tcheads = sz->nx_tc;
+                        }
+                        vopt = NULL;
+                        voptlen = 0;
+                        o->ptr[0] = (uint8_t)(0xC0 | (off >> 8));
+                        o->ptr[1] = (uint8_t)(off & 0xFF);
+                        const link_t *ls[3] = {&sz->tails, NULL, NULL};
+                        if (!found) {
+                            ls[1] = &sz->links[li];
+                            if (lj != li) ls[2] = &sz->links[lj];
+                        }
+                        /* the SOA records each after a pointer; a link's parts joined by pointers */
+                        for (uint32_t k = 0; k < sz->tails.n; k++) {
+                            dp[dn] = o->ptr;
+                            dl[dn++] = 2;
+                            dp[dn] = sz->tails.blob + sz->tails.off[k];
+                            dl[dn++] = sz->tails.off[k + 1] - sz->tails.off[k];
+                        }
+                        for (int m = 1; m < 3; m++) {
+                            const link_t *l = ls[m];
+                            if (l == NULL) continue;
+                            for (uint32_t k = 0; k < l->n; k++) {
+                                if (k) {
+                                    dp[dn] = o->ptr;
+                                    dl[dn++] = 2;
+                                }
+                                dp[dn] = l->blob + l->off[k];
+                                dl[dn++] = l->off[k + 1] - l->off[k];
+                            }
+                        }
+                        if (found) {
+                            dp[dn] = o->den;
+                            dl[dn++] = found;
+                        }
+                        for (int k = 0; k < dn; k++) seclen += dl[k];
+                        break;
+                    }
                     heads = z->heads;
                     tcheads = z->tc;
                     vopt = NULL;
@@ -697,11 +986,19 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     } else {
         piece(o, heads[index], 10);
         piece(o, data + 12, rest - 12);
-        if (seclen) piece(o, sec, seclen);
+        if (dn) {
+            for (int k = 0; k < dn; k++) piece(o, dp[k], dl[k]);
+        } else if (seclen) {
+            piece(o, sec, seclen);
+        }
     }
     if (has_opt) {
+        if (co_echo) { /* our OPT record with CO set beside DO */
+            memcpy(o->opt, options ? b->opt_prefix[dobit] : b->opt_plain[dobit], options ? 9 : 11);
+            o->opt[7] |= 0x40;
+        }
         if (options) {
-            piece(o, b->opt_prefix[dobit], 9);
+            piece(o, co_echo ? o->opt : b->opt_prefix[dobit], 9);
             o->optlen[0] = (uint8_t)(options >> 8);
             o->optlen[1] = (uint8_t)options;
             piece(o, o->optlen, 2);
@@ -712,7 +1009,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             }
             if (voptlen) piece(o, vopt, voptlen);
         } else {
-            piece(o, b->opt_plain[dobit], 11);
+            piece(o, co_echo ? o->opt : b->opt_plain[dobit], 11);
         }
     }
     return 0;
@@ -727,6 +1024,18 @@ static void write_plan(const plan_t *o, uint8_t *dst) {
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Building from Python specs (see wire/ctable.py for their shape). */
+
+typedef struct {
+    PyObject_HEAD
+    gate_t *g;
+} GateObject;
+
+typedef struct {
+    PyObject_HEAD
+    dcache_t *c;
+} CacheObject;
+
+static PyTypeObject GateType, CacheType;
 
 static int fixed_bytes(PyObject *obj, void *dst, Py_ssize_t size, const char *what) {
     if (!PyBytes_Check(obj) || PyBytes_GET_SIZE(obj) != size) {
@@ -851,6 +1160,7 @@ static int build_entry(PyObject *spec, entry_t *e, const base_t *b) {
         if (build_variant(PyTuple_GET_ITEM(variants, i), &e->var[i]) < 0) return -1;
         uint32_t rc = rcode_of(e->var[i].heads);
         if (rc == 3 || rc == 5) e->neg = 1;
+        if (rc == 3) e->nx = 1;
     }
     if (nv == 0 && e->kind != K_PYTHON) {
         PyErr_SetString(PyExc_ValueError, "an entry needs a variant");
@@ -1093,9 +1403,113 @@ static int build_zname(PyObject *obj, zname_t *out) {
     return 0;
 }
 
+/* A tuple of bytes as one blob with offsets; at most `most` parts. -1 with an exception on error, 1 when
+   there are more parts than `most` (C leaves the zone's denials to Python). */
+static int build_link(PyObject *parts, link_t *out, uint32_t most) {
+    if (!PyTuple_Check(parts)) {
+        PyErr_SetString(PyExc_TypeError, "link parts must be a tuple");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(parts);
+    if (n < 1 || (uint64_t)n > most) return 1;
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        if (!PyBytes_Check(part)) {
+            PyErr_SetString(PyExc_TypeError, "link parts must be bytes");
+            return -1;
+        }
+        total += (size_t)PyBytes_GET_SIZE(part);
+    }
+    if (total > 0xFFFF) return 1;
+    out->off = PyMem_RawMalloc(((size_t)n + 1) * sizeof(uint32_t));
+    out->blob = PyMem_RawMalloc(total ? total : 1);
+    if (out->off == NULL || out->blob == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out->n = (uint32_t)n;
+    uint32_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        out->off[i] = at;
+        memcpy(out->blob + at, PyBytes_AS_STRING(part), (size_t)PyBytes_GET_SIZE(part));
+        at += (uint32_t)PyBytes_GET_SIZE(part);
+    }
+    out->off[n] = at;
+    return 0;
+}
+
+/* signed zone spec: (compact40, compact_tc40, nx1_40, nx2_40, nx_tc40, soa tails, flat keys, link parts,
+   Gate, DenialCache or None). *out NULL (no error) when C cannot write this zone's denials. */
+static int build_szone(PyObject *spec, szone_t **out) {
+    *out = NULL;
+    PyObject *first = item(spec, 0, 10, "signed zone spec");
+    if (first == NULL) return -1;
+    szone_t *z = PyMem_RawCalloc(1, sizeof(szone_t));
+    if (z == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *flat = PyTuple_GET_ITEM(spec, 6), *links = PyTuple_GET_ITEM(spec, 7);
+    PyObject *gate = PyTuple_GET_ITEM(spec, 8), *cache = PyTuple_GET_ITEM(spec, 9);
+    int rc = 0;
+    if (fixed_bytes(first, z->compact, 40, "compact heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 1), z->compact_tc, 40, "compact tc_heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 2), z->nx1, 40, "nxdomain heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 3), z->nx2, 40, "nxdomain heads") < 0 ||
+        fixed_bytes(PyTuple_GET_ITEM(spec, 4), z->nx_tc, 40, "nxdomain tc_heads") < 0)
+        goto fail;
+    memcpy(z->co_compact, z->compact, sizeof z->compact);
+    memcpy(z->co_compact_tc, z->compact_tc, sizeof z->compact_tc);
+    for (int k = 0; k < 4; k++) {
+        z->co_compact[k][1] = (uint8_t)((z->co_compact[k][1] & 0xF0) | 3);
+        z->co_compact_tc[k][1] = (uint8_t)((z->co_compact_tc[k][1] & 0xF0) | 3);
+    }
+    if (!PyTuple_Check(flat) || !PyTuple_Check(links) || PyTuple_GET_SIZE(flat) != PyTuple_GET_SIZE(links) ||
+        !PyObject_TypeCheck(gate, &GateType) || (cache != Py_None && !PyObject_TypeCheck(cache, &CacheType))) {
+        PyErr_SetString(PyExc_TypeError, "bad signed zone spec");
+        goto fail;
+    }
+    z->gate = ((GateObject *)gate)->g;
+    __atomic_add_fetch(&z->gate->refs, 1, __ATOMIC_RELAXED);
+    if (cache != Py_None) {
+        z->cache = ((CacheObject *)cache)->c;
+        __atomic_add_fetch(&z->cache->refs, 1, __ATOMIC_RELAXED);
+    }
+    rc = build_link(PyTuple_GET_ITEM(spec, 5), &z->tails, 1 + DENIAL_SIGS);
+    if (rc != 0) goto skip;
+    Py_ssize_t n = PyTuple_GET_SIZE(flat);
+    if (n < 1 || n > 0x7FFFFFFF) goto skip;
+    z->flat = PyMem_RawCalloc((size_t)n, sizeof(uint8_t *));
+    z->flat_len = PyMem_RawCalloc((size_t)n, sizeof(uint32_t));
+    z->links = PyMem_RawCalloc((size_t)n, sizeof(link_t));
+    if (z->flat == NULL || z->flat_len == NULL || z->links == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    z->nlinks = (uint32_t)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        z->flat[i] = copy_bytes(PyTuple_GET_ITEM(flat, i), &z->flat_len[i], "chain key");
+        if (z->flat[i] == NULL) goto fail;
+        rc = build_link(PyTuple_GET_ITEM(links, i), &z->links[i], 2 + DENIAL_SIGS);
+        if (rc != 0) goto skip;
+    }
+    *out = z;
+    return 0;
+skip:
+    if (rc < 0) goto fail;
+    szone_free(z);
+    return 0;
+fail:
+    szone_free(z);
+    return -1;
+}
+
 /* settings: (max_udp, ecs, opt_plain0, opt_plain1, opt_prefix0, opt_prefix1, refused variant, transfer
-   variant, flags); zones: ((key, heads40, tc40, soa), ...) with soa (rr_head8, mname, rname, numbers20) or
-   None (ask Python); locators: (lpm spec, ...) */
+   variant, flags); zones: ((key, heads40, tc40, soa, signed), ...) with soa (rr_head8, mname, rname,
+   numbers20) or None (ask Python) and signed False (unsigned), True (signed: its DO NXDOMAIN is Python's)
+   or a signed zone spec (build_szone); locators: (lpm spec, ...) */
 static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators) {
     base_t *b = PyMem_RawCalloc(1, sizeof(base_t));
     if (b == NULL) {
@@ -1130,8 +1544,16 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
     for (Py_ssize_t i = 0; i < nz; i++) {
         zone_t *z = &b->zones[i];
         PyObject *spec = PyTuple_GET_ITEM(zones, i);
-        PyObject *key = item(spec, 0, 4, "zone spec");
+        PyObject *key = item(spec, 0, 5, "zone spec");
         if (key == NULL) goto fail;
+        PyObject *signed_spec = PyTuple_GET_ITEM(spec, 4);
+        if (PyTuple_Check(signed_spec)) {
+            z->signed_ = 1;
+            if (build_szone(signed_spec, &z->sz) < 0) goto fail;
+        } else {
+            z->signed_ = PyObject_IsTrue(signed_spec);
+            if (z->signed_ < 0) goto fail;
+        }
         b->nzones = (uint32_t)(i + 1);
         z->key = copy_bytes(key, &z->keylen, "zone key");
         if (z->key == NULL) goto fail;
@@ -1256,11 +1678,38 @@ static int collect_nodes(PyObject *specs, const base_t *b, totals_t *totals, nod
     return 0;
 }
 
-/* build(settings, zones, locators, nodes, inherit) -> Table; `inherit`: a Table whose policy totals
-   this one continues (None: start from zero). */
+/* The signed nodes of a table: a table of its own sharing `base` and `totals` (references taken here). */
+static ctab_t *signed_table(base_t *base, totals_t *totals, node_t **nodes, uint32_t count) {
+    __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+    return assemble(base, totals, nodes, count);
+}
+
+/* Nodes built from `specs` into a fresh array (*out, *count); -1 with every node released on error. */
+static int nodes_of(PyObject *specs, const base_t *b, totals_t *totals, node_t ***out, uint32_t *count) {
+    Py_ssize_t n = PyTuple_GET_SIZE(specs);
+    *count = 0;
+    *out = PyMem_RawCalloc(n ? (size_t)n : 1, sizeof(node_t *));
+    if (*out == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (collect_nodes(specs, b, totals, *out, count) < 0) {
+        for (uint32_t i = 0; i < *count; i++) node_decref((*out)[i]);
+        PyMem_RawFree(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* build(settings, zones, locators, nodes, inherit, signed_nodes) -> Table; `inherit`: a Table whose policy
+   totals this one continues (None: start from zero); `signed_nodes`: the nodes DO queries get (the same
+   names in signed zones). */
 static PyObject *build(UNUSED PyObject *self, PyObject *args) {
-    PyObject *settings, *zones, *locators, *specs, *inherit;
-    if (!PyArg_ParseTuple(args, "OOOO!O", &settings, &zones, &locators, &PyTuple_Type, &specs, &inherit))
+    PyObject *settings, *zones, *locators, *specs, *inherit, *sspecs;
+    if (!PyArg_ParseTuple(args, "OOOO!OO!", &settings, &zones, &locators, &PyTuple_Type, &specs, &inherit,
+                          &PyTuple_Type, &sspecs))
         return NULL;
     totals_t *totals;
     if (inherit != Py_None) {
@@ -1291,26 +1740,49 @@ static PyObject *build(UNUSED PyObject *self, PyObject *args) {
         totals_decref(totals);
         return NULL;
     }
+    node_t **snodes;
+    uint32_t scount;
+    if (nodes_of(sspecs, base, totals, &snodes, &scount) < 0) {
+        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
+        PyMem_RawFree(nodes);
+        base_decref(base);
+        totals_decref(totals);
+        return NULL;
+    }
+    ctab_t *sig = scount ? signed_table(base, totals, snodes, scount) : NULL;
+    PyMem_RawFree(snodes);
+    if (scount && sig == NULL) {
+        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
+        PyMem_RawFree(nodes);
+        base_decref(base);
+        totals_decref(totals);
+        return NULL;
+    }
     ctab_t *t = assemble(base, totals, nodes, count);
     PyMem_RawFree(nodes);
-    return t == NULL ? NULL : wrap_table(t);
+    if (t == NULL) {
+        ctab_decref(sig);
+        return NULL;
+    }
+    t->sig = sig;
+    return wrap_table(t);
 }
 
-/* table.update(removed_keys, nodes) -> Table: this table's nodes but the removed and replaced ones, shared. */
-static PyObject *table_update(TableObject *self, PyObject *args) {
-    PyObject *removed, *specs;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &removed, &PyTuple_Type, &specs)) return NULL;
-    ctab_t *old = self->t;
+/* The nodes of `old` (NULL: none) but the removed and replaced ones (shared), plus those of `specs`, over
+   `base` and `totals` (references taken here). NULL with an exception set on error. */
+static ctab_t *updated(const ctab_t *old, base_t *base, totals_t *totals, PyObject *removed, PyObject *specs) {
+    uint32_t have = old != NULL ? old->nnodes : 0;
     Py_ssize_t nr = PyTuple_GET_SIZE(removed), ns = PyTuple_GET_SIZE(specs);
-    uint8_t *drop = PyMem_RawCalloc(old->nnodes ? old->nnodes : 1, 1);
-    node_t **nodes = PyMem_RawCalloc((size_t)old->nnodes + (size_t)ns + 1, sizeof(node_t *));
+    uint8_t *drop = PyMem_RawCalloc(have ? have : 1, 1);
+    node_t **nodes = PyMem_RawCalloc((size_t)have + (size_t)ns + 1, sizeof(node_t *));
     uint32_t count = 0;
     if (drop == NULL || nodes == NULL) {
         PyMem_RawFree(drop);
         PyMem_RawFree(nodes);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return NULL;
     }
-    for (Py_ssize_t i = 0; i < nr; i++) {
+    for (Py_ssize_t i = 0; i < nr && old != NULL; i++) {
         PyObject *key = PyTuple_GET_ITEM(removed, i);
         if (!PyBytes_Check(key)) {
             PyErr_SetString(PyExc_TypeError, "removed keys must be bytes");
@@ -1321,23 +1793,45 @@ static PyObject *table_update(TableObject *self, PyObject *args) {
         int32_t at = find_index(old, k, len, fnv(k, len));
         if (at >= 0) drop[at] = 1;
     }
-    for (uint32_t j = 0; j < old->nnodes; j++) {
+    for (uint32_t j = 0; j < have; j++) {
         if (drop[j]) continue;
         __atomic_add_fetch(&old->nodes[j]->refs, 1, __ATOMIC_RELAXED);
         nodes[count++] = old->nodes[j];
     }
-    if (collect_nodes(specs, old->base, old->totals, nodes, &count) < 0) goto fail;
+    if (collect_nodes(specs, base, totals, nodes, &count) < 0) goto fail;
     PyMem_RawFree(drop);
-    __atomic_add_fetch(&old->base->refs, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&old->totals->refs, 1, __ATOMIC_RELAXED);
-    ctab_t *t = assemble(old->base, old->totals, nodes, count);
+    __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+    ctab_t *t = assemble(base, totals, nodes, count);
     PyMem_RawFree(nodes);
-    return t == NULL ? NULL : wrap_table(t);
+    return t;
 fail:
     for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
     PyMem_RawFree(drop);
     PyMem_RawFree(nodes);
     return NULL;
+}
+
+/* table.update(removed_keys, nodes, signed_removed, signed_nodes) -> Table: this table's nodes but the
+   removed and replaced ones, shared; the same for its signed nodes. */
+static PyObject *table_update(TableObject *self, PyObject *args) {
+    PyObject *removed, *specs, *sremoved, *sspecs;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &removed, &PyTuple_Type, &specs, &PyTuple_Type,
+                          &sremoved, &PyTuple_Type, &sspecs))
+        return NULL;
+    ctab_t *old = self->t;
+    ctab_t *sig = NULL;
+    if (old->sig != NULL || PyTuple_GET_SIZE(sspecs)) {
+        sig = updated(old->sig, old->base, old->totals, sremoved, sspecs);
+        if (sig == NULL) return NULL;
+    }
+    ctab_t *t = updated(old, old->base, old->totals, removed, specs);
+    if (t == NULL) {
+        ctab_decref(sig);
+        return NULL;
+    }
+    t->sig = sig;
+    return wrap_table(t);
 }
 
 static int parse_ip(PyObject *obj, int v6, u128 *out) {
@@ -1380,11 +1874,13 @@ static PyObject *table_policy_answers(TableObject *self, UNUSED PyObject *unused
     uint64_t sum[MAX_POLICIES];
     ctab_t *t = self->t;
     for (int i = 0; i < MAX_POLICIES; i++) sum[i] = ATOMIC_LOAD(&t->totals->policy[i]);
-    for (uint32_t i = 0; i < t->nnodes; i++) {
-        node_t *n = t->nodes[i];
-        for (uint32_t j = 0; j < n->nent; j++) {
-            entry_t *e = &n->ent[j];
-            if (e->kind != K_NONE && e->kind != K_PYTHON) sum[e->policy] += ATOMIC_LOAD(&e->counter);
+    for (const ctab_t *part = t; part != NULL; part = part == t ? t->sig : NULL) {
+        for (uint32_t i = 0; i < part->nnodes; i++) {
+            node_t *n = part->nodes[i];
+            for (uint32_t j = 0; j < n->nent; j++) {
+                entry_t *e = &n->ent[j];
+                if (e->kind != K_NONE && e->kind != K_PYTHON) sum[e->policy] += ATOMIC_LOAD(&e->counter);
+            }
         }
     }
     PyObject *out = PyTuple_New(MAX_POLICIES);
@@ -1411,7 +1907,8 @@ static PyObject *table_seed(TableObject *self, PyObject *arg) {
 static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return PyLong_FromUnsignedLong(self->t->nnodes); }
 
 static PyMethodDef table_methods[] = {
-    {"update", (PyCFunction)table_update, METH_VARARGS, "update(removed_keys, node_specs) -> Table"},
+    {"update", (PyCFunction)table_update, METH_VARARGS,
+     "update(removed_keys, node_specs, signed_removed, signed_specs) -> Table"},
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},
@@ -1426,6 +1923,205 @@ static PyTypeObject TableType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Precompiled answers in C memory (built by wire/ctable.py).",
     .tp_methods = table_methods,
+};
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Python types: Gate and DenialCache (a signed zone's denial budget and its signer's compact denials, as
+   wire/dnssec.py keeps them, shared with the C tables built since) */
+
+static PyObject *gate_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *kw) {
+    double until = 0.0;
+    if (!PyArg_ParseTuple(args, "|d", &until)) return NULL;
+    GateObject *self = (GateObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->g = PyMem_RawCalloc(1, sizeof(gate_t));
+    if (self->g == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->g->refs = 1;
+    memcpy(&self->g->until, &until, sizeof until);
+    return (PyObject *)self;
+}
+
+static void gate_dealloc(GateObject *self) {
+    gate_decref(self->g);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *gate_set(GateObject *self, PyObject *arg) {
+    double until = PyFloat_AsDouble(arg);
+    if (until == -1.0 && PyErr_Occurred()) return NULL;
+    uint64_t bits;
+    memcpy(&bits, &until, sizeof bits);
+    __atomic_store_n(&self->g->until, bits, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gate_get(GateObject *self, UNUSED PyObject *unused) {
+    uint64_t bits = __atomic_load_n(&self->g->until, __ATOMIC_ACQUIRE);
+    double until;
+    memcpy(&until, &bits, sizeof until);
+    return PyFloat_FromDouble(until);
+}
+
+static PyObject *gate_closed_now(GateObject *self, UNUSED PyObject *unused) {
+    return PyBool_FromLong(gate_closed(self->g));
+}
+
+static PyMethodDef gate_methods[] = {
+    {"set", (PyCFunction)gate_set, METH_O, "set(until): no fresh compact denial before this wall time"},
+    {"get", (PyCFunction)gate_get, METH_NOARGS, "the wall time set"},
+    {"closed", (PyCFunction)gate_closed_now, METH_NOARGS, "whether C answers from the chain now"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject GateType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gslbd.wire._cfast.Gate",
+    .tp_basicsize = sizeof(GateObject),
+    .tp_dealloc = (destructor)gate_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Gate(until=0.0): a signed zone's denial budget as the C tables read it (wall time, seconds).",
+    .tp_methods = gate_methods,
+    .tp_new = gate_new,
+};
+
+static PyObject *cache_new(PyTypeObject *type, UNUSED PyObject *args, UNUSED PyObject *kw) {
+    CacheObject *self = (CacheObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->c = PyMem_RawCalloc(1, sizeof(dcache_t));
+    if (self->c == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->c->refs = 1;
+    self->c->mask = 1023;
+    self->c->slots = PyMem_RawCalloc(1024, sizeof(dent_t *));
+    self->c->filter = PyMem_RawCalloc(FILTER_BITS / 64, sizeof(uint64_t));
+    if (self->c->slots == NULL || self->c->filter == NULL || pthread_mutex_init(&self->c->mu, NULL) != 0) {
+        PyMem_RawFree(self->c->filter);
+        PyMem_RawFree(self->c->slots);
+        PyMem_RawFree(self->c);
+        self->c = NULL;
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static void cache_dealloc(CacheObject *self) {
+    dcache_decref(self->c);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Insert `e` (its hash set) into `slots` of `mask + 1` entries, replacing an entry of the same key. */
+static void dcache_place(dent_t **slots, uint32_t mask, dent_t *e, uint32_t *count) {
+    uint32_t i = (uint32_t)e->hash & mask;
+    for (;;) {
+        dent_t *cur = slots[i];
+        if (cur == NULL) {
+            slots[i] = e;
+            (*count)++;
+            return;
+        }
+        if (cur->hash == e->hash && cur->keylen == e->keylen && memcmp(cur->data, e->data, e->keylen) == 0) {
+            slots[i] = e;
+            PyMem_RawFree(cur);
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static PyObject *cache_put(CacheObject *self, PyObject *args) {
+    const char *key, *rec;
+    Py_ssize_t keylen, reclen;
+    if (!PyArg_ParseTuple(args, "y#y#", &key, &keylen, &rec, &reclen)) return NULL;
+    if (keylen < 1 || keylen > 255 || reclen > 0xFFFF) {
+        PyErr_SetString(PyExc_ValueError, "a denial is a name of 1..255 bytes and records of < 64 KiB");
+        return NULL;
+    }
+    dent_t *e = PyMem_RawMalloc(sizeof(dent_t) + (size_t)keylen + (size_t)reclen);
+    if (e == NULL) return PyErr_NoMemory();
+    e->hash = fnv((const uint8_t *)key, (uint32_t)keylen);
+    e->keylen = (uint32_t)keylen;
+    e->reclen = (uint32_t)reclen;
+    memcpy(e->data, key, (size_t)keylen);
+    memcpy(e->data + keylen, rec, (size_t)reclen);
+    dcache_t *c = self->c;
+    dent_t **grown = NULL;
+    uint32_t size = c->mask + 1;
+    if ((c->count + 1) * 2 > size) { /* allocate outside the lock */
+        grown = PyMem_RawCalloc((size_t)size * 2, sizeof(dent_t *));
+        if (grown == NULL) {
+            PyMem_RawFree(e);
+            return PyErr_NoMemory();
+        }
+    }
+    pthread_mutex_lock(&c->mu);
+    if (grown != NULL) {
+        uint32_t count = 0;
+        for (uint32_t i = 0; i < size; i++)
+            if (c->slots[i] != NULL) dcache_place(grown, size * 2 - 1, c->slots[i], &count);
+        PyMem_RawFree(c->slots);
+        c->slots = grown;
+        c->mask = size * 2 - 1;
+        c->count = count;
+    }
+    dcache_place(c->slots, c->mask, e, &c->count);
+    __atomic_store_n(&c->live, c->count, __ATOMIC_RELAXED);
+    uint32_t bit = filter_bit(e->hash);
+    __atomic_fetch_or(&c->filter[bit >> 6], (uint64_t)1 << (bit & 63), __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *cache_clear(CacheObject *self, UNUSED PyObject *unused) {
+    pthread_mutex_lock(&self->c->mu);
+    dcache_empty(self->c);
+    __atomic_store_n(&self->c->live, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&self->c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *cache_get(CacheObject *self, PyObject *arg) {
+    static uint8_t buf[0x10000];
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "key must be bytes");
+        return NULL;
+    }
+    const uint8_t *key = (const uint8_t *)PyBytes_AS_STRING(arg);
+    uint32_t len = (uint32_t)PyBytes_GET_SIZE(arg);
+    uint32_t found = dcache_get(self->c, key, len, fnv(key, len), buf, sizeof buf); /* under the GIL */
+    if (!found) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)buf, found);
+}
+
+static Py_ssize_t cache_len(CacheObject *self) {
+    pthread_mutex_lock(&self->c->mu);
+    Py_ssize_t n = self->c->count;
+    pthread_mutex_unlock(&self->c->mu);
+    return n;
+}
+
+static PyMethodDef cache_methods[] = {
+    {"put", (PyCFunction)cache_put, METH_VARARGS, "put(name, records): a compact denial signed"},
+    {"get", (PyCFunction)cache_get, METH_O, "get(name) -> records | None"},
+    {"clear", (PyCFunction)cache_clear, METH_NOARGS, "forget every denial"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods cache_sequence = {.sq_length = (lenfunc)cache_len};
+
+static PyTypeObject CacheType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gslbd.wire._cfast.DenialCache",
+    .tp_basicsize = sizeof(CacheObject),
+    .tp_dealloc = (destructor)cache_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "DenialCache(): the compact denials a signer made, by lower-case query name, for the C tables.",
+    .tp_methods = cache_methods,
+    .tp_as_sequence = &cache_sequence,
+    .tp_new = cache_new,
 };
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -1869,7 +2565,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"build", build, METH_VARARGS, "build(settings, zones, locators, nodes, inherit) -> Table"},
+    {"build", build, METH_VARARGS, "build(settings, zones, locators, nodes, inherit, signed_nodes) -> Table"},
     {"diff", diff, METH_VARARGS, "diff(old, new) -> (changed keys, removed keys), by value identity"},
     {NULL, NULL, 0, NULL},
 };
@@ -1879,11 +2575,14 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__cfast(void) {
-    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SlotType) < 0 || PyType_Ready(&LoopType) < 0) return NULL;
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SlotType) < 0 || PyType_Ready(&LoopType) < 0 ||
+        PyType_Ready(&GateType) < 0 || PyType_Ready(&CacheType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddType(m, &TableType) < 0 || PyModule_AddType(m, &SlotType) < 0 ||
-        PyModule_AddType(m, &LoopType) < 0)
+        PyModule_AddType(m, &LoopType) < 0 || PyModule_AddType(m, &GateType) < 0 ||
+        PyModule_AddType(m, &CacheType) < 0)
         return NULL;
     PyModule_AddIntConstant(m, "BATCH", BATCH);
     PyModule_AddIntConstant(m, "BUFSIZE", BUFSIZE);

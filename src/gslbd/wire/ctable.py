@@ -26,10 +26,18 @@ Falls back to Python (the query goes to `Responder.handle`'s Python path) for wh
 answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), an NSID option (the
 identity is added in Python), a plan kind C does not know (a chain through several policies), a geo
 client that only the GeoIP database can place, a nonexistent name below the parent of a wildcard, and
-what `Fallback` names: DO or CO set (`do`: a signed zone's variants and compact denial), a DNS cookie
-(`cookie`), any EDNS option but ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED
-(`negative`: the exchange hook may own the name), or every query (`everything`: RRL or cookies on). Those
-features live in Python; they can move into C by adding variants or flags here.
+what `Fallback` names: DO or CO set (`do`), CO set (`co`), a DNS cookie (`cookie`), any EDNS option but
+ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED (`negative`: the exchange hook may
+own the name), every query (`everything`: RRL or cookies on), or a name the table does not hold
+(`misses`: tables compiled lazily). Those features live in Python; they can move into C by adding
+variants or flags here.
+
+Signed zones (docs/wire.md, *Signed zones in C*): `AnswerTable.signed_names` is copied as a second node
+table that DO queries look up first; per signed zone the compact-denial and chain-NXDOMAIN heads, the SOA
+and RRSIG records and the NSEC chain (`Denier.native_parts`) are copied into the zone, with two objects
+shared with Python: the budget's `_cfast.Gate` (C answers from the chain only while the budget is spent)
+and the signer's `_cfast.DenialCache` (the compact denials signed before, filled as Python signs them).
+Only Python signs.
 
 Updates: `update_ctable` shares every node of the previous C table but the changed ones (found by
 identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those.
@@ -42,6 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gslbd.cow import CowMap
 from gslbd.gcpause import collector_paused
 from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
@@ -62,7 +71,8 @@ AVAILABLE = _cfast is not None
 ENV_SWITCH = "GSLBD_NATIVE"
 
 K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON = range(8)
-FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG = 1, 2, 4, 8, 16
+FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG, FB_CO, FB_MISS = 1, 2, 4, 8, 16, 32, 64
+S_SIGNER = 1 << 16  # with the flags: the table has a signer (CO changes its signed answers)
 MAX_POLICIES = 32
 _UNCOUNTED = 0  # policy id of entries that no policy counter covers
 _POLICY_IDS: dict[str, int] = {}  # policy name -> id in the C counters, process-wide
@@ -77,11 +87,13 @@ def enabled() -> bool:
 class Fallback:
     """What the C table must leave to Python because a feature in Python changes the answer."""
 
-    do: bool = False  # DO or CO set (signed answers, compact denial)
+    do: bool = False  # DO or CO set (every signed answer and denial in Python)
     cookie: bool = False  # a COOKIE option (server cookies)
     options: bool = False  # any option but ECS and COOKIE
     everything: bool = False  # every query (RRL, cookies)
     negative: bool = False  # an NXDOMAIN or REFUSED answer (the exchange hook)
+    co: bool = False  # CO set (RFC 9824 Compact Answers OK: the table has a signer)
+    misses: bool = False  # a name the C table does not hold (names compiled lazily, in Python)
 
     @property
     def flags(self) -> int:
@@ -91,6 +103,8 @@ class Fallback:
             | (FB_OPTIONS if self.options else 0)
             | (FB_ALL if self.everything else 0)
             | (FB_NEG if self.negative else 0)
+            | (FB_CO if self.co else 0)
+            | (FB_MISS if self.misses else 0)
         )
 
 
@@ -245,6 +259,20 @@ def _soa_parts(zone: ZoneEntry) -> tuple[bytes, bytes, bytes, bytes] | None:
     return (zone.rr_head, b"".join(zone.mname), b"".join(zone.rname), zone.numbers)
 
 
+def _signed_parts(table: AnswerTable, key: bytes) -> tuple[Any, ...] | bool:
+    """A zone's denial of nonexistent names to DO queries as C writes it (the cached compact denials, and
+    NXDOMAIN from the NSEC chain past the budget), False for an unsigned zone, True when C cannot."""
+    signed = table.signed_zones.get(key)
+    if signed is None:
+        return False
+    parts = signed.denier.native_parts()
+    if parts is None:
+        return True
+    nx1, nx2, nx_tc, flat, links, gate, cache = parts
+    compact = (b"".join(signed.heads), b"".join(signed.tc_heads))
+    return (*compact, nx1, nx2, nx_tc, signed.soa_tails, flat, links, gate, cache)
+
+
 def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
     return (
         table.max_udp_payload,
@@ -255,7 +283,7 @@ def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
         table.opt_prefix[1],
         _variant(table.refused),
         _variant(table.refused_transfer),
-        fallback.flags,
+        fallback.flags | (S_SIGNER if table.signer is not None else 0),
     )
 
 
@@ -269,8 +297,12 @@ def build_ctable(
         nodes = tuple(
             _node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items()
         )
+        signed = tuple(
+            _node_spec(key, node, _policies(table, key), locators) for key, node in table.signed_names.items()
+        )
     zones = tuple(
-        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z)) for key, z in table.zones.items()
+        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z), _signed_parts(table, key))
+        for key, z in table.zones.items()
     )
     native = _cfast.build(
         _settings(table, fallback),
@@ -278,6 +310,7 @@ def build_ctable(
         tuple(locators.specs),
         nodes,
         inherit.native if inherit is not None else None,
+        signed,
     )
     locators.variants.clear()
     return CTable(native, table, locators, fallback)
@@ -295,22 +328,33 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
         and table.max_udp_payload == base.max_udp_payload
         and table.use_client_subnet == base.use_client_subnet
         and table.opt_plain == base.opt_plain
+        and table.signed_zones is base.signed_zones
     )
     if not same_base:
         return build_ctable(table, fallback, old)
     assert _cfast is not None
+    old.locators.variants.clear()
+    removed, specs = _changed(base.names, table.names, table, old.locators)
+    signed_removed, signed_specs = _changed(base.signed_names, table.signed_names, table, old.locators)
+    old.locators.variants.clear()
+    native = old.native.update(removed, specs, signed_removed, signed_specs)
+    return CTable(native, table, old.locators, fallback)
+
+
+def _changed(
+    before: CowMap[bytes, Node], after: CowMap[bytes, Node], table: AnswerTable, locators: _Locators
+) -> tuple[tuple[bytes, ...], tuple[Any, ...]]:
+    """The keys gone from `before` and the specs of the nodes new or changed in `after`."""
+    assert _cfast is not None
     keys: list[bytes] = []
     removed: list[bytes] = []
-    for before, after in zip(base.names.shards, table.names.shards, strict=True):
-        if before is not after:  # a CowMap shares the shards an update did not touch
-            found, gone = _cfast.diff(before, after)
+    for old_shard, new_shard in zip(before.shards, after.shards, strict=True):
+        if old_shard is not new_shard:  # a CowMap shares the shards an update did not touch
+            found, gone = _cfast.diff(old_shard, new_shard)
             keys += found
             removed += gone
-    names = table.names
-    old.locators.variants.clear()
-    specs = tuple(_node_spec(key, names[key], _policies(table, key), old.locators) for key in keys)
-    old.locators.variants.clear()
-    return CTable(old.native.update(tuple(removed), specs), table, old.locators, fallback)
+    specs = tuple(_node_spec(key, after[key], _policies(table, key), locators) for key in keys)
+    return tuple(removed), specs
 
 
 def new_slot() -> Any:

@@ -363,6 +363,25 @@ class Denier:
         self.chain = chain
         self._answers: dict[int, tuple[Heads, Heads, bytes]] = {}  # by links and zone offset
 
+    def native_parts(self) -> tuple[object, ...] | None:
+        """What the C table needs to answer past the budget as `answer` does (wire/ctable.py): the
+        NXDOMAIN heads (one link, two, truncated), the chain's keys and each link's parts, the budget's
+        gate and the signer's compact denials; None without the C extension."""
+        gate = self._budget.gate
+        if gate is None:
+            return None
+        nx = self._nx
+        chain = self.chain
+        return (
+            b"".join(nx[0]),
+            b"".join(nx[1]),
+            b"".join(nx[2]),
+            tuple(chain.flat),
+            tuple(link.parts for link in chain.links),
+            gate,
+            self._signer.denial_native,
+        )
+
     def with_chain(self, chain: NsecChain) -> Denier:
         """The same denier over another chain (an incremental table update)."""
         return Denier(self._signer, self._zone, self._ttl, self._soa_at, self._compact, self._nx, chain)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 import struct
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,6 +41,11 @@ from gslbd.model.dnssec import Dnssec, DnssecKey
 from gslbd.types import Rcode
 from gslbd.wire.render import IN, dns_name, to_rrsets
 
+try:
+    from gslbd.wire import _cfast
+except ImportError:  # not compiled here: the C tables are not used either
+    _cfast = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from gslbd.wire.denial import Denier
 
@@ -50,6 +56,10 @@ CO = 0x4000  # Compact Answers OK, in the OPT record's flags (RFC 9824 4)
 KEYSET_TYPES = frozenset((dns.rdatatype.DNSKEY, dns.rdatatype.CDS, dns.rdatatype.CDNSKEY))
 INCEPTION_SLACK = 3600  # signatures start an hour in the past: resolvers' clocks are not ours
 DENIAL_CACHE_MAX = 100_000  # NSEC records of nonexistent names kept (then the cache starts anew)
+# RRSIGs of answers synthesized per query name (a wildcard's, RFC 4592, signed at the name asked): the
+# least recently used go first past this many RRsets (`Signer._synth`), so that random names below a
+# wildcard cannot grow the signer's memory without bound.
+SYNTH_CACHE_MAX = 10_000
 
 
 def type_bitmap(types: Iterable[int]) -> bytes:
@@ -116,9 +126,14 @@ CacheKey = tuple[object, ...]
 class DenialBudget:
     """A token bucket of fresh compact-denial signatures: `rate` per second, at most `rate` (and at
     least one) saved up. `take()` is called only when a nonexistent name has no cached denial; once the
-    bucket is empty it costs one clock read until the next token is due."""
+    bucket is empty it costs one clock read until the next token is due.
 
-    __slots__ = ("_last", "_tokens", "burst", "empty_until", "rate", "wall")
+    `gate` (with the C extension) tells the C tables (wire/ctable.py) the same `empty_until`: before it
+    they answer a nonexistent name from the NSEC chain themselves, after it they ask Python, which
+    calls `take`. C reads the system's wall clock, so a budget on another clock (a test's FakeClock)
+    shows C `empty_until` only when it is infinite (rate 0) and otherwise never closes the gate."""
+
+    __slots__ = ("_last", "_real", "_tokens", "burst", "empty_until", "gate", "rate", "wall")
 
     def __init__(self, rate: int, wall: Callable[[], float]) -> None:
         if getattr(wall, "__func__", None) is SystemClock.wall:
@@ -126,10 +141,12 @@ class DenialBudget:
         self.rate = rate
         self.burst = float(max(rate, 1))
         self.wall = wall
+        self._real = wall is time.time
         self._tokens = self.burst if rate else 0.0
         self._last = wall()
         # No token before this time (`take` is False): the query path reads it without a call.
         self.empty_until = float("inf") if rate == 0 else float("-inf")
+        self.gate = _cfast.Gate(self.empty_until) if _cfast is not None else None
 
     def take(self) -> bool:
         """True when one signature may be made now (and count it)."""
@@ -143,6 +160,8 @@ class DenialBudget:
             return True
         self._tokens = tokens
         self.empty_until = now + (1.0 - tokens) / self.rate
+        if self.gate is not None and self._real:
+            self.gate.set(self.empty_until)
         return False
 
 
@@ -166,10 +185,17 @@ class Signer:
         self.rng = rng or random.Random()
         self.zones: dict[str, ZoneKeys] = {}
         self._cache: dict[CacheKey, tuple[int, tuple[bytes, ...]]] = share._cache if share else {}
+        # The same for RRsets owned by a query name that is no name of the view (synthesized from a
+        # wildcard): a bounded LRU (SYNTH_CACHE_MAX), never in `_cache`.
+        self._synth: OrderedDict[CacheKey, tuple[int, tuple[bytes, ...]]] = (
+            share._synth if share else OrderedDict()
+        )
         self._denials: dict[bytes, tuple[int, tuple[bytes, ...], bytes]] = {}
         # The records of `_denials` alone, read by the fast path without a clock (the App's re-signing
         # timer clears them when the earliest is due: see forget_due).
         self.denial_wire: dict[bytes, bytes] = {}
+        # The same for the C tables (wire/ctable.py): filled and cleared with `denial_wire`.
+        self.denial_native = _cfast.DenialCache() if _cfast is not None else None
         self.signatures_made = 0
         self._earliest: float = share._earliest if share else float("inf")  # the earliest refresh cached
         self._signers: dict[DnssecKey, KeySigner] = share._signers if share else {}
@@ -197,8 +223,7 @@ class Signer:
                 tuple(signers[k.tag] for k in settings.signing_keys(False)),
             )
         if out.keys() != self.zones.keys() or any(out[o] is not self.zones[o] for o in out):
-            self._denials.clear()
-            self.denial_wire.clear()
+            self._forget_denials()
         self.budgets = {
             o: self.budgets[o]
             if o in self.budgets and self.budgets[o].rate == z.dnssec.denial_signing_rate
@@ -233,8 +258,7 @@ class Signer:
         due = [k for k, (at, _) in self._cache.items() if at <= now]
         for k in due:
             del self._cache[k]
-        self._denials.clear()
-        self.denial_wire.clear()
+        self._forget_denials()
         self._earliest = min((at for at, _ in self._cache.values()), default=float("inf"))
         return len(due)
 
@@ -245,16 +269,26 @@ class Signer:
         return now - INCEPTION_SLACK, expiration, expiration - d.refresh_before
 
     def rrsig_rdatas(
-        self, zone: ZoneKeys, owner: bytes, rdtype: int, ttl: int, rdatas: Sequence[bytes]
+        self,
+        zone: ZoneKeys,
+        owner: bytes,
+        rdtype: int,
+        ttl: int,
+        rdatas: Sequence[bytes],
+        *,
+        synthesized: bool = False,
     ) -> tuple[bytes, ...]:
         """RRSIG rdata (wire) of every signing key for an RRset: `owner` in lower-case wire form,
-        `rdatas` in canonical wire form (RFC 4034 6.2), in any order."""
+        `rdatas` in canonical wire form (RFC 4034 6.2), in any order. `synthesized`: an RRset at a query
+        name that is no name of the view (a wildcard's answer), cached in the bounded LRU."""
         canonical = tuple(sorted(set(rdatas)))
         keys = zone.keyset if rdtype in KEYSET_TYPES else zone.others
         key: CacheKey = (zone.origin_wire, owner, rdtype, ttl, canonical, keys)
         now = int(self.wall())
-        found = self._cache.get(key)
+        found = self._synth.get(key) if synthesized else self._cache.get(key)
         if found is not None and found[0] > now:
+            if synthesized:
+                self._synth.move_to_end(key)
             return found[1]
         inception, expiration, refresh_at = self._times(zone, now)
         rr_head = owner + struct.pack("!HHI", rdtype, IN, ttl)
@@ -267,29 +301,41 @@ class Signer:
             out.append(fields + signer.sign(fields + records))
             self.signatures_made += 1
         result = tuple(out)
+        if synthesized:  # checked for expiry when found: not in `_earliest`
+            self._synth[key] = (refresh_at, result)
+            self._synth.move_to_end(key)
+            while len(self._synth) > SYNTH_CACHE_MAX:
+                self._synth.popitem(last=False)
+            return result
         self._cache[key] = (refresh_at, result)
         self._earliest = min(self._earliest, refresh_at)
         return result
 
-    def rrsig_rrset(self, rrset: dns.rrset.RRset) -> dns.rrset.RRset | None:
+    def synthesized_count(self) -> int:
+        """RRsets of synthesized answers whose signatures are cached (at most SYNTH_CACHE_MAX)."""
+        return len(self._synth)
+
+    def rrsig_rrset(self, rrset: dns.rrset.RRset, synthesized: bool = False) -> dns.rrset.RRset | None:
         """The RRSIG RRset of an RRset (as dnspython objects), or None outside the signed zones."""
         zone = self.zone_of(rrset.name.to_text().lower())
         if zone is None:
             return None
         owner = rrset.name.canonicalize().to_wire() or b""
         wires = [rd.to_digestable() for rd in rrset]
-        sigs = self.rrsig_rdatas(zone, owner, rrset.rdtype, rrset.ttl, wires)
+        sigs = self.rrsig_rdatas(zone, owner, rrset.rdtype, rrset.ttl, wires, synthesized=synthesized)
         out = dns.rrset.RRset(rrset.name, IN, dns.rdatatype.RRSIG, rrset.rdtype)
         for sig in sigs:
             out.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), rrset.ttl)
         return out
 
-    def with_rrsigs(self, rrsets: Iterable[dns.rrset.RRset]) -> list[dns.rrset.RRset]:
+    def with_rrsigs(
+        self, rrsets: Iterable[dns.rrset.RRset], synthesized: bool = False
+    ) -> list[dns.rrset.RRset]:
         """RRsets each followed by its RRSIG RRset (when in a signed zone)."""
         out = []
         for rrset in rrsets:
             out.append(rrset)
-            sigs = self.rrsig_rrset(rrset)
+            sigs = self.rrsig_rrset(rrset, synthesized)
             if sigs is not None:
                 out.append(sigs)
         return out
@@ -324,12 +370,19 @@ class Signer:
             parts.append(sig)
         out = (refresh_at, sigs, b"".join(parts))
         if len(self._denials) >= DENIAL_CACHE_MAX:
-            self._denials.clear()
-            self.denial_wire.clear()
+            self._forget_denials()
         self._denials[qname] = out
         self.denial_wire[qname] = out[2]
+        if self.denial_native is not None:
+            self.denial_native.put(qname, out[2])
         self._earliest = min(self._earliest, refresh_at)
         return out
+
+    def _forget_denials(self) -> None:
+        self._denials.clear()
+        self.denial_wire.clear()
+        if self.denial_native is not None:
+            self.denial_native.clear()
 
     def signed_reply(
         self,
@@ -347,10 +400,10 @@ class Signer:
         zone = self.zone_of(qname)
         if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
             return None
-        if answer.answer:
+        if answer.answer:  # `data` None: synthesized at the query name (a wildcard's answer)
             return SignedReply(
                 Rcode.NOERROR,
-                self.with_rrsigs(to_rrsets(answer.answer)),
+                self.with_rrsigs(to_rrsets(answer.answer), synthesized=data is None),
                 self.with_rrsigs(to_rrsets(answer.authority)),
                 self.with_rrsigs(to_rrsets(answer.additional)),
             )

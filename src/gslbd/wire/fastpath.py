@@ -21,7 +21,7 @@ from dataclasses import replace
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire import ctable
-from gslbd.wire.compile import AnswerTable, count_answers, nx_soa
+from gslbd.wire.compile import AnswerTable, Entry, Heads, count_answers, nx_soa
 from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.notify import NotifyHook
@@ -45,6 +45,26 @@ _NSID = 3
 _ZONE_TRANSFERS = (251, 252)
 _NXNAME = 128  # RFC 9824's meta-type
 _CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
+
+
+_CO_FLAGS = b"\xc0"  # DO and CO, the high byte of the OPT flags
+_CO_HEADS: dict[Heads, Heads] = {}
+
+
+def co_heads(heads: Heads) -> Heads:
+    """Header tails `heads` with rcode NXDOMAIN (a compact denial to a CO query, RFC 9824 4)."""
+    found = _CO_HEADS.get(heads)
+    if found is None:
+        if len(_CO_HEADS) > 64:  # one pair per signed zone and table: a few
+            _CO_HEADS.clear()
+        a, b, c, d = (h[:1] + bytes((h[1] & 0xF0 | 3,)) + h[2:] for h in heads)
+        found = _CO_HEADS[heads] = (a, b, c, d)
+    return found
+
+
+def _nxdomain_entry(entry: Entry) -> bool:
+    """Whether some variant of an (unsigned) entry is NXDOMAIN (all_down: nxdomain)."""
+    return any(v.heads[0][1] & 0xF == 3 for v in entry.variants)
 
 
 def fast_answer(
@@ -102,6 +122,8 @@ def fast_answer(
     ecs_end = 0
     ecs_src = 0
     do = 0
+    co = 0
+    co_echo = False  # a compact denial of a nonexistent name to a CO query: NXDOMAIN, CO echoed
     nsid = b""
     ip = src_ip
     v6 = src_v6
@@ -110,8 +132,8 @@ def fast_answer(
             return None
         payload = data[rest + 3] << 8 | data[rest + 4]
         do = data[rest + 7] >> 7
-        if data[rest + 7] & _CO and table.signer is not None:
-            return None  # RFC 9824 Compact Answers OK: the slow path restores NXDOMAIN and echoes CO
+        # RFC 9824 Compact Answers OK: it changes only signed answers (DO set) of a signed table.
+        co = do and data[rest + 7] & _CO and table.signer is not None
         end = rest + 11 + (data[rest + 9] << 8 | data[rest + 10])
         if end != n:
             return None
@@ -154,7 +176,11 @@ def fast_answer(
     # The answer.
     if node is not None:
         if do and table.signed_names:  # DNSSEC: the signed variants of the same entries
-            node = table.signed_names.get(key, node)
+            signed_node = table.signed_names.get(key)
+            if signed_node is not None:
+                if co and _nxdomain_entry(node.types.get(qtype, node.default)):
+                    return None  # all_down=nxdomain as a compact denial: the slow path writes NXDOMAIN
+                node = signed_node
         pick, counter, variants, location_dependent = node.types.get(qtype, node.default)
         if pick is None:
             heads, tc_heads, sections, options = variants[0]
@@ -186,6 +212,9 @@ def fast_answer(
                             )
                         else:
                             heads, tc_heads, sections = signed.denial(key, offset)
+                        if co and heads is signed.heads:  # compact (not from the chain): RFC 9824 4
+                            heads, tc_heads = co_heads(heads), co_heads(tc_heads)
+                            co_echo = True
                         break
                     heads = zone.heads
                     tc_heads = zone.tc_heads
@@ -206,6 +235,8 @@ def fast_answer(
             opt = b"".join((table.opt_prefix[do], len(options).to_bytes(2, "big"), options))
         else:
             opt = table.opt_plain[do]
+        if co_echo:
+            opt = opt[:7] + _CO_FLAGS + opt[8:]
         limit = 512 if payload < 512 else payload
         if limit > table.max_udp_payload:
             limit = table.max_udp_payload if table.max_udp_payload > 512 else 512
@@ -229,8 +260,10 @@ class Responder:
     it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
     what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python. The C copy
     leaves to Python what a feature in Python changes (`fallback_of`): every query while RRL or cookies
-    are on, DO and CO queries while a zone is signed, NXDOMAIN and REFUSED while the exchange hook is set
-    or the table is partial (names not compiled yet are answered by the slow path, from the view)."""
+    are on, NXDOMAIN and REFUSED while the exchange hook is set, and every name it does not hold while the
+    table is partial (names not compiled yet are answered by the slow path, from the view). Signed zones
+    are answered in C too, but for what only Python does (a fresh compact denial within the budget:
+    docs/wire.md)."""
 
     __slots__ = (
         "_c_made",
@@ -305,8 +338,8 @@ class Responder:
     def fallback_of(self, table: AnswerTable) -> Fallback:
         """What the C copy of `table` must leave to Python, given this responder's features."""
         return Fallback(
-            do=table.signer is not None or bool(table.signed_names) or bool(table.signed_zones),
-            negative=self._exchange is not None or table.partial,
+            negative=self._exchange is not None,
+            misses=table.partial,
             everything=self._guard is not None,
         )
 

@@ -10,14 +10,19 @@ import ipaddress
 import random
 import shutil
 import sysconfig
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import dns.edns
+import dns.flags
 import dns.message
+import dns.name
+import dns.rcode
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_wire_dnssec import World, signed_config
+from test_wire_dnssec import World, signed_config, signed_services_config
 from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
 from test_wire_fuzz import MUTATION, SEEDS, Mutation, mutate
 from test_wire_services import responder as services_responder
@@ -35,14 +40,18 @@ from wire_support import (
 )
 
 from gslbd.answer import View, build_view
-from gslbd.model.config import DnsConfig, RrlConfig
+from gslbd.clock import FakeClock
+from gslbd.model.config import Config, DnsConfig, RrlConfig
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.policy.base import PolicyEnv
-from gslbd.policy.locate import TopologyLocator
+from gslbd.policy.locate import TopologyLocator, build_env
+from gslbd.server.build import AnswerBuilder
+from gslbd.state.snapshot import Snapshot
 from gslbd.types import PolicyName
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.compile import AnswerTable, wire_key
+from gslbd.wire.dnssec import CO, DenialBudget
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
 
@@ -255,6 +264,7 @@ def test_geo_clients_are_placed_by_the_longest_topology_prefix() -> None:
             query(f"app.{ORIGIN}", options=(dns.edns.CookieOption(b"12345678", b""),)),
         ),
         (ct.Fallback(do=True), with_co(query(f"app.{ORIGIN}", edns=0))),
+        (ct.Fallback(co=True), with_co(query(f"app.{ORIGIN}", edns=0))),
         (ct.Fallback(options=True), query(f"app.{ORIGIN}", options=(dns.edns.GenericOption(65001, b"x"),))),
         (ct.Fallback(everything=True), query(f"app.{ORIGIN}")),
         (ct.Fallback(negative=True), query(f"nope.{ORIGIN}")),
@@ -404,42 +414,100 @@ def test_the_responder_sends_what_its_features_change_to_python() -> None:
     assert responder.native is not None and not responder.native.fallback.everything
 
 
-@pytest.fixture(scope="module")
-def signed_table(tmp_path_factory: pytest.TempPathFactory) -> AnswerTable:
-    world = World(signed_config(tmp_path_factory.mktemp("keys"), 13, False))
-    return world.table
+def with_denial_rate(config: Config, rate: int) -> Config:
+    """`config` with `denial_signing_rate` set in its signed zones."""
+    zones = tuple(
+        replace(z, dnssec=replace(z.dnssec, denial_signing_rate=rate)) if z.dnssec is not None else z
+        for z in config.zones
+    )
+    return replace(config, zones=zones)
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.fixture(scope="module", params=["rate-100", "rate-0", "wildcard"])
+def signed_world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[View, AnswerTable]:
+    """Signed worlds on a fake clock: C never sees the default budget spent (it reads the system clock),
+    so past it Python answers from the chain; with rate 0 the budget is always spent and C answers
+    from the chain."""
+    tmp = tmp_path_factory.mktemp("keys")
+    if request.param == "wildcard":
+        config = with_denial_rate(signed_services_config(tmp), 0)
+        return AnswerBuilder(FakeClock()).build(config, Snapshot(), build_env(config, random.Random(1)))
+    config = signed_config(tmp, 13, True)
+    world = World(config if request.param == "rate-100" else with_denial_rate(config, 0))
+    return world.view, world.table
+
+
+@settings(max_examples=300, deadline=None)
 @given(data=st.data())
-def test_a_signed_table_leaves_do_and_co_to_python_and_answers_the_rest_alike(
-    signed_table: AnswerTable, data: st.DataObject
+def test_a_signed_table_answers_do_queries_in_c_as_python_does(
+    signed_world: World, data: st.DataObject
 ) -> None:
-    table = signed_table
-    responder = Responder(table, VIEWS["plain"], random.Random(1), native=False)
+    """Positive, NODATA, DNSKEY/CDS answers with DO, compact denials signed before and NXDOMAIN from the
+    NSEC chain past the budget come from C, byte for byte as the Python fast path writes them (DO
+    echoed; with CO a compact denial is NXDOMAIN and echoes CO); without DO the unsigned ones; names
+    below a wildcard's parent go to Python."""
+    view, table = signed_world
+    assert table.signer is not None
+    responder = Responder(table, view, random.Random(1), native=False)
     fallback = responder.fallback_of(table)
-    assert fallback == ct.Fallback(do=True)
+    assert fallback == ct.Fallback()
     native = ct.build_ctable(table, fallback).native
-    name = data.draw(st.one_of(st.sampled_from(sorted(VIEWS["plain"].names)), names()), "name")
+    pool = sorted(view.names)
+    below = st.tuples(st.lists(LABEL, min_size=1, max_size=2), st.sampled_from(pool)).map(
+        lambda t: ".".join(t[0]) + "." + t[1]
+    )
+    name = data.draw(st.one_of(st.sampled_from(pool), below, names()), "name")
+    name = random_case(name, random.Random(data.draw(st.integers(0, 1000), "case")))
     if sum(len(label) + 1 for label in name.split(".") if label) + 1 > 255:
         name = name[name.index(".") + 1 :]
     edns = data.draw(st.sampled_from([None, 0]), "edns")
     do = edns is not None and data.draw(st.booleans(), "do")
     co = edns is not None and data.draw(st.booleans(), "co")
     wire = query(
-        name, data.draw(st.sampled_from([*QTYPES, "DNSKEY", "NSEC"]), "rtype"), edns=edns, dnssec_ok=do
+        name,
+        data.draw(st.sampled_from([*QTYPES, "DNSKEY", "CDS", "NSEC"]), "rtype"),
+        edns=edns,
+        dnssec_ok=do,
+        payload=data.draw(PAYLOADS, "payload"),
+        rd=data.draw(st.booleans(), "rd"),
     )
     if co:
         wire = with_co(wire)
+    tcp = data.draw(st.booleans(), "tcp")
     draw = data.draw(st.floats(0.0, 1.0, exclude_max=True), "draw")
     before = counter_values(table)
-    python = fast_answer(table, wire, 1, False, False, FixedDraw(draw))
+    python = fast_answer(table, wire, 1, False, tcp, FixedDraw(draw))  # first: it may sign and cache
     seq = used_count(before, counter_values(table))
-    c = native.answer(wire, 1, False, False, seq, draw)
-    if do or co:
-        assert c is None
+    c = native.answer(wire, 1, False, tcp, seq, draw)
+    if c is None:  # C leaves to Python only what it must
+        assert (
+            python is None
+            or (do and is_denial(table, wire) and python[3] & 0xF == 3 and gate_open_or_odd(table, wire))
+            or entry_kind(table, wire) == ct.K_PYTHON
+        )
     else:
-        assert c == python or (c is None and entry_kind(table, wire) == ct.K_PYTHON)
+        assert c == python
+
+
+def is_denial(table: AnswerTable, wire: bytes) -> bool:
+    """Whether `wire` asks a name that the table does not hold, in a signed zone."""
+    question = dns.message.from_wire(wire).question[0]
+    if table.names.get(wire_key(question.name.to_text())) is not None:
+        return False
+    return any(question.name.is_subdomain(dns.name.from_wire(key, 0)[0]) for key in table.signed_zones)
+
+
+def gate_open_or_odd(table: AnswerTable, wire: bytes) -> bool:
+    """Whether C must leave an NXDOMAIN from the chain to Python: the budget is not spent as C sees it,
+    or a label of the name holds a zero byte."""
+    assert table.signer is not None
+    question = dns.message.from_wire(wire).question[0]
+    gates = [b.gate for b in table.signer.budgets.values()]
+    return any(g is not None and not g.closed() for g in gates) or any(
+        b"\0" in label for label in question.name
+    )
 
 
 def counter_values(table: AnswerTable) -> dict[int, int]:
@@ -449,3 +517,99 @@ def counter_values(table: AnswerTable) -> dict[int, int]:
         for entry in (*node.types.values(), node.default):
             out[id(entry.counter)] = int(repr(entry.counter)[6:-1])
     return out
+
+
+def test_a_health_change_updates_the_signed_nodes_in_c(tmp_path: Path) -> None:
+    world = World(signed_config(tmp_path, 13, True))
+    world.responder = Responder(world.table, world.view, random.Random(3), native=True)
+    wire = query(f"app.{ORIGIN}", "A", dnssec_ok=True)
+    assert world.responder.native is not None
+    assert world.responder.native.answer(wire, 1, False, False) is not None  # C answers DO queries
+    old = world.responder.native.native
+    app = next(s for s in SERVICES if s.label == "app")
+    health = dict(make_snapshot().health)
+    health[app.endpoints[0].key] = False  # 192.0.2.1 down: new signed A variants for app only
+    world.rebuild(Snapshot(version=2, health=health))
+    assert not world.builder.last_full and world.table.derived_from
+    native = world.responder.native
+    assert native is not None and native.native is not old
+    out = native.answer(wire, 1, False, False)
+    assert out is not None
+    msg = dns.message.from_wire(out)
+    assert sorted(rd.to_text() for rd in msg.answer[0]) == ["192.0.2.2", "192.0.2.3"]
+    assert world.validate(msg) == 1
+    assert world.responder.slow_count == 0
+
+
+def test_a_name_the_c_table_misses_goes_to_python_when_misses_are_python() -> None:
+    """Fallback(misses=True): lazily compiled tables. A name C does not hold is "not mine" (no NXDOMAIN or
+    REFUSED from C); the names C holds are answered as before."""
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
+    strict = ct.build_ctable(table).native
+    lazy = ct.build_ctable(table, ct.Fallback(misses=True)).native
+    for wire in (query(f"nope.{ORIGIN}"), query("outside.example.net."), query(f"a.b.app.{ORIGIN}", edns=0)):
+        assert strict.answer(wire, 1, False, False) is not None
+        assert lazy.answer(wire, 1, False, False) is None
+    for wire in (query(f"app.{ORIGIN}"), query(f"app.{ORIGIN}", "AXFR"), query(ORIGIN, "SOA", edns=0)):
+        found = lazy.answer(wire, 1, False, False)
+        assert found is not None and found == strict.answer(wire, 1, False, False)
+
+
+def test_a_compact_denial_signed_in_python_is_answered_by_c_until_the_signer_forgets_it(
+    tmp_path: Path,
+) -> None:
+    world = World(signed_config(tmp_path, 13, True))  # the default budget: Python signs fresh denials
+    table, signer = world.table, world.table.signer
+    assert signer is not None
+    native = ct.build_ctable(table).native
+    wire = query(f"Never-Asked.{ORIGIN}", "A", edns=0, dnssec_ok=True)
+    assert native.answer(wire, 1, False, False) is None  # not signed yet: Python signs it (the budget)
+    python = fast_answer(table, wire, 1, False, False, random.Random(1))
+    made = signer.signatures_made
+    c = native.answer(wire, 1, False, False)
+    assert c is not None and c == python and signer.signatures_made == made
+    msg = dns.message.from_wire(c)
+    assert msg.rcode() == dns.rcode.NOERROR and world.validate(msg) == 2  # SOA and the NSEC
+    signer.forget_due(world.clock.wall())  # the re-signing timer: every cached denial goes
+    assert native.answer(wire, 1, False, False) is None
+
+
+def test_past_the_budget_c_answers_nxdomain_from_the_nsec_chain(tmp_path: Path) -> None:
+    world = World(with_denial_rate(signed_config(tmp_path, 13, True), 0))
+    table = world.table
+    assert table.signer is not None
+    made = table.signer.signatures_made
+    native = ct.build_ctable(table).native
+    for name in (f"nope.{ORIGIN}", f"x.y.app.{ORIGIN}", f"ZZZ.{ORIGIN}", f"a.b.c.{ORIGIN}"):
+        wire = query(name, "A", edns=0, dnssec_ok=True)
+        c = native.answer(wire, 1, False, False)
+        assert c is not None and c == fast_answer(table, wire, 1, False, False, random.Random(1))
+        msg = dns.message.from_wire(c)
+        assert msg.rcode() == dns.rcode.NXDOMAIN and msg.ednsflags & dns.flags.DO
+        assert world.validate(msg) >= 2  # the SOA and one or two NSEC links, each with its RRSIG
+    assert table.signer.signatures_made == made  # nothing signed on the query path
+
+
+def test_the_gate_closes_for_c_exactly_while_the_budget_is_spent() -> None:
+    budget = DenialBudget(1, time.time)
+    assert budget.gate is not None and not budget.gate.closed()  # a token: C asks Python, which signs
+    assert budget.take()
+    assert not budget.take()  # spent: C answers from the chain until the next token is due
+    assert budget.gate.closed() and budget.gate.get() == budget.empty_until
+    assert DenialBudget(0, FakeClock().wall).gate.closed()  # never a token
+    assert not DenialBudget(5, FakeClock().wall).gate.closed()  # another clock: Python decides
+
+
+def test_a_co_query_gets_the_cached_compact_denial_from_c_as_nxdomain_with_co(tmp_path: Path) -> None:
+    world = World(signed_config(tmp_path, 13, True))
+    native = ct.build_ctable(world.table).native
+    wire = with_co(query(f"co-cached.{ORIGIN}", "A", edns=0, dnssec_ok=True))
+    python = fast_answer(world.table, wire, 1, False, False, random.Random(1))  # signs and caches it
+    c = native.answer(wire, 1, False, False)
+    assert c is not None and c == python
+    msg = dns.message.from_wire(c)
+    assert msg.rcode() == dns.rcode.NXDOMAIN and msg.ednsflags & CO
+    assert world.validate(msg) == 2
+    plain = query(f"co-cached.{ORIGIN}", "A", edns=0, dnssec_ok=True)  # DO alone: NOERROR, no CO
+    out = native.answer(plain, 1, False, False)
+    assert out is not None and dns.message.from_wire(out).rcode() == dns.rcode.NOERROR

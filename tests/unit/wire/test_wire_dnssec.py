@@ -15,6 +15,7 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 import pytest
+from test_wire_services import CONFIG as SERVICES_CONFIG
 from wire_support import (
     CONFIG,
     INNER,
@@ -30,13 +31,14 @@ from wire_support import (
 )
 
 from gslbd.clock import FakeClock
+from gslbd.config import load_config_text
 from gslbd.config.dnssec import ds_text, generate_key_pair, read_key_pair
 from gslbd.model.config import Config
 from gslbd.model.dnssec import Dnssec
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
-from gslbd.wire import Responder
+from gslbd.wire import Responder, dnssec
 from gslbd.wire.dnssec import CO
 
 ZONE_NAME = dns.name.from_text(ORIGIN)
@@ -50,6 +52,16 @@ def signed_config(tmp: Path, algorithm: int, split: bool) -> Config:
     keys = tuple(read_key_pair(p, ORIGIN) for p in paths)
     dnssec = Dnssec(keys, cds=tuple(ds_text(ORIGIN, k) for k in keys if k.sep))
     return replace(CONFIG, zones=(replace(ZONE, dnssec=dnssec), INNER_ZONE, OTHER_ZONE))
+
+
+def signed_services_config(tmp: Path) -> Config:
+    """The services world (HTTPS, SRV, a wildcard service) with its zone signed."""
+    config = load_config_text(SERVICES_CONFIG)
+    zone = config.zones[0]
+    keys = tuple(
+        read_key_pair(generate_key_pair(zone.origin, 13, sep, tmp), zone.origin) for sep in (True, False)
+    )
+    return replace(config, zones=(replace(zone, dnssec=Dnssec(keys)), *config.zones[1:]))
 
 
 class World:
@@ -323,3 +335,62 @@ def test_with_the_co_flag_all_down_nxdomain_is_nxdomain_too(world: World) -> Non
     reply = ask(world.responder, msg.to_wire())
     assert reply.rcode() == dns.rcode.NXDOMAIN and reply.ednsflags & CO
     assert bitmap_types(nsec_of(reply)) == {dns.rdatatype.RRSIG, dns.rdatatype.NSEC, NXNAME}
+
+
+@pytest.mark.parametrize(
+    ("label", "rtype"), [("app", "A"), ("info", "TXT"), ("app", "MX"), ("nd", "A"), ("co-fast", "A")]
+)
+def test_co_queries_take_the_fast_path_and_answer_as_the_slow_path(
+    world: World, label: str, rtype: str
+) -> None:
+    """RFC 9824's CO flag: positive answers and NODATA as with DO alone, a compact denial NXDOMAIN with CO
+    echoed, and none of them through the slow path (which costs a millisecond a query)."""
+    msg = dns.message.from_wire(query(qname(label), rtype, dnssec_ok=True))
+    msg.use_edns(0, dns.flags.DO | CO, 1232)
+    wire = msg.to_wire()
+    responder = Responder(world.table, world.view, random.Random(3), native=False)
+    fast = dns.message.from_wire(ask_wire(responder, wire) or b"")
+    assert responder.slow_count == 0
+    slow_reply = dns.message.from_wire(slow(world, wire) or b"")
+    assert (fast.rcode(), fast.flags, fast.ednsflags) == (
+        slow_reply.rcode(),
+        slow_reply.flags,
+        slow_reply.ednsflags,
+    )
+    assert fast.authority == slow_reply.authority
+    assert bool(fast.ednsflags & CO) == (label == "co-fast")  # echoed only with a compact NXDOMAIN
+    world.validate(fast)
+
+
+def test_signatures_of_wildcard_answers_are_kept_in_a_bounded_lru(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wildcard's answer is signed at the name asked (on the query path): random names below it would
+    grow the signer's cache forever. They go to an LRU of SYNTH_CACHE_MAX RRsets instead."""
+    monkeypatch.setattr(dnssec, "SYNTH_CACHE_MAX", 3)
+    config = signed_services_config(tmp_path)
+    clock = FakeClock()
+    view, table = AnswerBuilder(clock).build(config, Snapshot(), PolicyEnv(NoLocator(), {}, random.Random(1)))
+    signer = table.signer
+    assert signer is not None
+    responder = Responder(table, view, random.Random(3))
+    zone = dns.name.from_text(config.zones[0].origin)
+    keyset = ask(responder, query(zone.to_text(), "DNSKEY", dnssec_ok=True)).answer[0]
+    cached = signer.next_refresh(), len(signer._cache)
+
+    def ask_below(label: str) -> None:
+        msg = ask(responder, query(f"{label}.apps.{zone}", "A", dnssec_ok=True))
+        assert msg.rcode() == dns.rcode.NOERROR and msg.answer
+        [rrset] = [r for r in msg.answer if r.rdtype == dns.rdatatype.A]
+        [sig] = [r for r in msg.answer if r.rdtype == dns.rdatatype.RRSIG]
+        dns.dnssec.validate(rrset, sig, {zone: keyset}, now=clock.wall())
+
+    for i in range(10):
+        ask_below(f"random-{i}")
+    assert signer.synthesized_count() == 3
+    assert (signer.next_refresh(), len(signer._cache)) == cached  # the RRset cache did not grow
+    made = signer.signatures_made
+    ask_below("random-9")  # recently used: still cached
+    assert signer.signatures_made == made
+    ask_below("random-0")  # evicted long ago: signed again
+    assert signer.signatures_made > made and signer.synthesized_count() == 3
