@@ -209,6 +209,7 @@ typedef struct ctab {
     int32_t *index;
     uint32_t nwild; /* nodes of wildcard names (\x01* + parent): their parents' NXDOMAIN is Python's */
     struct ctab *sig; /* the signed nodes (DO queries of signed zones), same base and totals; or NULL */
+    uint32_t flags;   /* what this table leaves to Python (FB_*, S_SIGNER): the base's, or set by update */
 } ctab_t;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -639,13 +640,14 @@ static inline uint32_t rcode_of(const uint8_t (*heads)[10]) { return heads[0][1]
 static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 src_ip, int src_v6, int tcp,
                        choice_t *ch, plan_t *o) {
     const base_t *b = t->base;
+    const uint32_t flags = t->flags;
     uint8_t key[NAME_MAX_END + 4] = {0};
     uint32_t suffixes[130];
     uint32_t nsuf = 0;
     uint32_t qend, keylen, i;
     int has_opt;
     node_t *node;
-    if (b->flags & FB_ALL) return R_FALLBACK;
+    if (flags & FB_ALL) return R_FALLBACK;
     if (n < 17 || (data[2] & 0xFA)) return R_FALLBACK;
     if (data[4] != 0 || data[5] != 1 || data[6] || data[7] || data[8] || data[9]) return R_FALLBACK;
     if (data[10] != 0 || data[11] > 1) return R_FALLBACK;
@@ -692,7 +694,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         } else if (keylen > NAME_MAX_END) {
             return R_FALLBACK;
         }
-        if (node == NULL && (b->flags & FB_MISS)) return R_FALLBACK; /* a name compiled lazily, in Python */
+        if (node == NULL && (flags & FB_MISS)) return R_FALLBACK; /* a name compiled lazily, in Python */
     }
     if (qend + 3 >= n) return R_FALLBACK;
     if (data[qend + 2] || data[qend + 3] != 1) return R_FALLBACK; /* class IN (CHAOS: Python) */
@@ -710,9 +712,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (data[rest] || data[rest + 1] || data[rest + 2] != 41 || data[rest + 6]) return R_FALLBACK;
         payload = (uint32_t)data[rest + 3] << 8 | data[rest + 4];
         dobit = data[rest + 7] >> 7;
-        if ((data[rest + 7] & 0xC0) && (b->flags & FB_DO)) return R_FALLBACK; /* DO or CO: Python's */
-        if ((data[rest + 7] & 0x40) && (b->flags & FB_CO)) return R_FALLBACK; /* CO: Python's */
-        co = dobit && (data[rest + 7] & 0x40) && (b->flags & S_SIGNER); /* changes signed answers only */
+        if ((data[rest + 7] & 0xC0) && (flags & FB_DO)) return R_FALLBACK; /* DO or CO: Python's */
+        if ((data[rest + 7] & 0x40) && (flags & FB_CO)) return R_FALLBACK; /* CO: Python's */
+        co = dobit && (data[rest + 7] & 0x40) && (flags & S_SIGNER); /* changes signed answers only */
         uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
         if (end != n) return R_FALLBACK;
         uint32_t at = rest + 11;
@@ -743,14 +745,14 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     v6 = family == 2;
                 }
             } else if (code == 10) {
-                if (b->flags & FB_COOKIE) return R_FALLBACK;
+                if (flags & FB_COOKIE) return R_FALLBACK;
                 uint32_t size = after - at - 4;
                 if (size != 8 && !(size >= 16 && size <= 40)) return R_FALLBACK;
             } else if (code == 3) {
                 return R_FALLBACK; /* NSID: Python adds the identity */
             } else if (code == 15 || code == 18 || code == 22 || code == 23 || code == 24 || code == 25) {
                 return R_FALLBACK;
-            } else if (b->flags & FB_OPTIONS) {
+            } else if (flags & FB_OPTIONS) {
                 return R_FALLBACK;
             }
             at = after;
@@ -795,7 +797,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             }
         }
         if (idx < 0) {
-            if (b->flags & FB_NEG) return R_FALLBACK;
+            if (flags & FB_NEG) return R_FALLBACK;
             heads = b->transfer.heads;
             tcheads = b->transfer.tc;
             vopt = b->transfer.opt;
@@ -804,7 +806,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             entry_t *e = &node->ent[idx];
             uint32_t pick = 0;
             if (e->kind == K_PYTHON) return R_FALLBACK;
-            if (e->neg && (b->flags & FB_NEG)) return R_FALLBACK;
+            if (e->neg && (flags & FB_NEG)) return R_FALLBACK;
             if (e->kind != K_NONE) {
                 uint64_t seq;
                 if (e->kind == K_GEO) { /* locate before counting: a client C cannot place goes to Python */
@@ -870,7 +872,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             locdep = e->locdep;
         }
     } else {
-        if (b->flags & FB_NEG) return R_FALLBACK; /* REFUSED or NXDOMAIN: the exchange hook may own it */
+        if (flags & FB_NEG) return R_FALLBACK; /* REFUSED or NXDOMAIN: the exchange hook may own it */
         if (qtype == 251 || qtype == 252) {
             heads = b->transfer.heads;
             tcheads = b->transfer.tc;
@@ -1598,6 +1600,7 @@ static ctab_t *assemble(base_t *base, totals_t *totals, node_t **nodes, uint32_t
     if (t == NULL) goto nomem;
     t->refs = 1;
     t->base = base;
+    t->flags = base->flags;
     t->totals = totals;
     t->mask = size - 1;
     t->nodes = PyMem_RawCalloc(count ? count : 1, sizeof(node_t *));
@@ -1816,9 +1819,14 @@ fail:
    removed and replaced ones, shared; the same for its signed nodes. */
 static PyObject *table_update(TableObject *self, PyObject *args) {
     PyObject *removed, *specs, *sremoved, *sspecs;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &removed, &PyTuple_Type, &specs, &PyTuple_Type,
-                          &sremoved, &PyTuple_Type, &sspecs))
+    long long flags = -1; /* >= 0: what the new table leaves to Python (else the old table's) */
+    if (!PyArg_ParseTuple(args, "O!O!O!O!|L", &PyTuple_Type, &removed, &PyTuple_Type, &specs, &PyTuple_Type,
+                          &sremoved, &PyTuple_Type, &sspecs, &flags))
         return NULL;
+    if (flags > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError, "flags out of range");
+        return NULL;
+    }
     ctab_t *old = self->t;
     ctab_t *sig = NULL;
     if (old->sig != NULL || PyTuple_GET_SIZE(sspecs)) {
@@ -1831,6 +1839,8 @@ static PyObject *table_update(TableObject *self, PyObject *args) {
         return NULL;
     }
     t->sig = sig;
+    t->flags = flags >= 0 ? (uint32_t)flags : old->flags;
+    if (sig != NULL) sig->flags = t->flags;
     return wrap_table(t);
 }
 
@@ -1908,7 +1918,7 @@ static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return 
 
 static PyMethodDef table_methods[] = {
     {"update", (PyCFunction)table_update, METH_VARARGS,
-     "update(removed_keys, node_specs, signed_removed, signed_specs) -> Table"},
+     "update(removed_keys, node_specs, signed_removed, signed_specs, flags=-1) -> Table"},
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},

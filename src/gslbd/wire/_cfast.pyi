@@ -12,6 +12,7 @@ class Table:
         nodes: tuple[Any, ...],
         signed_removed: tuple[bytes, ...],
         signed_nodes: tuple[Any, ...],
+        flags: int = -1,
         /,
     ) -> Table: ...
     def answer(

@@ -283,8 +283,12 @@ def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
         table.opt_prefix[1],
         _variant(table.refused),
         _variant(table.refused_transfer),
-        fallback.flags | (S_SIGNER if table.signer is not None else 0),
+        _flags(table, fallback),
     )
+
+
+def _flags(table: AnswerTable, fallback: Fallback) -> int:
+    return fallback.flags | (S_SIGNER if table.signer is not None else 0)
 
 
 def build_ctable(
@@ -318,11 +322,11 @@ def build_ctable(
 
 def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLBACK) -> CTable:
     """The C copy of `table`, sharing with `old` every node whose Python node `table` shares with the
-    table `old` was built from (what `update_table` produces); a full build when more than names changed."""
+    table `old` was built from (what `update_table` produces); a full build when more than names changed
+    (what it leaves to Python, `fallback`, may change: that is one word of the new table)."""
     base = old.source
     same_base = (
-        fallback == old.fallback
-        and table.zones is base.zones
+        table.zones is base.zones
         and table.refused is base.refused
         and table.refused_transfer is base.refused_transfer
         and table.max_udp_payload == base.max_udp_payload
@@ -337,7 +341,7 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
     removed, specs = _changed(base.names, table.names, table, old.locators)
     signed_removed, signed_specs = _changed(base.signed_names, table.signed_names, table, old.locators)
     old.locators.variants.clear()
-    native = old.native.update(removed, specs, signed_removed, signed_specs)
+    native = old.native.update(removed, specs, signed_removed, signed_specs, _flags(table, fallback))
     return CTable(native, table, old.locators, fallback)
 
 

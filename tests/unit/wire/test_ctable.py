@@ -278,6 +278,30 @@ def test_features_in_python_send_their_queries_to_python(fallback: ct.Fallback, 
     assert ct.build_ctable(table, fallback).native.answer(wire, 1, False, False) is None
 
 
+def test_what_c_leaves_to_python_changes_with_an_update_and_no_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partial table's C copy leaves names it lacks to Python (`misses`); the update that makes the
+    table whole clears that in the same step, copying only the names that changed."""
+    view = VIEWS["plain"]
+    app = wire_key(f"app.{ORIGIN}")
+    whole = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    partial = replace(whole, names=whole.names.evolve((), [app]), partial=True)
+    c = ct.build_ctable(partial, ct.Fallback(misses=True))
+    assert c.native.answer(query(f"app.{ORIGIN}"), 1, False, False) is None  # not held: Python's
+    assert c.native.answer(query(f"nope.{ORIGIN}"), 1, False, False) is None  # maybe not compiled yet
+    filled = update_table(partial, view, [f"app.{ORIGIN}"], [], partial=False)
+
+    def no_copy(*args: object) -> ct.CTable:
+        raise AssertionError("the whole table was copied again")
+
+    monkeypatch.setattr(ct, "build_ctable", no_copy)
+    updated = ct.update_ctable(c, filled, ct.Fallback())
+    assert updated.native.names() == c.native.names() + 1
+    assert updated.native.answer(query(f"app.{ORIGIN}"), 1, False, False) is not None
+    nxdomain = updated.native.answer(query(f"nope.{ORIGIN}"), 1, False, False)
+    assert nxdomain is not None and dns.message.from_wire(nxdomain).rcode() == dns.rcode.NXDOMAIN
+    assert c.native.answer(query(f"nope.{ORIGIN}"), 1, False, False) is None  # the old copy is as it was
+
+
 def test_an_update_replaces_only_changed_names_and_keeps_counting() -> None:
     view = VIEWS["plain"]
     responder = Responder(
