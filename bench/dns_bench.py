@@ -5,6 +5,11 @@ Run on demand, not by the test suite (stdlib only; needs gdnsd, knotd, dnsperf, 
 
     /tmp/venv/bin/python bench/dns_bench.py --seconds 10 --json /tmp/bench.json
     /tmp/venv/bin/python bench/dns_bench.py --scaling          # also: gslbd q/s with dns.workers 1 and 2
+    /tmp/venv/bin/python bench/dns_bench.py --dnssec           # gslbd signed vs unsigned, DO queries
+
+`--dnssec` (issue 11) measures gslbd against itself: the same config unsigned and with the zone signed
+(a key made by `gslbd dnssec keygen`), every query with DO set (dnsperf -D), end to end through the
+listeners; the ratio is signed / unsigned CPU per answered query (target <= 1.3 for rr, geo and nx).
 
 The servers serve the same names under bench.example. and run on 127.0.0.1 free ports, pinned to one CPU
 (--server-cpus, default 1) while dnsperf runs on another (--client-cpu, default 0). gdnsd answers with its
@@ -33,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ORIGIN = "bench.example."
@@ -49,6 +54,8 @@ TARGETS = {
 }
 # EDNS Client Subnet (option 8): family 1 (IPv4), source /24, scope 0, address 10.1.0 (site eu).
 ECS_HEX = "000118000a0100"
+# --dnssec: signed gslbd CPU per answered DO query at most this many times unsigned gslbd's.
+DNSSEC_TARGETS = {"rr": ("gslbd", 1.3), "geo": ("gslbd", 1.3), "nx": ("gslbd", 1.3)}
 NX_NAMES = 20_000  # distinct random names of the NXDOMAIN flood
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -83,7 +90,7 @@ class Scenario:
 
 
 ECS = ("-E", f"8:{ECS_HEX}")
-SCENARIOS = (
+SCENARIOS: tuple[Scenario, ...] = (
     Scenario("rr", "round_robin"),
     Scenario("wt", "weighted"),
     Scenario("fo", "failover"),
@@ -445,7 +452,26 @@ def start_servers(args: argparse.Namespace, workdir: Path, workers: int | None =
         config.write_text(GSLBD_CONFIG.format(port=port, workers=workers))
         argv = [part.format(config=config, port=port) for part in shlex.split(args.gslbd_cmd)]
         servers.append(Server("gslbd", argv, port, workdir, args.server_cpus))
-        if not args.gslbd_only:
+        if args.dnssec:  # the same zone signed: a key pair as `gslbd dnssec keygen` writes it
+            keys = workdir / "keys"
+            made = subprocess.run(
+                [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", ORIGIN, "--dir", str(keys)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            key = made.stdout.split()[0]
+            port = free_port(taken)
+            config = workdir / f"gslbd-signed-{workers}.yaml"
+            signed = GSLBD_CONFIG.replace(
+                "    nameservers: [{{name: ns1.bench.example., address: 127.0.0.1}}]\n",
+                "    nameservers: [{{name: ns1.bench.example., address: 127.0.0.1}}]\n"
+                f"    dnssec: {{{{keys: [{key}]}}}}\n",
+            )
+            config.write_text(signed.format(port=port, workers=workers))
+            argv = [part.format(config=config, port=port) for part in shlex.split(args.gslbd_cmd)]
+            servers.append(Server("signed", argv, port, workdir, args.server_cpus))
+        if not args.gslbd_only and not args.dnssec:
             port = free_port(taken)
             gdnsd_dir = workdir / "gdnsd"
             (gdnsd_dir / "zones").mkdir(parents=True)
@@ -535,43 +561,60 @@ def median_us(runs: Sequence[Run], scenario: str, server: str) -> float:
     return statistics.median(r.us_per_query for r in runs if r.scenario == scenario and r.server == server)
 
 
+def compared(runs: Sequence[Run]) -> tuple[str, tuple[str, ...]]:
+    """(the server measured, its references): gslbd against gdnsd and Knot, or (--dnssec) the signed
+    gslbd against the unsigned one."""
+    if any(r.server == "signed" for r in runs):
+        return "signed", ("gslbd",)
+    return "gslbd", ("gdnsd", "knot")
+
+
 def ratios_of(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
-    """Median gslbd / median reference CPU per query, per scenario and reference server."""
+    """Median measured / median reference CPU per query, per scenario and reference server."""
+    subject, refs = compared(runs)
     out: dict[str, dict[str, float]] = {}
     for key in dict.fromkeys(r.scenario for r in runs):
-        for ref in ("gdnsd", "knot"):
+        for ref in refs:
             if any(r.scenario == key and r.server == ref for r in runs):
-                out.setdefault(key, {})[ref] = median_us(runs, key, "gslbd") / median_us(runs, key, ref)
+                out.setdefault(key, {})[ref] = median_us(runs, key, subject) / median_us(runs, key, ref)
     return out
 
 
 def print_table(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
     ratios = ratios_of(runs)
+    subject, refs = compared(runs)
     head = f"{'scenario':<26}{'server':<8}{'answers/s':>10}{'answered':>10}{'lost':>6}"
-    print(f"{head}{'CPU %':>7}{'µs/query':>10}{'(ticks)':>9}{'/gdnsd':>8}{'/knot':>7}")
+    columns = "".join(f"{'/' + ref:>8}" for ref in refs)
+    print(f"{head}{'CPU %':>7}{'µs/query':>10}{'(ticks)':>9}{columns}")
     for scenario in SCENARIOS:
         for run in (r for r in runs if r.scenario == scenario.key):
-            cells = ["", ""]
-            if run.server == "gslbd":
-                for i, ref in enumerate(("gdnsd", "knot")):
+            cells = [""] * len(refs)
+            if run.server == subject:
+                for i, ref in enumerate(refs):
                     if any(r.scenario == scenario.key and r.server == ref for r in runs):
                         cells[i] = f"{run.us_per_query / median_us(runs, scenario.key, ref):.2f}"
             print(
                 f"{scenario.key + ' (' + scenario.policy + ')':<26}{run.server:<8}{run.qps:>10.0f}"
                 f"{run.completed:>10}{run.lost:>6}{run.cpu_percent:>7.1f}{run.us_per_query:>10.1f}"
-                f"{run.us_per_query_ticks:>9.1f}{cells[0]:>8}{cells[1]:>7}"
+                f"{run.us_per_query_ticks:>9.1f}{''.join(f'{cell:>8}' for cell in cells)}"
             )
     return ratios
 
 
+def targets_of(ratios: dict[str, dict[str, float]]) -> dict[str, tuple[str, float]]:
+    return DNSSEC_TARGETS if any("gslbd" in refs for refs in ratios.values()) else TARGETS
+
+
 def verdicts(ratios: dict[str, dict[str, float]]) -> dict[str, bool]:
     out = {}
-    for key, (ref, target) in TARGETS.items():
+    for key, (ref, target) in targets_of(ratios).items():
         ratio = ratios.get(key, {}).get(ref)
         if ratio is not None:
             out[key] = ratio <= target
+            subject = "signed" if ref == "gslbd" else "gslbd"
             print(
-                f"  {key:<5} gslbd/{ref} {ratio:.2f}, target <= {target}: {'met' if out[key] else 'NOT met'}"
+                f"  {key:<5} {subject}/{ref} {ratio:.2f}, target <= {target}: "
+                f"{'met' if out[key] else 'NOT met'}"
             )
     return out
 
@@ -667,6 +710,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--scenarios", default="", help="comma-separated keys (default: all)")
     p.add_argument("--gslbd-only", action="store_true", help="measure gslbd alone (no reference servers)")
     p.add_argument("--scaling", action="store_true", help="also measure q/s with dns.workers 1 and 2")
+    p.add_argument(
+        "--dnssec", action="store_true", help="gslbd with its zone signed against unsigned, DO queries"
+    )
     p.add_argument("--scaling-cpus", default="0,1", help="CPUs of the scaling runs (default 0,1)")
     p.add_argument("--start-timeout", type=float, default=30.0, help="seconds to wait for a server to answer")
     p.add_argument("--require-target", action="store_true", help="exit 1 when a target is not met")
@@ -680,7 +726,13 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
-    tools = ["dnsperf", "dig", "taskset"] + ([] if args.gslbd_only else [args.knotd, args.gdnsd])
+    if args.dnssec:  # DO on every query; only what a signed zone changes is compared
+        global SCENARIOS
+        SCENARIOS = tuple(
+            replace(s, dnsperf_args=(*s.dnsperf_args, "-D")) for s in SCENARIOS if s.key in DNSSEC_TARGETS
+        )
+    alone = args.gslbd_only or args.dnssec
+    tools = ["dnsperf", "dig", "taskset"] + ([] if alone else [args.knotd, args.gdnsd])
     for tool in tools:
         if shutil.which(tool) is None:
             print(f"dns_bench: {tool} not found on PATH", file=sys.stderr)
@@ -724,7 +776,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ratios": ratios,
             "unthrottled_ratios": ratios_of(result.unthrottled),
             "targets": {
-                k: {"reference": r, "max_ratio": t, "met": met.get(k)} for k, (r, t) in TARGETS.items()
+                k: {"reference": r, "max_ratio": t, "met": met.get(k)}
+                for k, (r, t) in targets_of(ratios).items()
             },
             "scaling": [asdict(s) for s in grown],
         }
@@ -734,7 +787,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _met(ratios: dict[str, dict[str, float]]) -> dict[str, bool]:
     out = {}
-    for key, (ref, target) in TARGETS.items():
+    for key, (ref, target) in targets_of(ratios).items():
         ratio = ratios.get(key, {}).get(ref)
         if ratio is not None:
             out[key] = ratio <= target
