@@ -17,17 +17,23 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from operator import itemgetter
 from pathlib import Path
 
+from gslbd.config.fast import fast_service
 from gslbd.config.fields import MapReader, Report, string
 from gslbd.config.loader import Entry, Map, Node, Scalar, Seq
-from gslbd.config.services import ServiceContext, read_service
+from gslbd.config.service_context import ServiceContext
+from gslbd.config.services import read_service
 from gslbd.model.service import Service
 
 KEY = "services_file"
+# Where a key ends (its closing quote, then the colon): at least one per key of the line, so that more
+# keys in the text than in the decoded objects means a key given twice (the located decoder reports it).
+_KEY_END = re.compile(r'"\s*:')
 
 
 _Item = tuple[Service, tuple[str, ...]]  # a service and the sites it names (sites_named)
@@ -286,6 +292,15 @@ def _read_line(ctx: ServiceContext, raw: bytes, number: int) -> _Line:
         return _UNREAD
     if not line or line.startswith("#"):
         return None
+    if ctx.fast:
+        try:
+            plain = json.loads(line)
+        except ValueError:
+            plain = None  # the located decoder below says where and why
+        if type(plain) is dict:
+            fast = fast_service(ctx, plain, len(_KEY_END.findall(line)))
+            if fast is not None:
+                return fast
     try:
         value = _nodes(number).decode(line)
     except ValueError as exc:  # JSONDecodeError included

@@ -20,8 +20,9 @@ from gslbd.config.network import (
     read_topology,
 )
 from gslbd.config.run_as import read_run_as
+from gslbd.config.service_context import ServiceContext
 from gslbd.config.service_file import read_services_file
-from gslbd.config.services import ServiceContext, locality_lookup, read_services
+from gslbd.config.services import locality_lookup, read_services
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.model.config import Config, PeersConfig, SiteConfig
 from gslbd.model.topology import Locality, SiteInfo, Topology
