@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gslbd.config.checks import CheckRef
 from gslbd.config.fields import Report
 from gslbd.config.names import relative_to
 from gslbd.config.zones import ZoneInfo, reserved_message
 from gslbd.model.topology import Locality
+
+if TYPE_CHECKING:
+    from gslbd.config.fast import FastIndex
 
 MAX_EXCHANGE_LABEL = 63 - len("localtargets-")
 
@@ -30,6 +34,7 @@ class ServiceContext:
     sites_used: dict[str, None] = field(default_factory=dict)  # every site named, in first-seen order
     fast: bool = True  # try the fast path (config/fast.py) first; False: every service the located way
     served: dict[str, ZoneInfo] | None = None  # origin -> zone (the first of a duplicate), made on first use
+    fast_index: FastIndex | None = None  # what the fast path looks up, made on first use
 
 
 def served_zones(ctx: ServiceContext) -> dict[str, ZoneInfo]:
