@@ -460,8 +460,6 @@ def fast_service(ctx: ServiceContext, obj: dict[str, object], keys: int | None =
     way (nothing is changed then). `keys`: how many keys the text of `obj` has at least, when duplicate
     keys may have been dropped by the decoder (JSON): the service is made only when the object has them
     all."""
-    if not ctx.fast:
-        return None
     try:
         return _service(ctx, obj, keys)
     except (_Slow, TypeError):  # TypeError: an unhashable value looked up (a list as a policy)

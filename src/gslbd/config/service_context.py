@@ -32,7 +32,6 @@ class ServiceContext:
     peer_sites: set[str]
     can_locate: bool  # topology networks or a GeoIP database exist
     sites_used: dict[str, None] = field(default_factory=dict)  # every site named, in first-seen order
-    fast: bool = True  # try the fast path (config/fast.py) first; False: every service the located way
     served: dict[str, ZoneInfo] | None = None  # origin -> zone (the first of a duplicate), made on first use
     fast_index: FastIndex | None = None  # what the fast path looks up, made on first use
 

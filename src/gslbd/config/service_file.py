@@ -36,6 +36,13 @@ KEY = "services_file"
 _KEY_END = re.compile(r'"\s*:')
 
 
+def _keys(line: str) -> int:
+    """How many keys the JSON text has at least (more when a string holds `":`)."""
+    if " " in line or "\t" in line or "\r" in line:  # JSON's white space may stand before a colon
+        return len(_KEY_END.findall(line))
+    return line.count('":')
+
+
 _Item = tuple[Service, tuple[str, ...]]  # a service and the sites it names (sites_named)
 
 
@@ -292,15 +299,14 @@ def _read_line(ctx: ServiceContext, raw: bytes, number: int) -> _Line:
         return _UNREAD
     if not line or line.startswith("#"):
         return None
-    if ctx.fast:
-        try:
-            plain = json.loads(line)
-        except ValueError:
-            plain = None  # the located decoder below says where and why
-        if type(plain) is dict:
-            fast = fast_service(ctx, plain, len(_KEY_END.findall(line)))
-            if fast is not None:
-                return fast
+    try:
+        plain = json.loads(line)
+    except ValueError:
+        plain = None  # the located decoder below says where and why
+    if type(plain) is dict:
+        fast = fast_service(ctx, plain, _keys(line))
+        if fast is not None:
+            return fast
     try:
         value = _nodes(number).decode(line)
     except ValueError as exc:  # JSONDecodeError included

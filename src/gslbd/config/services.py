@@ -296,7 +296,7 @@ def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:
     out: list[Service] = []
     seen: dict[str, str] = {}
     for item, path in root.items("services"):
-        fast = fast_service(ctx, plain_map(item)) if ctx.fast and isinstance(item, Map) else None
+        fast = fast_service(ctx, plain_map(item)) if isinstance(item, Map) else None
         service = fast[0] if fast is not None else None
         if service is None:
             r = as_map(ctx.rep, item, path)
