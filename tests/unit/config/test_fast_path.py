@@ -293,11 +293,6 @@ TO_DEFER = [
         BASE,
         "no endpoint has a region",
     ),
-    (
-        {"endpoints": [{"address": "192.0.2.1", "site": "zz"}]},
-        BASE,
-        None,
-    ),  # no problem: an unknown site is a site
     ({"name": "static.gslb.example.com.", "endpoints": EP}, BASE, "is also a static record"),
     (
         {"name": "S1.gslb.example.com", "endpoints": EP},
