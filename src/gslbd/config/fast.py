@@ -335,7 +335,7 @@ def _endpoint(
 def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> FastItem:
     if not _SERVICE_KEYS.issuperset(obj):
         raise _SLOW
-    index = _index(ctx)
+    index = ctx.fast_index or _index(ctx)
     name, info = _name(index, obj.get("name"))
     get = obj.get
     policy = _POLICIES.get(get("policy", "round_robin"))  # type: ignore[call-overload]

@@ -18,7 +18,7 @@ import bisect
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from operator import itemgetter
 from pathlib import Path
@@ -34,6 +34,10 @@ KEY = "services_file"
 # Where a key ends (its closing quote, then the colon): at least one per key of the line, so that more
 # keys in the text than in the decoded objects means a key given twice (the located decoder reports it).
 _KEY_END = re.compile(r'"\s*:')
+
+
+# What json.loads runs, without its Python wrapping (made by JSONDecoder.__init__; typeshed lacks it).
+_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _keys(line: str) -> int:
@@ -299,11 +303,11 @@ def _read_line(ctx: ServiceContext, raw: bytes, number: int) -> _Line:
         return _UNREAD
     if not line or line.startswith("#"):
         return None
-    try:
-        plain = json.loads(line)
-    except ValueError:
-        plain = None  # the located decoder below says where and why
-    if type(plain) is dict:
+    try:  # the C scanner itself: json.loads without its Python wrapping (the line is stripped)
+        plain, end = _SCAN(line, 0)
+    except (ValueError, StopIteration):
+        plain, end = None, 0  # the located decoder below says where and why
+    if type(plain) is dict and end == len(line):
         fast = fast_service(ctx, plain, _keys(line))
         if fast is not None:
             return fast
