@@ -262,6 +262,40 @@ def _new_endpoint(
     return endpoint
 
 
+def _plain_endpoint(
+    service: str,
+    address: str,
+    kind: EndpointKind,
+    site: tuple[str, Locality],
+    check: Check | None,
+    _new: Callable[[type[Endpoint]], Endpoint] = _new,
+    _class: type[Endpoint] = Endpoint,
+    _s0: Callable[[object, object], None] = _E[0],
+    _s1: Callable[[object, object], None] = _E[1],
+    _s2: Callable[[object, object], None] = _E[2],
+    _s3: Callable[[object, object], None] = _E[3],
+    _s4: Callable[[object, object], None] = _E[4],
+    _s5: Callable[[object, object], None] = _E[5],
+    _s6: Callable[[object, object], None] = _E[6],
+    _s7: Callable[[object, object], None] = _E[7],
+    _s8: Callable[[object, object], None] = _E[8],
+    _s9: Callable[[object, object], None] = _E[9],
+) -> Endpoint:
+    """An endpoint of an address and a site (its locality the site's), with the defaults."""
+    endpoint = _new(_class)
+    _s0(endpoint, service)
+    _s1(endpoint, address)
+    _s2(endpoint, kind)
+    _s3(endpoint, site[0])
+    _s4(endpoint, site[1])
+    _s5(endpoint, 1)
+    _s6(endpoint, 0)
+    _s7(endpoint, check)
+    _s8(endpoint, None)
+    _s9(endpoint, _OBEY)
+    return endpoint
+
+
 def _new_service(
     name: str,
     zone: str,
@@ -372,37 +406,36 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
     if type(items) is not list:
         raise _SLOW
     endpoints: list[Endpoint] = []
-    addresses: set[str] = set()
-    have: dict[str, None] = {}  # the sites of the endpoints, in order
     hostnames = 0
     key_count = len(obj)
     site_of = index.site_of
+    ipv4 = _IPV4.match
+    add = endpoints.append
     for item in items:
         if type(item) is not dict:
             raise _SLOW
         size = len(item)
         key_count += size
         address: object = item.get("address")
-        kind = None
-        if size <= 2 and type(address) is str:  # the common endpoint: an address and perhaps a site
-            if _IPV4.match(address):
+        if size <= 2 and type(address) is str and (size == 1 or "site" in item):  # the common shape
+            if ipv4(address):
                 kind = _IPV4_KIND
-            elif ":" in address:
-                quick = ipv6_text(address)
-                if quick is not None:
-                    address, kind = quick, _IPV6_KIND
-        if kind is not None and (size == 1 or "site" in item):
-            if size == 1:
-                found = index.here
             else:
-                found = site_of.get(item["site"]) or _site_of(ctx, index, item["site"])
-            endpoint = _new_endpoint(name, address, kind, *found, 1, 0, default, None, _OBEY)  # type: ignore[arg-type]
+                quick = ipv6_text(address)
+                if quick is None:
+                    add(_endpoint(ctx, index, item, name, default, used))
+                    hostnames += endpoints[-1].kind is _HOSTNAME
+                    continue
+                address, kind = quick, _IPV6_KIND
+            found = (
+                (site_of.get(item["site"]) or _site_of(ctx, index, item["site"])) if size == 2 else index.here
+            )
+            add(_plain_endpoint(name, address, kind, found, default))
         else:
-            endpoint = _endpoint(ctx, index, item, name, default, used)
-            hostnames += endpoint.kind is _HOSTNAME
-        endpoints.append(endpoint)
-        addresses.add(endpoint.address)
-        have[endpoint.site] = None
+            add(_endpoint(ctx, index, item, name, default, used))
+            hostnames += endpoints[-1].kind is _HOSTNAME
+    addresses = {e.address for e in endpoints}
+    have = dict.fromkeys([e.site for e in endpoints])  # the sites of the endpoints, in order
     if len(addresses) != len(endpoints):
         raise _SLOW  # an error: a duplicate address
     if 0 < hostnames < len(endpoints) or not (endpoints or index.peer_sites):
