@@ -249,16 +249,17 @@ def _new_endpoint(
     _e: list[Callable[[object, object], None]] = _E,
 ) -> Endpoint:
     endpoint: Endpoint = _new(Endpoint)
-    _e[0](endpoint, service)
-    _e[1](endpoint, address)
-    _e[2](endpoint, kind)
-    _e[3](endpoint, site)
-    _e[4](endpoint, locality)
-    _e[5](endpoint, weight)
-    _e[6](endpoint, priority)
-    _e[7](endpoint, check)
-    _e[8](endpoint, probe_address)
-    _e[9](endpoint, admin)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 = _e
+    s0(endpoint, service)
+    s1(endpoint, address)
+    s2(endpoint, kind)
+    s3(endpoint, site)
+    s4(endpoint, locality)
+    s5(endpoint, weight)
+    s6(endpoint, priority)
+    s7(endpoint, check)
+    s8(endpoint, probe_address)
+    s9(endpoint, admin)
     return endpoint
 
 
@@ -314,20 +315,21 @@ def _new_service(
     _s: list[Callable[[object, object], None]] = _S,
 ) -> Service:
     service: Service = _new(Service)
-    _s[0](service, name)
-    _s[1](service, zone)
-    _s[2](service, label)
-    _s[3](service, policy)
-    _s[4](service, failover_order)
-    _s[5](service, weights)
-    _s[6](service, ttl)
-    _s[7](service, max_answers)
-    _s[8](service, all_down)
-    _s[9](service, fallback)
-    _s[10](service, locality_names)
-    _s[11](service, endpoints)
-    _s[12](service, https)
-    _s[13](service, srv)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13 = _s
+    s0(service, name)
+    s1(service, zone)
+    s2(service, label)
+    s3(service, policy)
+    s4(service, failover_order)
+    s5(service, weights)
+    s6(service, ttl)
+    s7(service, max_answers)
+    s8(service, all_down)
+    s9(service, fallback)
+    s10(service, locality_names)
+    s11(service, endpoints)
+    s12(service, https)
+    s13(service, srv)
     return service
 
 
@@ -468,12 +470,14 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
         None,
         None,
     )
-    sites = dict.fromkeys(named)  # every site named, in the located validator's order
-    sites.update(have)
+    sites = have
+    if named:  # every site named, in the located validator's order
+        sites = dict.fromkeys(named)
+        sites.update(have)
     used_sites = ctx.sites_used
-    for site in sites:  # only now that the service is made: the effects of the located validator
-        if site not in used_sites:
-            used_sites[site] = None
+    if not used_sites.keys() >= sites.keys():  # only now that the service is made: its effects
+        for site in sites:
+            used_sites.setdefault(site)
     if used:
         ctx.checks.used.update(used)
     return service, tuple(sites)
