@@ -223,7 +223,8 @@ _SERVICE_FIELDS = (
 def _setters(kind: type, names: tuple[str, ...]) -> list[Callable[[object, object], None]]:
     """The slot setters of a frozen dataclass's fields, which must be `names` (in order, all of them)
     and be set by nothing but its __init__."""
-    assert tuple(f.name for f in fields(kind)) == names and not hasattr(kind, "__post_init__"), kind
+    if tuple(f.name for f in fields(kind)) != names or hasattr(kind, "__post_init__"):
+        raise RuntimeError(f"config/fast.py does not know the fields of {kind.__name__} any more")
     return [kind.__dict__[name].__set__ for name in names]
 
 
