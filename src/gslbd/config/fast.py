@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 import socket
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from gslbd.config.fields import SITE_NAME, TTL_MAX, Invalid
 from gslbd.config.loader import Map, Node, Scalar, Seq
+from gslbd.config.makers import new_endpoint, new_service, plain_endpoint
 from gslbd.config.names import make_name, target_text
 from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
 from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
@@ -190,150 +191,6 @@ def _name(index: FastIndex, value: object) -> tuple[str, ZoneInfo]:
     return name, info
 
 
-_ENDPOINT_FIELDS = (
-    "service",
-    "address",
-    "kind",
-    "site",
-    "locality",
-    "weight",
-    "priority",
-    "check",
-    "probe_address",
-    "admin",
-)
-_SERVICE_FIELDS = (
-    "name",
-    "zone",
-    "label",
-    "policy",
-    "failover_order",
-    "weights",
-    "ttl",
-    "max_answers",
-    "all_down",
-    "fallback",
-    "locality_names",
-    "endpoints",
-    "https",
-    "srv",
-)
-
-
-def _setters(kind: type, names: tuple[str, ...]) -> list[Callable[[object, object], None]]:
-    """The slot setters of a frozen dataclass's fields, which must be `names` (in order, all of them)
-    and be set by nothing but its __init__."""
-    if tuple(f.name for f in fields(kind)) != names or hasattr(kind, "__post_init__"):
-        raise RuntimeError(f"config/fast.py does not know the fields of {kind.__name__} any more")
-    return [kind.__dict__[name].__set__ for name in names]
-
-
-# A frozen dataclass's __init__ sets each field through object.__setattr__; setting the slots directly
-# makes the same object in half the time (400,000 endpoints at 100,000 services). test_fast_path.py
-# compares these with the classes' own constructors.
-_E = _setters(Endpoint, _ENDPOINT_FIELDS)
-_S = _setters(Service, _SERVICE_FIELDS)
-_new = object.__new__
-
-
-def _new_endpoint(
-    service: str,
-    address: str,
-    kind: EndpointKind,
-    site: str,
-    locality: Locality,
-    weight: int,
-    priority: int,
-    check: Check | None,
-    probe_address: str | None,
-    admin: AdminState,
-    _e: list[Callable[[object, object], None]] = _E,
-) -> Endpoint:
-    endpoint: Endpoint = _new(Endpoint)
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 = _e
-    s0(endpoint, service)
-    s1(endpoint, address)
-    s2(endpoint, kind)
-    s3(endpoint, site)
-    s4(endpoint, locality)
-    s5(endpoint, weight)
-    s6(endpoint, priority)
-    s7(endpoint, check)
-    s8(endpoint, probe_address)
-    s9(endpoint, admin)
-    return endpoint
-
-
-def _plain_endpoint(
-    service: str,
-    address: str,
-    kind: EndpointKind,
-    site: tuple[str, Locality],
-    check: Check | None,
-    _new: Callable[[type[Endpoint]], Endpoint] = _new,
-    _class: type[Endpoint] = Endpoint,
-    _s0: Callable[[object, object], None] = _E[0],
-    _s1: Callable[[object, object], None] = _E[1],
-    _s2: Callable[[object, object], None] = _E[2],
-    _s3: Callable[[object, object], None] = _E[3],
-    _s4: Callable[[object, object], None] = _E[4],
-    _s5: Callable[[object, object], None] = _E[5],
-    _s6: Callable[[object, object], None] = _E[6],
-    _s7: Callable[[object, object], None] = _E[7],
-    _s8: Callable[[object, object], None] = _E[8],
-    _s9: Callable[[object, object], None] = _E[9],
-) -> Endpoint:
-    """An endpoint of an address and a site (its locality the site's), with the defaults."""
-    endpoint = _new(_class)
-    _s0(endpoint, service)
-    _s1(endpoint, address)
-    _s2(endpoint, kind)
-    _s3(endpoint, site[0])
-    _s4(endpoint, site[1])
-    _s5(endpoint, 1)
-    _s6(endpoint, 0)
-    _s7(endpoint, check)
-    _s8(endpoint, None)
-    _s9(endpoint, _OBEY)
-    return endpoint
-
-
-def _new_service(
-    name: str,
-    zone: str,
-    label: str,
-    policy: PolicyName,
-    failover_order: tuple[str, ...],
-    weights: tuple[tuple[str, int], ...] | None,
-    ttl: int,
-    max_answers: int,
-    all_down: AllDown,
-    fallback: tuple[str, ...],
-    locality_names: bool,
-    endpoints: tuple[Endpoint, ...],
-    https: None,
-    srv: None,
-    _s: list[Callable[[object, object], None]] = _S,
-) -> Service:
-    service: Service = _new(Service)
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13 = _s
-    s0(service, name)
-    s1(service, zone)
-    s2(service, label)
-    s3(service, policy)
-    s4(service, failover_order)
-    s5(service, weights)
-    s6(service, ttl)
-    s7(service, max_answers)
-    s8(service, all_down)
-    s9(service, fallback)
-    s10(service, locality_names)
-    s11(service, endpoints)
-    s12(service, https)
-    s13(service, srv)
-    return service
-
-
 def _endpoint(
     ctx: ServiceContext,
     index: FastIndex,
@@ -355,7 +212,7 @@ def _endpoint(
     admin = _ADMIN.get(item["admin"]) if "admin" in item else _OBEY  # type: ignore[call-overload]
     if admin is None:
         raise _SLOW
-    return _new_endpoint(
+    return new_endpoint(
         name,
         address,
         kind,
@@ -433,7 +290,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
             found = (
                 (site_of.get(item["site"]) or _site_of(ctx, index, item["site"])) if size == 2 else index.here
             )
-            add(_plain_endpoint(name, address, kind, found, default))
+            add(plain_endpoint(name, address, kind, found, default))
         else:
             add(_endpoint(ctx, index, item, name, default, used))
             hostnames += endpoints[-1].kind is _HOSTNAME
@@ -455,7 +312,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
     if keys is not None and keys != key_count + (len(weights) if weights else 0):
         raise _SLOW  # the text has more keys than the object: a key given twice
     origin = info.zone.origin
-    service = _new_service(
+    service = new_service(
         name,
         origin,
         name[: len(name) - len(origin) - 1] if origin != "." else name[:-1],
