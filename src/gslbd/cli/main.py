@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -106,9 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gslbd {__version__}")
         return 0
     if args.command == "check":
-        from gslbd.cli.commands import run_check
-
-        return run_check(args.config, args.allow_no_zones)
+        return _check(args.config, args.allow_no_zones)
     if args.command == "explain":
         from gslbd.cli.commands import run_explain
 
@@ -116,6 +115,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gslbd.cli.serve import run_serve
 
     return run_serve(args.config, args.log_level, args.log_format, args.allow_no_zones, tuple(args.listen))
+
+
+def _check(path: str, allow_no_zones: bool) -> int:
+    """`gslbd check`, without the cyclic garbage collector: a configuration of 100,000 services is a few
+    million objects, all alive until the command ends, which the collector would scan for cycles again
+    and again (about 0.8 s of 3 at 100,000 services). What is left afterwards is frozen (never scanned
+    again) for the callers that go on running, such as tests."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        from gslbd.cli.commands import run_check
+
+        return run_check(path, allow_no_zones)
+    finally:
+        if was:
+            gc.freeze()
+            gc.enable()
 
 
 if __name__ == "__main__":

@@ -123,7 +123,12 @@ _IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")
 
 def target(node: Node) -> tuple[str, EndpointKind]:
     """Converter: an IP address or an absolute hostname (ending in a dot), with its kind."""
-    text = string(node).strip()
+    return target_text(string(node))
+
+
+def target_text(text: str) -> tuple[str, EndpointKind]:
+    """An IP address or an absolute hostname (ending in a dot), with its kind; raises Invalid."""
+    text = text.strip()
     if _IPV4.match(text):  # the common case, without ipaddress's cost
         return text, EndpointKind.IPV4
     try:

@@ -17,17 +17,34 @@ from __future__ import annotations
 import bisect
 import json
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from operator import itemgetter
 from pathlib import Path
 
+from gslbd.config.fast import fast_service
 from gslbd.config.fields import MapReader, Report, string
 from gslbd.config.loader import Entry, Map, Node, Scalar, Seq
-from gslbd.config.services import ServiceContext, read_service
+from gslbd.config.service_context import ServiceContext
+from gslbd.config.services import read_service
 from gslbd.model.service import Service
 
 KEY = "services_file"
+# Where a key ends (its closing quote, then the colon): at least one per key of the line, so that more
+# keys in the text than in the decoded objects means a key given twice (the located decoder reports it).
+_KEY_END = re.compile(r'"\s*:')
+
+
+# What json.loads runs, without its Python wrapping (made by JSONDecoder.__init__; typeshed lacks it).
+_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _keys(line: str) -> int:
+    """How many keys the JSON text has at least (more when a string holds `":`)."""
+    if " " in line or "\t" in line or "\r" in line:  # JSON's white space may stand before a colon
+        return len(_KEY_END.findall(line))
+    return line.count('":')
 
 
 _Item = tuple[Service, tuple[str, ...]]  # a service and the sites it names (sites_named)
@@ -312,6 +329,14 @@ def _read_line(ctx: ServiceContext, raw: bytes, number: int) -> _Line:
         return _UNREAD
     if not line or line.startswith("#"):
         return None
+    try:  # the C scanner itself: json.loads without its Python wrapping (the line is stripped)
+        plain, end = _SCAN(line, 0)
+    except (ValueError, StopIteration):
+        plain, end = None, 0  # the located decoder below says where and why
+    if type(plain) is dict and end == len(line):
+        fast = fast_service(ctx, plain, _keys(line))
+        if fast is not None:
+            return fast
     try:
         value = _nodes(number).decode(line)
     except ValueError as exc:  # JSONDecodeError included

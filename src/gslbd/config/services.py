@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
-from gslbd.config.checks import CheckRef
+from gslbd.config.fast import fast_service, plain_map
 from gslbd.config.fields import (
     Invalid,
     MapReader,
-    Report,
     as_map,
     boolean,
     enum,
@@ -23,7 +21,8 @@ from gslbd.config.fields import (
 from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.names import in_zone, ip_address, make_name, origin_name, relative_to, target
 from gslbd.config.network import opt_locality
-from gslbd.config.zones import ZoneInfo, reserved_message
+from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
+from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, HttpsRecord, Service, SrvRecord
 from gslbd.model.topology import Locality
@@ -46,21 +45,6 @@ _SERVICE_KEYS = (
     "srv",
 )
 _ENDPOINT_KEYS = ("address", "site", "locality", "weight", "priority", "check", "probe_address", "admin")
-_MAX_EXCHANGE_LABEL = 63 - len("localtargets-")
-
-
-@dataclass(slots=True)
-class ServiceContext:
-    """What services are checked against: the zones, the check profiles, and the known sites."""
-
-    rep: Report
-    zones: list[ZoneInfo]
-    checks: CheckRef
-    this_site: str
-    site_locality: Callable[[str], Locality]
-    peer_sites: set[str]
-    can_locate: bool  # topology networks or a GeoIP database exist
-    sites_used: dict[str, None] = field(default_factory=dict)  # every site named, in first-seen order
 
 
 def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str | None]:
@@ -69,7 +53,7 @@ def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str |
     explicit = r.opt("zone", origin_name)
     if r.has("zone") and explicit is None:
         return None, None
-    served = {z.zone.origin: z for z in ctx.zones}
+    served = served_zones(ctx)
     if explicit is not None and explicit not in served:
         known = ", ".join(sorted(served)) or "none"
         r.error("zone", f"{explicit!r} is not a served zone; served zones: {known}")
@@ -88,31 +72,21 @@ def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str |
     except Invalid as exc:
         r.error("name", exc.message)
         return None, None
-    candidates = [z for z in ctx.zones if in_zone(name, z.zone.origin)]
     if explicit is not None:
-        candidates = [z for z in candidates if z.zone.origin == explicit]
-    if not candidates:
+        found = served[explicit] if in_zone(name, explicit) else None
+    else:
+        found = zone_of(served, name)
+    if found is None:
         where = f"the zone {explicit!r}" if explicit is not None else "any served zone"
         r.error("name", f"{name!r} is not inside {where}")
         return None, None
-    return max(candidates, key=lambda z: len(z.zone.origin)), name
+    return found, name
 
 
 def _check_name(r: MapReader, info: ZoneInfo, name: str) -> bool:
-    origin = info.zone.origin
-    label = relative_to(name, origin)
-    why = reserved_message(name, origin)
-    if name == origin:
-        why = f"a service cannot be the zone apex {origin!r} (it holds SOA and NS)"
-    elif len(label.split(".", 1)[0]) > _MAX_EXCHANGE_LABEL:
-        limit = _MAX_EXCHANGE_LABEL
-        why = f"the first label of {name!r} is longer than {limit} (localtargets-<label> must fit)"
+    why = name_problem(info, name)
     if why is not None:
         r.error("name", why)
-        return False
-    owners = info.owners.get(name)
-    if owners:
-        r.error("name", f"{name!r} is also a static record ({owners[0].record})")
         return False
     return True
 
@@ -322,14 +296,17 @@ def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:
     out: list[Service] = []
     seen: dict[str, str] = {}
     for item, path in root.items("services"):
-        r = as_map(ctx.rep, item, path)
-        if r is None:
-            continue
-        service = read_service(ctx, r)
+        fast = fast_service(ctx, plain_map(item)) if isinstance(item, Map) else None
+        service = fast[0] if fast is not None else None
+        if service is None:
+            r = as_map(ctx.rep, item, path)
+            service = read_service(ctx, r) if r is not None else None
         if service is None:
             continue
         if service.name in seen:
-            r.error("name", f"duplicate service {service.name!r} (also {seen[service.name]})")
+            r = as_map(ctx.rep, item, path)
+            if r is not None:
+                r.error("name", f"duplicate service {service.name!r} (also {seen[service.name]})")
             continue
         seen[service.name] = path
         out.append(service)

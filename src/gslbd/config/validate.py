@@ -20,8 +20,9 @@ from gslbd.config.network import (
     read_topology,
 )
 from gslbd.config.run_as import read_run_as
+from gslbd.config.service_context import ServiceContext
 from gslbd.config.service_file import read_services_file
-from gslbd.config.services import ServiceContext, locality_lookup, read_services
+from gslbd.config.services import locality_lookup, read_services
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.model.config import Config, PeersConfig, SiteConfig
 from gslbd.model.topology import Locality, SiteInfo, Topology
@@ -183,8 +184,12 @@ def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | 
     services = inline + from_file.services if from_file is not None else inline
     if not rep.failed:
         # Every service with locality names, with where to report a clash (its line in the file).
-        readers = [as_map(rep, item, path) for item, path in r.items("services")]
-        named = [(s, m) for s, m in zip(inline, readers, strict=False) if s.locality_names]
+        # (a reader only for those: making one per service costs at 100,000 services)
+        named = [
+            (s, as_map(rep, item, path))
+            for s, (item, path) in zip(inline, r.items("services"), strict=False)
+            if s.locality_names
+        ]
         if from_file is not None:
             file_rep = Report(from_file.source, rep.base_dir)
             named += [

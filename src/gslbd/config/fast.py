@@ -1,0 +1,376 @@
+"""The fast path of service validation: a service in the common shape, from plain values (a decoded JSON
+object, or a YAML mapping made plain) straight to the model, with direct dict access and cheap checks.
+
+It knows a narrow shape: the keys in `_SERVICE_KEYS` and `_ENDPOINT_KEYS` (no `zone`, `locality`,
+`https` or `srv`), `check` only as `none` or the name of a valid profile, and no null values. Whatever
+it does not know, and anything the located validator (config/services.py) would report as an error or a
+warning, makes it give up (None): the caller then validates that service the located way, so every
+problem is still reported at its file:line:field, worded as before. A service it does make is equal
+(==) to the one the located validator makes, with the same effects on the context (the sites named, the
+check profiles used), applied only once it has succeeded. tests/unit/config/test_fast_path.py holds the
+two paths to that, for valid and broken services alike.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gslbd.config.fields import SITE_NAME, TTL_MAX, Invalid
+from gslbd.config.loader import Map, Node, Scalar, Seq
+from gslbd.config.makers import new_endpoint, new_service, plain_endpoint
+from gslbd.config.names import make_name, target_text
+from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
+from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
+from gslbd.model.check import Check
+from gslbd.model.service import Endpoint, Service
+from gslbd.model.topology import Locality
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+
+_SERVICE_KEYS = frozenset(
+    (
+        "name",
+        "policy",
+        "failover_order",
+        "weights",
+        "ttl",
+        "max_answers",
+        "all_down",
+        "fallback",
+        "locality_names",
+        "check",
+        "endpoints",
+    )
+)
+_ENDPOINT_KEYS = frozenset(("address", "site", "weight", "priority", "check", "probe_address", "admin"))
+_POLICIES = {p.value: p for p in PolicyName}
+_ALL_DOWN = {a.value: a for a in AllDown}
+_ADMIN = {a.value: a for a in AdminState}
+_NONE = "none"
+_ABSENT = object()
+_MAX_INT = sys.maxsize
+# An absolute name as check_absolute accepts it, already lower case (a wildcard only as first label).
+_NAME = re.compile(r"(?:\*\.)?(?:[a-z0-9_-]{1,63}\.)+\Z")
+_MAX_NAME = 254
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")  # the normal form, as names.target_text
+_IPV4_KIND = EndpointKind.IPV4
+_HOSTNAME = EndpointKind.HOSTNAME
+_IPV6_KIND = EndpointKind.IPV6
+_OBEY = AdminState.OBEY
+
+FastItem = tuple[Service, tuple[str, ...]]  # a service and the sites it names, in validation order
+
+
+class _Slow(Exception):
+    """The service is not in the shape the fast path knows: validate it the located way."""
+
+
+_SLOW = _Slow()
+
+
+@dataclass(slots=True)
+class FastIndex:
+    """What the fast path looks up, made once per context (which does not change while services are
+    read, except for the sites and profiles used, which the fast path adds to)."""
+
+    served: dict[str, ZoneInfo]
+    single: str | None  # the origin relative names are in (only when there is exactly one zone)
+    profiles: Mapping[str, tuple[Check, str]]
+    this_site: str
+    peer_sites: set[str]
+    can_locate: bool
+    site_of: dict[str, tuple[str, Locality]]  # site names already validated -> (interned, locality)
+    here: tuple[str, Locality]  # this site (the default of an endpoint's site) and its locality
+
+
+def _index(ctx: ServiceContext) -> FastIndex:
+    index = ctx.fast_index
+    if index is None:
+        index = ctx.fast_index = FastIndex(
+            served=served_zones(ctx),
+            single=ctx.zones[0].zone.origin if len(ctx.zones) == 1 else None,
+            profiles=ctx.checks.profiles,
+            this_site=ctx.this_site,
+            peer_sites=ctx.peer_sites,
+            can_locate=ctx.can_locate,
+            site_of={},
+            here=(ctx.this_site, ctx.site_locality(ctx.this_site)),
+        )
+    return index
+
+
+def ipv6_text(text: str) -> str | None:
+    """The text `ipaddress` gives for an IPv6 address in the usual form (hex groups, at most one `::`),
+    made by the C library's inet_pton/inet_ntop (a microsecond, not ipaddress's ten); None for anything
+    else (not IPv6, an embedded IPv4 address or a scope, a form the two libraries could read
+    differently): ask ipaddress then. The two write this form alike: lower case, no leading zeros, the
+    longest run of two or more zero groups (the first of equal runs) as `::`."""
+    if "." in text or "%" in text or ":" not in text:
+        return None
+    try:
+        packed = socket.inet_pton(socket.AF_INET6, text)
+    except (OSError, ValueError):  # ValueError: a NUL, or not ASCII (UnicodeEncodeError)
+        return None
+    if "::" in text:  # ipaddress wants `::` to stand for at least one group
+        groups = text.count(":") - text.startswith("::") - text.endswith("::")
+        if groups > 7:
+            return None
+    out = socket.inet_ntop(socket.AF_INET6, packed)
+    return None if "." in out else out
+
+
+def _target(value: object) -> tuple[str, EndpointKind]:
+    """As names.target: an address (normalized) or a hostname, with its kind."""
+    if type(value) is not str:
+        raise _SLOW
+    if _IPV4.match(value):
+        return value, _IPV4_KIND
+    quick = ipv6_text(value.strip())
+    if quick is not None:
+        return quick, EndpointKind.IPV6
+    try:
+        return target_text(value)
+    except Invalid:
+        raise _SLOW from None
+
+
+def _site_of(ctx: ServiceContext, index: FastIndex, value: object) -> tuple[str, Locality]:
+    """A site name (validated, interned) and its locality."""
+    found = index.site_of.get(value)  # type: ignore[call-overload]  # unhashable: TypeError
+    if found is None:
+        if type(value) is not str or not SITE_NAME.match(value):
+            raise _SLOW
+        site = sys.intern(value)
+        found = index.site_of[site] = (site, ctx.site_locality(site))
+    return found  # type: ignore[no-any-return]
+
+
+def _int(value: object, lo: int, hi: int) -> int:
+    if type(value) is not int or not lo <= value <= hi:
+        raise _SLOW
+    return value
+
+
+def _check(index: FastIndex, value: object, used: list[str]) -> Check | None:
+    """A `check:` value: `none`, or the name of a valid profile (recorded in `used`)."""
+    if type(value) is not str:
+        raise _SLOW
+    if value == _NONE:
+        return None
+    found = index.profiles.get(value)
+    if found is None:
+        raise _SLOW
+    used.append(value)
+    return found[0]
+
+
+def _name(index: FastIndex, value: object) -> tuple[str, ZoneInfo]:
+    """(the absolute name, its zone), when it can be a service."""
+    if type(value) is not str:
+        raise _SLOW
+    name = value.lower()
+    if not _NAME.match(name) or len(name) > _MAX_NAME:
+        text = value.strip()
+        absolute = text.endswith(".")
+        if text == "@" or (not absolute and index.single is None):
+            raise _SLOW
+        try:
+            name = make_name(text, None if absolute else index.single, wildcard=True)
+        except Invalid:
+            raise _SLOW from None
+    info = zone_of(index.served, name)
+    if info is None or name == info.zone.origin or name in info.owners:
+        raise _SLOW  # outside every zone; the apex; a static record's name
+    first = name[: name.find(".")]
+    if len(first) > MAX_EXCHANGE_LABEL or first.startswith(RESERVED_PREFIXES):
+        raise _SLOW
+    return name, info
+
+
+def _endpoint(
+    ctx: ServiceContext,
+    index: FastIndex,
+    item: dict[str, object],
+    name: str,
+    default: Check | None,
+    used: list[str],
+) -> Endpoint:
+    """An endpoint with more than an address and a site."""
+    if not _ENDPOINT_KEYS.issuperset(item):
+        raise _SLOW
+    address, kind = _target(item.get("address"))
+    site, locality = _site_of(ctx, index, item["site"]) if "site" in item else index.here
+    probe: str | None = None
+    if "probe_address" in item:
+        probe, probe_kind = _target(item["probe_address"])
+        if probe_kind is _HOSTNAME:
+            raise _SLOW
+    admin = _ADMIN.get(item["admin"]) if "admin" in item else _OBEY  # type: ignore[call-overload]
+    if admin is None:
+        raise _SLOW
+    return new_endpoint(
+        name,
+        address,
+        kind,
+        site,
+        locality,
+        _int(item["weight"], 0, 1000) if "weight" in item else 1,
+        _int(item["priority"], 0, _MAX_INT) if "priority" in item else 0,
+        _check(index, item["check"], used) if "check" in item else default,
+        probe,
+        admin,
+    )
+
+
+def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> FastItem:
+    if not _SERVICE_KEYS.issuperset(obj):
+        raise _SLOW
+    index = ctx.fast_index or _index(ctx)
+    name, info = _name(index, obj.get("name"))
+    get = obj.get
+    policy = _POLICIES.get(get("policy", "round_robin"))  # type: ignore[call-overload]
+    all_down = _ALL_DOWN.get(get("all_down", "serve_all"))  # type: ignore[call-overload]
+    locality_names = get("locality_names", False)
+    if policy is None or all_down is None or type(locality_names) is not bool:
+        raise _SLOW
+    if locality_names and name.startswith("*."):
+        raise _SLOW  # an error: a wildcard service has no locality names
+    named: list[str] = []
+    order: tuple[str, ...] = ()
+    if "failover_order" in obj:
+        given = obj["failover_order"]
+        if policy is not PolicyName.FAILOVER or type(given) is not list or not given:
+            raise _SLOW
+        order = tuple([_site_of(ctx, index, site)[0] for site in given])
+        if len(set(order)) != len(order):
+            raise _SLOW
+        named += order
+    weights: tuple[tuple[str, int], ...] | None = None
+    if "weights" in obj:
+        given = obj["weights"]
+        if policy is not PolicyName.WEIGHTED or type(given) is not dict or not given:
+            raise _SLOW
+        weights = tuple(
+            [(_site_of(ctx, index, site)[0], _int(weight, 0, 1000)) for site, weight in given.items()]
+        )
+        if not any(weight for _, weight in weights):
+            raise _SLOW  # a warning: every weight is 0
+        named += [site for site, _ in weights]
+    used: list[str] = []
+    default = _check(index, obj["check"], used) if "check" in obj else None
+    items = get("endpoints", [])
+    if type(items) is not list:
+        raise _SLOW
+    endpoints: list[Endpoint] = []
+    hostnames = 0
+    key_count = len(obj)
+    site_of = index.site_of
+    ipv4 = _IPV4.match
+    add = endpoints.append
+    for item in items:
+        if type(item) is not dict:
+            raise _SLOW
+        size = len(item)
+        key_count += size
+        address: object = item.get("address")
+        if size <= 2 and type(address) is str and (size == 1 or "site" in item):  # the common shape
+            if ipv4(address):
+                kind = _IPV4_KIND
+            else:
+                quick = ipv6_text(address)
+                if quick is None:
+                    add(_endpoint(ctx, index, item, name, default, used))
+                    hostnames += endpoints[-1].kind is _HOSTNAME
+                    continue
+                address, kind = quick, _IPV6_KIND
+            found = (
+                (site_of.get(item["site"]) or _site_of(ctx, index, item["site"])) if size == 2 else index.here
+            )
+            add(plain_endpoint(name, address, kind, found, default))
+        else:
+            add(_endpoint(ctx, index, item, name, default, used))
+            hostnames += endpoints[-1].kind is _HOSTNAME
+    addresses = {e.address for e in endpoints}
+    have = dict.fromkeys([e.site for e in endpoints])  # the sites of the endpoints, in order
+    if len(addresses) != len(endpoints):
+        raise _SLOW  # an error: a duplicate address
+    if 0 < hostnames < len(endpoints) or not (endpoints or index.peer_sites):
+        raise _SLOW  # warnings: hostnames mixed with addresses; no endpoints
+    if named and not all(site in have or site in index.peer_sites for site in named):
+        raise _SLOW  # a warning: no endpoint has a site of failover_order or weights
+    if locality_names and not any(e.locality.region for e in endpoints):
+        raise _SLOW  # a warning: no locality names are made
+    if policy is PolicyName.GEO and not index.can_locate:
+        raise _SLOW  # a warning: nothing locates clients
+    fallback: tuple[str, ...] = ()
+    if "fallback" in obj or all_down is AllDown.FALLBACK:
+        fallback = _fallback(obj.get("fallback"), all_down)
+    if keys is not None and keys != key_count + (len(weights) if weights else 0):
+        raise _SLOW  # the text has more keys than the object: a key given twice
+    origin = info.zone.origin
+    service = new_service(
+        name,
+        origin,
+        name[: len(name) - len(origin) - 1] if origin != "." else name[:-1],
+        policy,
+        order,
+        weights,
+        _int(obj["ttl"], 0, TTL_MAX) if "ttl" in obj else info.zone.ttl,
+        _int(obj["max_answers"], 1, _MAX_INT) if "max_answers" in obj else 8,
+        all_down,
+        fallback,
+        locality_names,
+        tuple(endpoints),
+        None,
+        None,
+    )
+    sites = have
+    if named:  # every site named, in the located validator's order
+        sites = dict.fromkeys(named)
+        sites.update(have)
+    used_sites = ctx.sites_used
+    if not used_sites.keys() >= sites.keys():  # only now that the service is made: its effects
+        for site in sites:
+            used_sites.setdefault(site)
+    if used:
+        ctx.checks.used.update(used)
+    return service, tuple(sites)
+
+
+def _fallback(value: object, all_down: AllDown) -> tuple[str, ...]:
+    if all_down is not AllDown.FALLBACK or type(value) is not list or not value:
+        raise _SLOW  # an error (none with all_down: fallback) or a warning (unused)
+    found = [_target(item) for item in value]
+    if len(found) > 1 and any(kind is _HOSTNAME for _, kind in found):
+        raise _SLOW
+    return tuple(dict.fromkeys(address for address, _ in found))
+
+
+def fast_service(ctx: ServiceContext, obj: dict[str, object], keys: int | None = None) -> FastItem | None:
+    """The service `obj` gives and the sites it names, or None when it must be validated the located
+    way (nothing is changed then). `keys`: how many keys the text of `obj` has at least, when duplicate
+    keys may have been dropped by the decoder (JSON): the service is made only when the object has them
+    all."""
+    try:
+        return _service(ctx, obj, keys)
+    except (_Slow, TypeError):  # TypeError: an unhashable value looked up (a list as a policy)
+        return None
+
+
+def plain_map(node: Map) -> dict[str, object]:
+    """A marked YAML mapping as plain values (its keys are unique already)."""
+    return {entry.key: _plain(entry.value) for entry in node.entries}
+
+
+def _plain(node: Node) -> object:
+    if type(node) is Scalar:
+        return node.value
+    if type(node) is Map:
+        return {entry.key: _plain(entry.value) for entry in node.entries}
+    if type(node) is Seq:
+        return [_plain(item) for item in node.items]
+    return _ABSENT

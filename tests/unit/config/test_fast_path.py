@@ -1,0 +1,434 @@
+"""The fast path of service validation (config/fast.py) against the located validator: for valid and
+broken services alike, a service the fast path makes is the very service the located validator makes
+(with no problem at all), and a whole configuration gives the same Config and the same located problems
+with the fast path as without it, inline (YAML) and in a services file (JSON Lines)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gslbd.config import check_config, check_config_text, service_file, services, validate
+from gslbd.config.fast import fast_service, ipv6_text
+from gslbd.config.fields import MapReader, Report
+from gslbd.config.loader import Map
+from gslbd.config.service_context import ServiceContext
+from gslbd.config.service_file import forget, sites_named
+from gslbd.errors import Problem
+from gslbd.model.config import Config
+from gslbd.model.service import Service
+
+BASE = """\
+site: {name: eu, locality: {region: europe-west1}}
+sites:
+  us: {locality: {region: us-east1, zone: us-east1-b}}
+  ap: {}
+zones:
+  - origin: gslb.example.com.
+    ttl: 60
+    nameservers: [{name: ns1, address: 127.0.0.2}]
+    records: [{name: static, type: A, value: 192.0.2.200}]
+  - origin: deep.gslb.example.com.
+    nameservers: [{name: ns1.gslb.example.com.}]
+checks:
+  web: {type: http, port: 8080}
+topology:
+  networks: [{cidr: 10.1.0.0/16, site: eu}]
+"""
+BROKEN_PROFILE = BASE.replace("checks:\n", "checks:\n  broken: {type: http, port: 0}\n")
+ONE_ZONE = """\
+site: {name: eu}
+zones:
+  - origin: gslb.example.com.
+    nameservers: [{name: ns1, address: 127.0.0.2}]
+peers:
+  sites: [{name: far, nameservers: ['127.0.0.3:53']}]
+"""
+
+SITES = ["eu", "us", "ap"]
+BAD_SITES = ["zz", "EU", "bad site", "", 7, None]
+NAMES = [
+    "s1.gslb.example.com.",
+    "S2.Gslb.Example.COM.",
+    "*.apps.gslb.example.com.",
+    "x.deep.gslb.example.com.",
+]
+BAD_NAMES = [
+    "s4",
+    " s3.gslb.example.com. ",
+    "a.*.gslb.example.com.",
+    "deep.gslb.example.com.",
+    "gslb.example.com.",
+    "static.gslb.example.com.",
+    "localtargets-a.gslb.example.com.",
+    "elsewhere.example.org.",
+    "a" * 60 + ".gslb.example.com.",
+    "bad_name!.gslb.example.com.",
+    "@",
+    "",
+    5,
+    None,
+]
+GOOD_ADDRESSES = st.one_of(
+    st.ip_addresses(v=4).map(str),
+    st.ip_addresses(v=6).map(str),
+    st.ip_addresses(v=6).map(lambda a: a.exploded),
+    st.sampled_from(["192.0.2.1", "2001:db8::0:1", "::1:2:3:4:5:6:7"]),
+)
+HOSTNAMES = st.sampled_from(["a.example.net.", "b.example.net.", "Host.Example.NET."])
+BAD_ADDRESSES = st.one_of(
+    st.ip_addresses(v=6).map(lambda a: str(a).upper()),
+    st.sampled_from(
+        [" 192.0.2.2", "010.0.0.1", "::ffff:192.0.2.1", "fe80::1%eth0", "host", ".", "", "1.2.3.4.5"]
+    ),
+    st.sampled_from([None, 42, ["192.0.2.1"]]),
+)
+BAD_INTS = st.sampled_from([-1, 1001, True, 2**31, 2**63, 1.5, "5", "5m", None])
+BAD_CHECKS = st.sampled_from(["broken", "nope", {"type": "tcp", "port": 80}, 3, None])
+POLICIES = ["round_robin", "failover", "weighted", "geo", "random", "hash"]
+
+
+@st.composite
+def endpoints(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid endpoint (against BASE), or with one mutation."""
+    out: dict[str, Any] = {"address": draw(GOOD_ADDRESSES | GOOD_ADDRESSES | HOSTNAMES)}
+    if draw(st.booleans()):
+        out["site"] = draw(st.sampled_from(SITES))
+    optional = {
+        "weight": st.integers(0, 1000),
+        "priority": st.integers(0, 10),
+        "check": st.sampled_from(["none", "web"]),
+        "probe_address": GOOD_ADDRESSES,
+        "admin": st.sampled_from(["obey", "up", "down"]),
+    }
+    for key, values in optional.items():
+        if draw(st.integers(0, 4)) == 0:
+            out[key] = draw(values)
+    mutations = {
+        "address": st.one_of(BAD_ADDRESSES, HOSTNAMES),
+        "site": st.sampled_from(BAD_SITES),
+        "weight": BAD_INTS,
+        "priority": BAD_INTS,
+        "check": BAD_CHECKS,
+        "probe_address": st.one_of(BAD_ADDRESSES, HOSTNAMES),
+        "admin": st.sampled_from(["bogus", "drain", None, 1]),
+        "locality": st.sampled_from([{"region": "r1"}, {}, "r1"]),
+        "wieght": st.just(1),
+    }
+    if draw(st.integers(0, 20)) == 0:
+        key = draw(st.sampled_from(sorted(mutations)))
+        out[key] = draw(mutations[key])
+    if draw(st.integers(0, 50)) == 0:
+        out.pop("address")
+    return out
+
+
+@st.composite
+def service_objects(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid service (against BASE), or with one or two mutations; its endpoints may have theirs."""
+    policy = draw(st.sampled_from(POLICIES))
+    out: dict[str, Any] = {"name": draw(st.sampled_from(NAMES))}
+    if policy != "round_robin" or draw(st.booleans()):
+        out["policy"] = policy
+    items = draw(st.lists(endpoints(), min_size=1, max_size=5, unique_by=lambda e: str(e.get("address"))))
+    used = sorted({item.get("site", "eu") for item in items if item.get("site", "eu") in SITES} or {"eu"})
+    if policy == "failover":
+        out["failover_order"] = draw(st.lists(st.sampled_from(used), min_size=1, max_size=3, unique=True))
+    if policy == "weighted":
+        out["weights"] = draw(
+            st.dictionaries(st.sampled_from(used), st.integers(0, 2) | st.integers(0, 1000), min_size=1)
+        )
+    optional = {
+        "ttl": st.integers(0, 3600),
+        "max_answers": st.integers(1, 16),
+        "all_down": st.sampled_from(["serve_all", "nxdomain", "servfail", "nodata"]),
+        "locality_names": st.booleans(),
+        "check": st.sampled_from(["none", "web"]),
+    }
+    for key, values in optional.items():
+        if draw(st.integers(0, 3)) == 0:
+            out[key] = draw(values)
+    if draw(st.integers(0, 6)) == 0:
+        out["all_down"] = "fallback"
+        out["fallback"] = draw(
+            st.one_of(st.lists(GOOD_ADDRESSES, min_size=1, max_size=3), HOSTNAMES.map(lambda host: [host]))
+        )
+    out["endpoints"] = items
+    mutations = {
+        "name": st.sampled_from(BAD_NAMES),
+        "policy": st.sampled_from([*POLICIES, "nope", 1, None]),
+        "failover_order": st.one_of(st.lists(st.sampled_from(SITES + BAD_SITES), max_size=4), st.just("eu")),
+        "weights": st.one_of(
+            st.dictionaries(
+                st.sampled_from(["eu", "us", "zz", "B!"]), st.one_of(st.integers(0, 2), BAD_INTS)
+            ),
+            st.just([1]),
+        ),
+        "ttl": st.one_of(BAD_INTS, st.just(2**31)),
+        "max_answers": st.one_of(BAD_INTS, st.just(0)),
+        "all_down": st.sampled_from(["fallback", "x", None]),
+        "fallback": st.one_of(
+            st.lists(st.one_of(GOOD_ADDRESSES, BAD_ADDRESSES, HOSTNAMES), max_size=3), HOSTNAMES
+        ),
+        "locality_names": st.sampled_from(["yes", None, True]),
+        "check": BAD_CHECKS,
+        "zone": st.sampled_from(["gslb.example.com.", "deep.gslb.example.com", "nope."]),
+        "https": st.just({"alpn": ["h2"]}),
+        "srv": st.just({"name": "_http._tcp", "port": 443}),
+        "extra": st.just(1),
+        "endpoints": st.one_of(
+            st.sampled_from([[], None, {}, "x"]),
+            GOOD_ADDRESSES.map(lambda a: [{"address": a}, {"address": a}]),
+            st.tuples(GOOD_ADDRESSES, HOSTNAMES).map(lambda p: [{"address": p[0]}, {"address": p[1]}]),
+        ),
+    }
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+        key = draw(st.sampled_from(sorted(mutations)))
+        out[key] = draw(mutations[key])
+    if draw(st.integers(0, 30)) == 0:
+        out.pop(draw(st.sampled_from(sorted(out))))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    forget()
+    yield
+    forget()
+
+
+def context(base: str = BASE) -> ServiceContext:
+    """The context services of `base` are validated in (as build_config makes it)."""
+    made: list[ServiceContext] = []
+    original = validate.read_services
+
+    def capture(ctx: ServiceContext, root: MapReader) -> list[Service]:
+        made.append(ctx)
+        return original(ctx, root)
+
+    validate.read_services = capture
+    try:
+        check_config_text(base, "gslbd.yaml")
+    finally:
+        validate.read_services = original
+    return made[0]
+
+
+def located(ctx: ServiceContext, obj: object) -> tuple[Service | None, list[Problem]]:
+    """The located validator's verdict on one service, as the services file decodes it."""
+    node = service_file._nodes(1).decode(json.dumps(obj))
+    assert isinstance(node, Map)
+    ctx.rep = Report("services.jsonl", Path("."))
+    service = services.read_service(ctx, MapReader(ctx.rep, node, "", 1))
+    return service, ctx.rep.problems
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(service_objects(), st.sampled_from([BASE, BROKEN_PROFILE, ONE_ZONE]))
+def test_a_service_the_fast_path_makes_is_the_located_validators_without_a_problem(
+    obj: dict[str, Any], base: str
+) -> None:
+    fast_ctx, slow_ctx = context(base), context(base)
+    sites_before, used_before = dict(fast_ctx.sites_used), set(fast_ctx.checks.used)
+    fast = fast_service(fast_ctx, obj)
+    slow, problems = located(slow_ctx, obj)
+    if fast is None:  # given up: nothing of the context is changed
+        assert fast_ctx.sites_used == sites_before and list(fast_ctx.sites_used) == list(sites_before)
+        assert fast_ctx.checks.used == used_before
+        return
+    assert problems == []
+    assert fast[0] == slow
+    assert slow is not None and fast[1] == sites_named(slow)
+    assert list(fast_ctx.sites_used) == list(slow_ctx.sites_used)
+    assert fast_ctx.checks.used == slow_ctx.checks.used
+
+
+@pytest.mark.parametrize("policy", ["round_robin", "failover", "weighted", "geo", "random", "hash"])
+def test_the_common_shape_takes_the_fast_path(policy: str) -> None:
+    obj: dict[str, Any] = {"name": "s1.gslb.example.com.", "policy": policy, "check": "none"}
+    if policy == "failover":
+        obj["failover_order"] = ["eu", "us", "ap"]
+    if policy == "weighted":
+        obj["weights"] = {"eu": 70, "us": 20, "ap": 10}
+    obj["endpoints"] = [
+        {"address": "10.10.0.1", "site": "eu"},
+        {"address": "10.11.0.1", "site": "us"},
+        {"address": "10.12.0.1", "site": "ap"},
+        {"address": "2001:db8::0:1", "site": "eu"},
+    ]
+    fast = fast_service(context(), obj)
+    assert fast is not None
+    assert fast[0] == located(context(), obj)[0]
+
+
+EP = [{"address": "192.0.2.1", "site": "us"}]
+TO_DEFER = [
+    ({"policy": "geo", "endpoints": EP}, ONE_ZONE, "geo policy, but topology has no networks"),
+    ({"fallback": ["192.0.2.9"], "endpoints": EP}, BASE, "fallback is only used with all_down: fallback"),
+    ({"all_down": "fallback", "endpoints": EP}, BASE, "required when all_down is fallback"),
+    ({"policy": "weighted", "weights": {"us": 0}, "endpoints": EP}, BASE, "every weight is 0"),
+    ({"weights": {"us": 1}, "endpoints": EP}, BASE, "weights are only used by the weighted policy"),
+    (
+        {"policy": "failover", "failover_order": ["us", "ap"], "endpoints": EP},
+        BASE,
+        "no endpoint has site 'ap'",
+    ),
+    (
+        {"policy": "failover", "failover_order": ["us", "us"], "endpoints": EP},
+        BASE,
+        "site 'us' is listed twice",
+    ),
+    ({"endpoints": [*EP, {"address": "a.example.net."}]}, BASE, "mixes hostname and IP endpoints"),
+    ({"endpoints": [*EP, {"address": "192.0.2.1"}]}, BASE, "duplicate endpoint address 192.0.2.1"),
+    ({"endpoints": []}, BASE, "the service has no endpoints"),
+    (
+        {"locality_names": True, "endpoints": [{"address": "192.0.2.1", "site": "ap"}]},
+        BASE,
+        "no endpoint has a region",
+    ),
+    ({"name": "static.gslb.example.com.", "endpoints": EP}, BASE, "is also a static record"),
+    (
+        {"name": "S1.gslb.example.com", "endpoints": EP},
+        BASE,
+        "relative name 'S1.gslb.example.com' needs a zone",
+    ),
+    ({"endpoints": [{"address": "192.0.2.1", "check": "nope"}]}, BASE, "unknown check profile 'nope'"),
+    ({"endpoints": [{"address": "192.0.2.1", "weight": True}]}, BASE, "expected an integer, got true"),
+    ({"ttl": "5m", "endpoints": EP}, BASE, None),  # valid, but a duration the fast path leaves to the other
+]
+
+
+@pytest.mark.parametrize(("given", "base", "problem"), TO_DEFER)
+def test_what_the_located_validator_would_report_takes_the_located_path(
+    given: dict[str, Any], base: str, problem: str | None
+) -> None:
+    obj = {"name": "s1.gslb.example.com.", **given}
+    assert fast_service(context(base), obj) is None
+    _, problems = located(context(base), obj)
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p.message for p in problems), problems
+
+
+def test_a_key_given_twice_takes_the_located_path() -> None:
+    obj = {"name": "s1.gslb.example.com.", "endpoints": [{"address": "192.0.2.1"}]}
+    assert fast_service(context(), obj, 3) is not None  # name, endpoints, address
+    assert fast_service(context(), obj, 4) is None  # the text has one key more than the object
+
+
+SIX = st.sampled_from(["0", "1", "a", "F", "ffff", "0db8", "00000"])
+
+
+@given(
+    st.one_of(
+        st.ip_addresses(v=6).map(str),
+        st.ip_addresses(v=6).map(lambda a: a.exploded.upper()),
+        st.lists(SIX, min_size=1, max_size=9).map(":".join),
+        st.tuples(st.lists(SIX, max_size=8), st.lists(SIX, max_size=8)).map(
+            lambda p: ":".join(p[0]) + "::" + ":".join(p[1])
+        ),
+        st.text("0123456789abcdefABCDEF:.%", max_size=40),
+    )
+)
+def test_ipv6_text_is_what_ipaddress_writes(text: str) -> None:
+    quick = ipv6_text(text)
+    if quick is not None:
+        assert quick == str(ipaddress.IPv6Address(text))
+
+
+# The whole configuration, with and without the fast path.
+
+
+def no_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(services, "fast_service", lambda *args: None)
+    monkeypatch.setattr(service_file, "fast_service", lambda *args: None)
+
+
+def both_ways(
+    monkeypatch: pytest.MonkeyPatch, load: Any
+) -> tuple[tuple[Config | None, list[Problem]], tuple[Config | None, list[Problem]]]:
+    forget()
+    fast = load()
+    forget()
+    with monkeypatch.context() as m:
+        no_fast_path(m)
+        slow = load()
+    forget()
+    return fast, slow
+
+
+def inline_yaml(objs: list[dict[str, Any]]) -> str:
+    return BASE + "services:\n" + "".join(f"  - {json.dumps(obj)}\n" for obj in objs)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(service_objects(), min_size=1, max_size=4))
+def test_inline_services_give_the_same_config_and_problems_either_way(
+    monkeypatch: pytest.MonkeyPatch, objs: list[dict[str, Any]]
+) -> None:
+    text = inline_yaml(objs)
+    fast, slow = both_ways(monkeypatch, lambda: check_config_text(text, "gslbd.yaml"))
+    assert [str(p) for p in fast[1]] == [str(p) for p in slow[1]]
+    assert fast[0] == slow[0]
+
+
+LINES = st.one_of(
+    service_objects().map(lambda obj: json.dumps(obj, separators=(",", ":"))),
+    service_objects().map(json.dumps),
+    st.sampled_from(
+        [
+            '{"name":"d1.gslb.example.com.","name":"d2.gslb.example.com.","endpoints":[{"address":"192.0.2.1"}]}',
+            '{"name": "d3.gslb.example.com.", "endpoints": [{"address": "192.0.2.1", "address" : "::1"}]}',
+            '{"name":"d4.gslb.example.com.","endpoints":[{"address":"192.0.2.1"}],"x\\":":1}',
+            '{"name":"s1.gslb.example.com.","endpoints":[{"address":"192.0.2.9"}]}',
+            "",
+            "# a comment",
+            "[1]",
+            "{not json",
+        ]
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(LINES, min_size=1, max_size=5), st.booleans())
+def test_a_services_file_gives_the_same_config_and_problems_either_way(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, lines: list[str], inline: bool
+) -> None:
+    folder = tmp_path_factory.mktemp("fast")
+    (folder / "services.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    main = inline_yaml([{"name": "s1.gslb.example.com.", "endpoints": [{"address": "192.0.2.8"}]}])
+    path = folder / "gslbd.yaml"
+    path.write_text((main if inline else BASE) + "services_file: services.jsonl\n", encoding="utf-8")
+    path.chmod(0o600)
+    fast, slow = both_ways(monkeypatch, lambda: check_config(path))
+    assert [str(p) for p in fast[1]] == [str(p) for p in slow[1]]
+    assert fast[0] == slow[0]
+
+
+def test_a_reload_keeps_the_very_objects_of_unchanged_lines(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"name": f"s{i}.gslb.example.com.", "endpoints": [{"address": f"192.0.2.{i}"}]})
+        for i in range(1, 6)
+    ]
+    jsonl = tmp_path / "services.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = tmp_path / "gslbd.yaml"
+    path.write_text(BASE + "services_file: services.jsonl\n", encoding="utf-8")
+    path.chmod(0o600)
+    first, _ = check_config(path)
+    lines[2] = json.dumps({"name": "s3.gslb.example.com.", "endpoints": [{"address": "192.0.2.99"}]})
+    jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    second, _ = check_config(path)
+    assert first is not None and second is not None
+    kept = [a is b for a, b in zip(first.services, second.services, strict=True)]
+    assert kept == [True, True, False, True, True]
+    assert second.services[2].endpoints[0].address == "192.0.2.99"
