@@ -42,7 +42,7 @@ from gslbd.answer.view import (
 )
 from gslbd.cow import CowMap
 from gslbd.model.config import Config
-from gslbd.model.service import Service
+from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
 from gslbd.policy import PolicyEnv
 from gslbd.state.snapshot import Snapshot
@@ -217,9 +217,21 @@ def service_inputs(service: Service, snapshot: Snapshot) -> tuple[object, ...]:
     """Everything of a snapshot that a service's names depend on: the verdict and admin override of
     each configured endpoint, and the endpoints peers publish for it (with theirs)."""
     learned = snapshot.peer_endpoints.get(service.name, ())
+    if snapshot.plain:  # no verdict, no override: the same value for every service of this size
+        return _plain_inputs(len(service.endpoints) + len(learned), learned)
     health, admin = snapshot.health, snapshot.admin
     keys = [e.key for e in service.endpoints] + [e.key for e in learned]
     return (tuple(health.get(k) for k in keys), tuple(admin.get(k) for k in keys), learned)
+
+
+def _plain_inputs(count: int, learned: tuple[Endpoint, ...]) -> tuple[object, ...]:
+    nones = _NONES.get(count)
+    if nones is None:
+        nones = _NONES.setdefault(count, (None,) * count)
+    return (nones, nones, learned)
+
+
+_NONES: dict[int, tuple[None, ...]] = {}
 
 
 def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
