@@ -41,7 +41,7 @@ from gslbd.cluster.url import parse_target
 from gslbd.cow import CowMap
 from gslbd.errors import ConfigError, Problem
 from gslbd.exchange.notify import notify_sources
-from gslbd.gcpause import collector_paused
+from gslbd.gcpause import collector_paused, keep_long_lived
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.policy import PolicyEnv
@@ -329,10 +329,11 @@ class GenerationBuilder:
             counts = CowMap(
                 (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in config.services
             )
+            publication = published(config, snapshot)
+            if len(view.names) > self._eager_names:  # millions of objects that live on (gcpause.py)
+                keep_long_lived()
         self._answers = answers
-        return _generation(
-            previous, resolved, snapshot, view, table, counts, None, published(config, snapshot)
-        )
+        return _generation(previous, resolved, snapshot, view, table, counts, None, publication)
 
     def _incremental(
         self, previous: Generation, snapshot: Snapshot, touched: Collection[str] | None

@@ -21,10 +21,14 @@ from gslbd.config.overrides import apply_overrides
 from gslbd.config.protect import secret_warnings
 from gslbd.config.validate import build_config
 from gslbd.errors import ConfigError, Problem
-from gslbd.gcpause import collector_paused
+from gslbd.gcpause import collector_paused, keep_long_lived
 from gslbd.model.config import Config
 
 log = logging.getLogger(__name__)
+
+# A config with more services than this is frozen out of the collector's reach once loaded: at 100,000
+# services a full collection over what loading made pauses the process for seconds.
+LARGE_CONFIG = 10_000
 
 
 def _order(problems: list[Problem]) -> list[Problem]:
@@ -73,6 +77,8 @@ def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Prob
         return None, [Problem(source, None, "", f"cannot read the configuration: {why}")]
     with collector_paused():
         config, problems, tree = _check(text, source, Path(path).resolve().parent)
+        if config is not None and len(config.services) > LARGE_CONFIG:
+            keep_long_lived()  # millions of objects that live on (gcpause.py)
     if config is not None:
         problems += secret_warnings(source, Path(path), tree, config)
     return config, problems
