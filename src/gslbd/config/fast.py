@@ -24,28 +24,16 @@ from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.makers import new_endpoint, new_service, plain_endpoint
 from gslbd.config.names import make_name, target_text
 from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
+from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
 
-_SERVICE_KEYS = frozenset(
-    (
-        "name",
-        "policy",
-        "failover_order",
-        "weights",
-        "ttl",
-        "max_answers",
-        "all_down",
-        "fallback",
-        "locality_names",
-        "check",
-        "endpoints",
-    )
-)
-_ENDPOINT_KEYS = frozenset(("address", "site", "weight", "priority", "check", "probe_address", "admin"))
+# The located validator's keys but those the fast path leaves to it.
+_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {"zone", "https", "srv"}
+_ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality"}
 _POLICIES = {p.value: p for p in PolicyName}
 _ALL_DOWN = {a.value: a for a in AllDown}
 _ADMIN = {a.value: a for a in AdminState}

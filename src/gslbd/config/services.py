@@ -22,29 +22,12 @@ from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.names import in_zone, ip_address, make_name, origin_name, relative_to, target
 from gslbd.config.network import opt_locality
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
+from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, HttpsRecord, Service, SrvRecord
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
-
-_SERVICE_KEYS = (
-    "name",
-    "zone",
-    "policy",
-    "failover_order",
-    "weights",
-    "ttl",
-    "max_answers",
-    "all_down",
-    "fallback",
-    "locality_names",
-    "check",
-    "endpoints",
-    "https",
-    "srv",
-)
-_ENDPOINT_KEYS = ("address", "site", "locality", "weight", "priority", "check", "probe_address", "admin")
 
 
 def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str | None]:
@@ -126,7 +109,7 @@ def _weights(r: MapReader) -> tuple[tuple[str, int], ...] | None:
 def _read_endpoint(
     ctx: ServiceContext, r: MapReader, service: str, default_check: Check | None
 ) -> Endpoint | None:
-    r.check_keys(_ENDPOINT_KEYS)
+    r.check_keys(ENDPOINT_KEYS)
     found = r.req("address", target)
     site = r.get("site", site_name, ctx.this_site)
     ctx.sites_used.setdefault(site)
@@ -207,7 +190,7 @@ def _site_warnings(
 
 
 def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
-    r.check_keys(_SERVICE_KEYS)
+    r.check_keys(SERVICE_KEYS)
     info, name = _zone_for(ctx, r)
     ok = info is not None and name is not None and _check_name(r, info, name)
     policy = r.get("policy", enum(PolicyName, "policy"), PolicyName.ROUND_ROBIN)
