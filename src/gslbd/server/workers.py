@@ -109,11 +109,11 @@ def _pack_delta(
     services: Mapping[str, Service],
     snapshot: Snapshot,
     touched: Collection[str],
-    change: tuple[ServiceDiff, Sequence[str], Sequence[str]] | None = None,
+    change: tuple[ServiceDiff, Splice | None] | None = None,
 ) -> bytes:
     """The entries of the `touched` services (`services`: the config's by name); with `change`, the
-    services that differ from the worker's config: the diff, and the service names in config order
-    before and after."""
+    services that differ from the worker's config: the diff, and how the order changed (None: it
+    did not)."""
     health: dict[Any, bool | None] = {}
     admin: dict[Any, Any] = {}
     peers: dict[str, Any] = {}
@@ -127,8 +127,7 @@ def _pack_delta(
             admin[ep.key] = snapshot.admin.get(ep.key)
     update = _Delta(snapshot.version, snapshot.evaluated_at, health, admin, peers, tuple(touched))
     if change is not None:
-        diff, before, after = change
-        order = _splice(before, after) if diff.added or diff.removed else None
+        diff, order = change
         update = replace(
             update,
             services={name: diff.new[name] for name in diff.touched},
@@ -139,7 +138,10 @@ def _pack_delta(
     return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _splice(before: Sequence[str], after: Sequence[str]) -> tuple[int, int, tuple[str, ...]]:
+Splice = tuple[int, int, tuple[str, ...]]  # names[start:stop] become these
+
+
+def _splice(before: Sequence[str], after: Sequence[str]) -> Splice:
     """(start, stop, names): `after` is `before` with before[start:stop] replaced by `names`."""
     end = min(len(before), len(after))
     start = 0
@@ -152,21 +154,35 @@ def _splice(before: Sequence[str], after: Sequence[str]) -> tuple[int, int, tupl
 
 
 class _Services:
-    """A worker's services by name and in config order, to apply a `_Delta` that changes them."""
+    """A config's services by name and in config order, kept the same on both ends of the pipe: the
+    parent finds what a reload changed against it, a worker applies what the parent sent."""
 
     def __init__(self, config: Config) -> None:
         self.by_name = {s.name: s for s in config.services}
         self.names = [s.name for s in config.services]
 
+    def change(self, new: Mapping[str, Service], removed: Collection[str], order: Splice | None) -> None:
+        """Services set (`new`) and gone (`removed`), and how the order changed (None: it did not)."""
+        for name in removed:
+            self.by_name.pop(name, None)
+        self.by_name.update(new)
+        if order is not None:
+            start, stop, names = order
+            self.names[start:stop] = names
+
+    def diff(self, config: Config, services: Mapping[str, Service]) -> tuple[ServiceDiff, Splice | None]:
+        """How `config` (its services by name: `services`) differs from these, which it then becomes."""
+        diff = diff_services(self.by_name, services)
+        order = None
+        if diff.added or diff.removed:
+            order = _splice(self.names, [s.name for s in config.services])
+        self.change({name: diff.new[name] for name in diff.touched}, diff.removed, order)
+        return diff, order
+
     def apply(self, config: Config, delta: _Delta) -> tuple[Config, ServiceDiff]:
         """`config` with the delta's services, and how they differ (for AnswerBuilder.rebase)."""
         assert delta.services is not None
-        for name in delta.removed:
-            self.by_name.pop(name, None)
-        self.by_name.update(delta.services)
-        if delta.order is not None:
-            start, stop, names = delta.order
-            self.names[start:stop] = names
+        self.change(delta.services, delta.removed, delta.order)
         by_name = self.by_name
         new = replace(config, services=tuple(by_name[name] for name in self.names))
         added = frozenset(delta.added)
@@ -295,8 +311,7 @@ class WorkerPool:
         self._log_level = log_level
         self._workers: list[_Worker] = []
         self._config: Config | None = None
-        self._services: dict[str, Service] = {}
-        self._names: list[str] = []  # the service names of `_config`, in config order
+        self._services: _Services | None = None  # those of `_config`
         self._snapshot = Snapshot()  # the latest sent, for (re)starting workers
         self._watch: asyncio.Task[None] | None = None
         self.bound: list[str] = []
@@ -328,8 +343,7 @@ class WorkerPool:
         `env`: the parent's policy environment (see `publish`)."""
         self._config = config
         self._env = env
-        self._services = {s.name: s for s in config.services}
-        self._names = [s.name for s in config.services]
+        self._services = _Services(config)
         self._snapshot = snapshot
         full = _pack_full(config, snapshot)
         try:
@@ -361,31 +375,25 @@ class WorkerPool:
         old = self._config
         kept = env is not None and env is self._env
         self._env = env
-        if config is old and touched is not None:
+        mirror = self._services
+        if config is old and touched is not None and mirror is not None:
             kind = "snapshot"
-            payload = _pack_delta(self._services, snapshot, touched)
+            payload = _pack_delta(mirror.by_name, snapshot, touched)
         elif (
             kept
             and old is not None
+            and mirror is not None
             and touched is not None
             and services is not None
             and same_but_services(old, config)
         ):
-            diff = diff_services(self._services, services)
-            for name in diff.removed:
-                del self._services[name]
-            self._services.update((name, diff.new[name]) for name in diff.touched)
+            change = mirror.diff(config, services)
             self._config = config
-            before = self._names
-            if diff.added or diff.removed:
-                self._names = [s.name for s in config.services]
-            change = (diff, before, self._names)
             kind = "services"
-            payload = _pack_delta(self._services, snapshot, diff.touched | set(touched), change)
+            payload = _pack_delta(mirror.by_name, snapshot, change[0].touched | set(touched), change)
         else:
             self._config = config
-            self._services = {s.name: s for s in config.services}
-            self._names = [s.name for s in config.services]
+            self._services = _Services(config)
             kind = "config"
             payload = _pack_full(config, snapshot)
         WORKER_UPDATES.labels(kind=kind).inc()

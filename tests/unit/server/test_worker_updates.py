@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from gslbd.answer import diff_services
 from gslbd.config import load_config_text
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
@@ -84,9 +83,10 @@ def test_a_services_reload_sends_the_workers_those_services_and_they_build_what_
     else:
         del services[7]
     new = replace(config, services=tuple(services))
-    diff = diff_services({s.name: s for s in config.services}, {s.name: s for s in new.services})
-    names = ([s.name for s in config.services], [s.name for s in new.services])
-    payload = _pack_delta({s.name: s for s in new.services}, snapshot, diff.touched, (diff, *names))
+    parent = _Services(config)  # what the parent keeps of the config the workers have
+    diff, order = parent.diff(new, {s.name: s for s in new.services})
+    assert parent.names == [s.name for s in new.services]
+    payload = _pack_delta(parent.by_name, snapshot, diff.touched, (diff, order))
     assert len(payload) * 50 < len(_pack_full(new, snapshot))  # the change, not the config
 
     update = pickle.loads(payload)
