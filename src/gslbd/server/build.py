@@ -50,7 +50,7 @@ class AnswerBuilder:
         eager_names: int = EAGER_NAMES,
     ) -> None:
         self._eager_names = eager_names
-        self._pending: list[str] = []  # names `fill` still has to compile, the last ones first
+        self._pending: list[str] = []  # names `fill` still has to compile, taken from the end
         self._grouped = True  # whether `_pending` is in shard order
         self._view: View | None = None
         self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
@@ -104,8 +104,7 @@ class AnswerBuilder:
                 defer=deferred,
             )
             self._pending = list(deferred)
-            self._pending.reverse()
-            self._grouped = False
+            self._grouped = False  # `fill` puts them in shard order first
         else:
             table = update_table(self._table, view, change.changed, change.removed)
         self._table = table
