@@ -188,7 +188,7 @@ def explain(
     rtype = rtype.upper()
     client, lines, ecs_prefix = client_lines(config, client_ip, ecs)
     lines.insert(0, f"question: {name} {rtype}")
-    data = view.names.get(name)
+    data = view.get(name)
     zone = data.zone if data is not None else view.find_zone(name)
     if zone is None:
         lines.append("zone: none served contains this name -> REFUSED")

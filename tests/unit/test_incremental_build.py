@@ -478,3 +478,100 @@ def test_a_view_compiled_in_steps_answers_like_a_whole_one_through_verdicts_and_
         generation = filled
     assert not generation.table.partial
     assert_same_answers(generation.table, full_generation(cfg, generation.snapshot).table)
+
+
+def many_services() -> str:
+    """CONFIG with 40 more services, most of them of the shape a view defers (answer/build.py
+    Deferred): plain ones, ones below an empty non-terminal, two below other services (one built at
+    once, one deferred), one a static CNAME points at and one a hostname endpoint points at."""
+    lines = []
+    # Not `random` or `weighted` between sites: C draws from its own source (the answers differ).
+    policies = ("round_robin", "failover", "hash")
+    for i in range(30):
+        policy = policies[i % len(policies)]
+        extra = ""
+        if policy == "failover":
+            extra = ", failover_order: [us, eu]"
+        all_down = ("serve_all", "nxdomain", "servfail")[i % 3]
+        lines.append(
+            f"  - {{name: s{i}, policy: {policy}{extra}, all_down: {all_down}, endpoints: ["
+            f"{{address: 192.0.2.{10 + i}, site: eu}}, {{address: 192.0.2.{50 + i}, site: eu}}, "
+            f'{{address: "2001:db8::{i:x}", site: eu}}, {{address: 198.51.100.{10 + i}, site: us}}]}}'
+        )
+    for i in range(6):
+        lines.append(f"  - {{name: d{i}.deep2, endpoints: [{{address: 192.0.2.{100 + i}, site: eu}}]}}")
+    lines.append("  - {name: x.s5, locality_names: true, endpoints: [{address: 192.0.2.120, site: eu}]}")
+    lines.append("  - {name: y.s6, endpoints: [{address: 192.0.2.121, site: eu}]}")
+    lines.append(f"  - {{name: hop, endpoints: [{{address: s13.{ZONE}}}]}}")
+    services = "\n".join(lines)
+    text = CONFIG.replace(
+        f'      - {{name: web-alias, type: CNAME, value: web.{ZONE}}}\n',
+        f'      - {{name: web-alias, type: CNAME, value: web.{ZONE}}}\n'
+        f"      - {{name: www2, type: CNAME, value: s11.{ZONE}}}\n",
+    )
+    return text.replace("services:\n", f"services:\n{services}\n", 1)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_view_built_in_steps_answers_like_a_whole_one_through_verdicts_and_reloads(seed: int) -> None:
+    """A large view's first build defers most services (answer/build.py Deferred): the slow path makes
+    a deferred service's names when they are asked for, and fill steps build them into the view and
+    the table. Fill steps, verdicts, peers' endpoints and service reloads (changed, added and removed
+    services, deferred or not) interleave at random: every answer, at every name of a whole build and
+    at names that do not exist, equals a whole build's all along, and once filled the view and the
+    table equal a whole build's."""
+    rng = random.Random(seed)
+    cfg = load_config_text(many_services())
+    book = HealthBook()
+    book.set_evaluated(1_700_000_000.0)
+    builder = GenerationBuilder(eager_names=20)
+    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    book.take_touched()
+    deferred = generation.view.deferred
+    assert deferred is not None and generation.table.partial
+    held = {f"s11.{ZONE}", f"s13.{ZONE}", f"s5.{ZONE}"}  # CNAME targets; a built name below s5
+    assert not held & set(deferred.services.keys())  # type: ignore[attr-defined]
+    live = Responder(generation.table, generation.view, random.Random(3))
+    for serial in range(25):
+        what = rng.random()
+        if what < 0.4:
+            filled = builder.fill(generation, 0.0, most=rng.choice((1, 3, 8)))
+            if filled is None:
+                assert not generation.table.partial
+                continue
+            assert filled.changed == frozenset()
+            generation = filled
+            live.swap(filled.table, filled.view, lag=True)
+        elif what < 0.75:
+            step(cfg, book, rng)
+            generation = builder.next(generation, NewSnapshot(book.snapshot(), book.take_touched()))
+        else:
+            if rng.random() < 0.3:  # a plain service goes, deferred or not
+                gone = rng.choice([s for s in cfg.services if s.name.startswith("s")])
+                cfg = replace(cfg, services=tuple(s for s in cfg.services if s is not gone))
+            else:
+                cfg = edit_services(cfg, rng, serial)
+            resolved = resolve(cfg, random.Random(1), generation.resolved)
+            generation = builder.next(generation, NewConfig(resolved, book.snapshot(), book.pending()))
+            book.take_touched()
+        assert generation.changed is not None  # never a whole build again
+        full = full_generation(cfg, generation.snapshot)
+        assert full.view.deferred is None
+        assert_compiled_subset(generation.table, full.table)
+        names = sorted(full.view.names)
+        names += [f"nothing.{ZONE}", f"q.s3.{ZONE}", f"localtargets-nothing.{ZONE}", "example.org."]
+        for name in names:
+            mine, whole = generation.view.get(name), full.view.get(name)
+            assert (mine is None) == (whole is None), name
+        # Byte by byte from fresh responders (and C copies): a sample of names each step.
+        sample = rng.sample(names, 10) + names[-4:]
+        assert ask_each(generation, sample, native=True) == ask_each(full, sample, native=False)
+        if generation.table is not live.table:
+            live.swap(generation.table, generation.view)
+        assert shapes(live, names) == shapes(Responder(full.table, full.view, random.Random(3)), names)
+    while (filled := builder.fill(generation, 1.0)) is not None:
+        generation = filled
+    assert generation.view.deferred is None and not generation.table.partial
+    full = full_generation(cfg, generation.snapshot)
+    assert generation.view.names.keys() == full.view.names.keys()
+    assert_same_answers(generation.table, full.table)

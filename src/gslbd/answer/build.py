@@ -17,11 +17,13 @@ under a millisecond plus a pass over the services' inputs.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 
 from gslbd.answer.chain import ChainIndex, follow_all
 from gslbd.answer.exchange_names import (
+    LOCALTARGETS_PREFIX,
     heartbeat_rrsets,
     localtargets_rrsets,
     merged_endpoints,
@@ -46,6 +48,7 @@ from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
 from gslbd.policy import PolicyEnv
 from gslbd.state.snapshot import Snapshot
+from gslbd.types import EndpointKind
 
 
 def _apex_outcomes(zone: Zone) -> dict[str, Outcome]:
@@ -234,6 +237,68 @@ def _plain_inputs(count: int, learned: tuple[Endpoint, ...]) -> tuple[object, ..
 _NONES: dict[int, tuple[None, ...]] = {}
 
 
+def deferrable(service: Service, base: Container[str]) -> bool:
+    """Whether a service's names may be built after the first answer (`Deferred`): it owns no name but
+    its own and its localtargets name (no locality names, no SRV name), none of its answers is a CNAME
+    (no hostname endpoint or fallback, so no chain starts at its names) and its name holds nothing else
+    (no static records, not a wildcard)."""
+    return (
+        not service.locality_names
+        and service.srv is None
+        and service.https is None
+        and not service.fallback
+        and not service.name.startswith("*.")
+        and service.name not in base
+        and all(e.kind is not EndpointKind.HOSTNAME for e in service.endpoints)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """The services a large view has not built yet (`ViewBuilder(eager_services=...)`), and what
+    building one of them needs. The view answers a name such a service owns by building that service's
+    names when the name is first asked for (kept in `memo`, shared by the views that defer the same
+    services under the same inputs); the builder's `fill` builds them into the view in steps.
+
+    A deferred service is `deferrable`: it owns its name and its localtargets name only, and no CNAME
+    chain starts or ends at them (a service some CNAME points at is built first), so nothing else in
+    the view depends on them but the empty non-terminals above them, which the view holds already.
+    `snapshot` is the one the services were deferred under: every service still deferred has the same
+    inputs (`service_inputs`) in it as in the view's own snapshot, or it would have been built."""
+
+    services: CowMap[str, Service]
+    config: Config
+    snapshot: Snapshot
+    env: PolicyEnv
+    base: Mapping[str, NameData]
+    memo: dict[str, dict[str, NameData]] = field(default_factory=dict)
+
+    def node(self, name: str) -> NameData | None:
+        service = self.services.get(name)
+        if service is None:
+            if not name.startswith(LOCALTARGETS_PREFIX):
+                return None
+            service = self.services.get(name[_PREFIX_LENGTH:])
+            if service is None:
+                return None
+        made = self.memo.get(service.name)
+        if made is None:
+            made = service_names(service, self.config, self.snapshot, self.env, self.base, ())
+            self.memo[service.name] = made
+        return made.get(name)
+
+    def without(self, names: Collection[str]) -> Deferred | None:
+        """These deferred services less `names` (built since); None when none is left."""
+        services = self.services.evolve((), names)
+        if not services:
+            return None
+        return replace(self, services=services)
+
+
+_PREFIX_LENGTH = len(LOCALTARGETS_PREFIX)
+_FILL_BATCH = 32  # services built between two looks at the clock in `ViewBuilder.fill`
+
+
 def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
     """Decide every answer for this config and snapshot."""
     return ViewBuilder().build(config, snapshot, env)[0]
@@ -259,7 +324,15 @@ class ViewBuilder:
     `touched` (the services a change may have affected, from the health book) limits the services
     that are looked at; None looks at every service."""
 
-    def __init__(self) -> None:
+    def __init__(self, eager_services: int | None = None, defer_over: int = 0) -> None:
+        # A full build of an unsigned config with more than `defer_over` services builds at most
+        # `eager_services` deferrable services (None: every service) and defers the rest (`Deferred`).
+        self._eager_services = eager_services
+        self._defer_over = defer_over
+        self._deferred: Deferred | None = None
+        self._deferred_ents: dict[str, Zone] = {}  # the empty non-terminals above deferred names only
+        self._fill_order: list[str] = []  # deferred services, the next one last
+        self._force: set[str] = set()  # services the next build must build (deferred, now CNAME targets)
         self._config: Config | None = None
         self._env: PolicyEnv | None = None
         self._view: View | None = None
@@ -272,6 +345,11 @@ class ViewBuilder:
         self._beat = -1.0
         self._chains = ChainIndex()
         self._dropped: set[str] = set()  # names of services a rebase removed, gone at the next build
+
+    @property
+    def deferred(self) -> int:
+        """How many services the last view defers (0: it holds every name)."""
+        return len(self._deferred.services) if self._deferred is not None else 0
 
     def service_owned(self) -> Iterator[str]:
         """The names the last build's services own (their own, locality, SRV and localtargets names),
@@ -294,6 +372,8 @@ class ViewBuilder:
             self._inputs.pop(name, None)
         for name in services.changed:
             self._inputs.pop(name, None)  # rebuilt by the next build
+        if self._deferred is not None:
+            self._rebase_deferred(self._deferred, services)
         if services.added or services.removed:
             self._order = {s.name: i for i, s in enumerate(config.services)}
             self._services = {s.name: s for s in config.services}
@@ -303,6 +383,76 @@ class ViewBuilder:
         self._config = config
         return True
 
+    def _rebase_deferred(self, deferred: Deferred, services: ServiceDiff) -> None:
+        """Deferred services that a reload removed are gone; those it changed stay deferred with their
+        new value when they still may be (else the next build builds them), and so does a deferred
+        service that a changed or added service now points a CNAME at."""
+        new = services.new
+        gone = [name for name in services.removed if name in deferred.services]
+        swapped: list[tuple[str, Service]] = []
+        for name in services.changed:
+            if name in deferred.services:
+                if deferrable(new[name], self._base):
+                    swapped.append((name, new[name]))
+                else:
+                    gone.append(name)
+        targets = _cname_targets([new[name] for name in services.touched if name in new], {})
+        for name in targets:
+            if name in deferred.services and name not in gone:
+                gone.append(name)
+                self._force.add(name)
+        if not gone and not swapped:
+            return
+        kept = deferred.services.evolve(swapped, gone)
+        stale = {name for name, _ in swapped}
+        memo = {k: v for k, v in deferred.memo.items() if k in kept and k not in stale}
+        self._deferred = replace(deferred, services=kept, memo=memo) if kept else None
+        if self._deferred_ents and any(name in services.removed for name in gone):
+            self._deferred_ents = _ents_above(kept.values(), self._view_zones(), kept.__contains__)
+
+    def _view_zones(self) -> Mapping[str, Zone]:
+        return self._view.zones if self._view is not None else {}
+
+    def fill(self, seconds: float, most: int | None = None) -> frozenset[str]:
+        """Build deferred services into the view for about `seconds` (at least a few; at most `most`
+        services): the names made (their nodes are in `view`), none when nothing is deferred. The
+        view's answers do not change, only where they come from."""
+        view, deferred, config, env = self._view, self._deferred, self._config, self._env
+        if view is None or deferred is None or config is None or env is None:
+            return frozenset()
+        snapshot = view.snapshot
+        deadline = time.perf_counter() + seconds
+        order, services = self._fill_order, deferred.services
+        built: list[str] = []
+        made: dict[str, NameData] = {}
+        while order and len(built) != most:
+            name = order.pop()
+            service = services.get(name)
+            if service is None:  # built by a build since, or removed
+                continue
+            own = service_names(service, config, snapshot, env, self._base, ())
+            made.update(own)
+            built.append(name)
+            self._owned[name] = frozenset(own)
+            self._inputs[name] = service_inputs(service, snapshot)
+            if len(built) % _FILL_BATCH == 0 and time.perf_counter() >= deadline:
+                break
+        self._deferred = deferred.without(built) if order else None
+        if not self._ents.isdisjoint(made):  # a deferred name some name below had made an ENT
+            self._ents = self._ents - made.keys()
+        merged = _cow_names(view.names).evolve(made)
+        sources = set(made) | self._chains.affected(made)
+        replaced = self._chains.refollow_map(merged, sources, view.find_zone)
+        if replaced:
+            merged = merged.evolve(replaced)
+        self._view = View(view.zones, merged, config, snapshot, self._deferred)
+        return frozenset(made)
+
+    @property
+    def view(self) -> View | None:
+        """The last view built or filled."""
+        return self._view
+
     def build(
         self, config: Config, snapshot: Snapshot, env: PolicyEnv, touched: Collection[str] | None = None
     ) -> tuple[View, Change]:
@@ -310,12 +460,32 @@ class ViewBuilder:
         view = self._view
         if view is None or config is not self._config or env is not self._env:
             return self._full(config, snapshot, env), Change(True)
+        if self._force:
+            touched = None if touched is None else {*touched, *self._force}
+            self._force = set()
         if touched is None:
             candidates: Iterable[Service] = config.services
         else:
             found = (self._services.get(name) for name in touched)
             candidates = sorted((s for s in found if s is not None), key=lambda s: self._order[s.name])
-        dirty = [s for s in candidates if service_inputs(s, snapshot) != self._inputs.get(s.name)]
+        deferred = self._deferred
+        inputs = self._inputs
+        if deferred is None:
+            dirty = [s for s in candidates if service_inputs(s, snapshot) != inputs.get(s.name)]
+        else:  # a deferred service is built when its inputs differ from those it was deferred under
+            dirty = [
+                s
+                for s in candidates
+                if service_inputs(s, snapshot)
+                != (
+                    inputs.get(s.name)
+                    if s.name in inputs or s.name not in deferred.services
+                    else service_inputs(s, deferred.snapshot)
+                )
+            ]
+            built = [s.name for s in dirty if s.name in deferred.services]
+            if built:
+                self._deferred = deferred.without(built)
         names = _Overlay(view.names)
         for name in self._ents:  # out while services are rebuilt: a new name may take an old ENT's place
             del names[name]
@@ -332,6 +502,11 @@ class ViewBuilder:
             names.update(beat)
             changed.update(beat)
             self._beat = snapshot.evaluated_at
+        deferred_names = deferred.services if deferred is not None else {}
+
+        def was_deferred(name: str) -> bool:
+            return name in deferred_names
+
         for service in dirty:
             old = self._owned.get(service.name, frozenset())
             for name in old:
@@ -343,14 +518,36 @@ class ViewBuilder:
             self._inputs[service.name] = service_inputs(service, snapshot)
             changed.update(now)
             gone.update(old - now)
-            reshaped |= old != now
+            # A deferred service built now (it owned nothing): its names lie below names or empty
+            # non-terminals the view holds already (`Deferred`), so they reshape nothing.
+            reshaped |= old != now and (bool(old) or not was_deferred(service.name))
         for name in gone - changed:
             found_base = self._base.get(name)
             if found_base is not None:  # the service no longer owns a name that holds static records
                 names[name] = found_base
                 changed.add(name)
         if reshaped:
-            ents = empty_non_terminals(names.merged())
+            current = names.merged()
+            ents = empty_non_terminals(current)
+            for name, zone in self._deferred_ents.items():
+                if name not in current and name not in ents:
+                    ents[name] = NameData(name, zone)
+            clash = _deferred_owners(ents, self._deferred.services if self._deferred is not None else {})
+            if clash:  # a name made below a deferred name: that service is built now
+                assert self._deferred is not None
+                for name in clash:
+                    service = self._services[name]
+                    made = service_names(service, config, snapshot, env, self._base, names)
+                    names.update(made)
+                    self._owned[name] = frozenset(made)
+                    self._inputs[name] = service_inputs(service, snapshot)
+                    changed.update(made)
+                self._deferred = self._deferred.without(clash)
+                current = names.merged()
+                ents = {n: d for n, d in empty_non_terminals(current).items()}
+                for name, zone in self._deferred_ents.items():
+                    if name not in current and name not in ents:
+                        ents[name] = NameData(name, zone)
             changed.update(ents.keys() - self._ents)
             gone.update(self._ents - ents.keys())
             self._ents = frozenset(ents)
@@ -366,22 +563,28 @@ class ViewBuilder:
         if replaced:
             changed.update(replaced)
             merged = merged.evolve(replaced, ())
-        self._view = View(view.zones, merged, config, snapshot)
+        self._view = View(view.zones, merged, config, snapshot, self._deferred)
         rebuilt = frozenset(s.name for s in dirty)
         return self._view, Change(False, frozenset(changed), removed, rebuilt)
 
     def _full(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
         self._config, self._env = config, env
         self._dropped = set()
+        self._force = set()
         self._base = base_names(config)
         names = dict(self._base)
         self._inputs.clear()
         self._owned.clear()
         self._order = {s.name: i for i, s in enumerate(config.services)}
         self._services = {s.name: s for s in config.services}
+        zones = {z.origin: z for z in config.zones}
+        later = self._to_defer(config)
+        skip = frozenset(s.name for s in later)
         # Every service's own name is taken before any locality name is made.
         taken = _Taken(names, self._services)
         for service in config.services:
+            if service.name in skip:
+                continue
             made = service_names(service, config, snapshot, env, self._base, taken)
             names.update(made)
             self._owned[service.name] = frozenset(made)
@@ -389,12 +592,88 @@ class ViewBuilder:
         names.update(heartbeat_names(config, snapshot, self._base))
         self._beat = snapshot.evaluated_at
         ents = empty_non_terminals(names)
+        clash = _deferred_owners(ents, skip)
+        if clash:  # a deferred name with names below it: built now, then it is no empty non-terminal
+            later = [s for s in later if s.name not in clash]
+            skip = skip - clash
+            for name in clash:
+                service = self._services[name]
+                made = service_names(service, config, snapshot, env, self._base, taken)
+                names.update(made)
+                self._owned[name] = frozenset(made)
+                self._inputs[name] = service_inputs(service, snapshot)
+            ents = empty_non_terminals(names)
+        self._deferred_ents = _ents_above(later, zones, lambda n: n in names or n in skip or n in ents)
+        for name, zone in self._deferred_ents.items():
+            ents[name] = NameData(name, zone)
         names.update(ents)
         self._ents = frozenset(ents)
-        zones = {z.origin: z for z in config.zones}
         self._chains = follow_all(names, lambda name: _find_zone(zones, name))
-        self._view = View(zones, CowMap(names), config, snapshot)
+        self._deferred = None
+        self._fill_order = []
+        if later:
+            self._deferred = Deferred(CowMap((s.name, s) for s in later), config, snapshot, env, self._base)
+            self._fill_order = [s.name for s in reversed(later)]
+        self._view = View(zones, CowMap(names), config, snapshot, self._deferred)
         return self._view
+
+    def _to_defer(self, config: Config) -> list[Service]:
+        """The services a full build of `config` leaves for later (none for a small or a signed config:
+        a signed zone's NSEC chain needs every name)."""
+        services = config.services
+        if (
+            self._eager_services is None
+            or len(services) <= self._defer_over
+            or any(z.dnssec is not None for z in config.zones)
+        ):
+            return []
+        base = self._base
+        candidates = [s for s in services if deferrable(s, base)]
+        if len(candidates) <= self._eager_services:
+            return []
+        targets = _cname_targets((s for s in services if not deferrable(s, base)), base)
+        return [s for s in candidates[self._eager_services :] if s.name not in targets]
+
+
+def _cname_targets(services: Iterable[Service], base: Mapping[str, NameData]) -> set[str]:
+    """The names a CNAME of `services` (hostname endpoints, hostname fallbacks) or of the static
+    records in `base` may point at: a service there is never deferred, so every chain finds it built."""
+    out: set[str] = set()
+    for service in services:
+        out.update(e.address.lower() for e in service.endpoints if e.kind is EndpointKind.HOSTNAME)
+        out.update(target.lower() for target in service.fallback)
+    for data in base.values():
+        for outcome in data.outcomes.values():
+            if isinstance(outcome, Records):
+                out.update(rr.rdata.lower() for rr in outcome.answer if rr.rtype == "CNAME")
+    return out
+
+
+def _deferred_owners(ents: Iterable[str], deferred: Container[str]) -> set[str]:
+    """The deferred services (names in `deferred`) that own a name of `ents`, their own or their
+    localtargets name."""
+    out: set[str] = set()
+    for name in ents:
+        if name in deferred:
+            out.add(name)
+        elif name.startswith(LOCALTARGETS_PREFIX) and name[_PREFIX_LENGTH:] in deferred:
+            out.add(name[_PREFIX_LENGTH:])
+    return out
+
+
+def _ents_above(
+    services: Iterable[Service], zones: Mapping[str, Zone], exists: Callable[[str], bool]
+) -> dict[str, Zone]:
+    """The empty non-terminals above deferred services' names (a localtargets name has the same
+    ancestors as its service's): the names between each name and its zone's apex that do not exist."""
+    out: dict[str, Zone] = {}
+    for service in services:
+        if "." not in service.label:  # right below the apex: nothing between
+            continue
+        for parent in _ancestors(service.name, service.zone):
+            if parent not in out and not exists(parent):
+                out[parent] = zones[service.zone]
+    return out
 
 
 def _find_zone(zones: Mapping[str, Zone], qname: str) -> Zone | None:
@@ -409,11 +688,15 @@ def _find_zone(zones: Mapping[str, Zone], qname: str) -> Zone | None:
         name = name[name.find(".") + 1 :] or "."
 
 
+def _cow_names(names: Mapping[str, NameData]) -> CowMap[str, NameData]:
+    return names if isinstance(names, CowMap) else CowMap(names)
+
+
 class _Overlay(Container[str]):
     """Changes to a CowMap of names, collected until `commit` makes the new map."""
 
     def __init__(self, base: Mapping[str, NameData]) -> None:
-        self._base = base if isinstance(base, CowMap) else CowMap(base)
+        self._base = _cow_names(base)
         self._set: dict[str, NameData] = {}
         self._deleted: set[str] = set()
 

@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Protocol
 
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -371,14 +372,35 @@ def wildcard_at(answer: Answer, wildcard: str, qname: str) -> Answer:
     return replace(answer, answer=owned(answer.answer), additional=owned(answer.additional))
 
 
+class DeferredNames(Protocol):
+    """The names of services a large view has not built yet (answer/build.py `Deferred`): each one is
+    made when it is first asked for, exactly as a whole build would have made it."""
+
+    def node(self, name: str) -> NameData | None:
+        """The node of `name` when a deferred service owns it, else None."""
+        ...
+
+
 @dataclass(slots=True)
 class View:
-    """Every name of every served zone with its outcomes. Built by the control plane; read-only after."""
+    """Every name of every served zone with its outcomes. Built by the control plane; read-only after.
+
+    `names` holds every name built; a large view's first builds leave some services' names out
+    (`deferred`, built in steps afterwards): ask `get` for a name, not `names`, unless the caller
+    means the built names only (the wire compiler)."""
 
     zones: dict[str, Zone]
     names: Mapping[str, NameData]
     config: Config
     snapshot: Snapshot
+    deferred: DeferredNames | None = None
+
+    def get(self, name: str) -> NameData | None:
+        """The node of `name` (absolute, lower case), built or deferred; None when it does not exist."""
+        data = self.names.get(name)
+        if data is None and self.deferred is not None:
+            return self.deferred.node(name)
+        return data
 
     def find_zone(self, qname: str) -> Zone | None:
         """The most specific served zone that contains `qname`."""
@@ -398,13 +420,13 @@ class View:
         name = qname
         while name not in (origin, "."):
             name = name[name.find(".") + 1 :] or "."
-            if name == origin or name in self.names:
-                return self.names.get("*." + name)
+            if name == origin or self.get(name) is not None:
+                return self.get("*." + name)
         return None
 
     def resolve(self, qname: str, rtype: str, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
         """The answer to one question from a client located at (ip, v6)."""
-        data = self.names.get(qname)
+        data = self.get(qname)
         if data is None:
             zone = self.find_zone(qname)
             if zone is None:

@@ -266,8 +266,10 @@ class GenerationBuilder:
         table = self._answers.fill(seconds, most)
         if table is None:
             return None
+        view = self._answers.view
+        assert view is not None
         number = previous.number + 1
-        return replace(previous, number=number, table=table, changed=frozenset(), notify_zones=())
+        return replace(previous, number=number, view=view, table=table, changed=frozenset(), notify_zones=())
 
     def _fresh_answers(self) -> AnswerBuilder:
         """A new answer builder (its next build compiles everything) keeping the DNSSEC signatures."""

@@ -54,7 +54,10 @@ class AnswerBuilder:
         self._grouped = True  # whether `_pending` is in shard order
         self._view: View | None = None
         self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
-        self._views = ViewBuilder()
+        # Past `eager_names` names the view itself is built in steps too: the first build makes a
+        # tenth of that many services' names, the slow path makes any other one when it is asked for,
+        # and `fill` builds the rest (answer/build.py Deferred).
+        self._views = ViewBuilder(eager_services=max(1, eager_names // 10), defer_over=eager_names // 2)
         self._table: AnswerTable | None = None
         self.last_change = Change(True)  # what the last build changed
         self._clock = clock or SystemClock()
@@ -103,6 +106,8 @@ class AnswerBuilder:
                 worker=self._worker,
                 defer=deferred,
             )
+            if view.deferred is not None and not table.partial:
+                table = replace(table, partial=True)  # the deferred services' names are not in it
             self._pending = list(deferred)
             self._grouped = False  # `fill` puts them in shard order first
         else:
@@ -112,14 +117,20 @@ class AnswerBuilder:
         return view, table
 
     @property
+    def view(self) -> View | None:
+        """The view of the last table built or filled (None: nothing yet)."""
+        return self._view
+
+    @property
     def table(self) -> AnswerTable | None:
         """The last table built (None: nothing yet)."""
         return self._table
 
     @property
     def pending(self) -> int:
-        """How many names `fill` may still compile (0 when the last table is whole)."""
-        return len(self._pending) if self.filling else 0
+        """How many names `fill` may still build or compile (0 when the last table is whole): a
+        deferred service counts as one."""
+        return len(self._pending) + self._views.deferred if self.filling else 0
 
     @property
     def filling(self) -> bool:
@@ -134,6 +145,16 @@ class AnswerBuilder:
         table, view = self._table, self._view
         if table is None or view is None or not table.partial:
             return None
+        if view.deferred is not None:  # first the view's deferred services, compiled as they are made
+            with collector_paused():
+                made = self._views.fill(seconds, most)
+                view = self._views.view
+                assert view is not None
+                table = update_table(table, view, made, (), partial=True)
+            if view.deferred is None and not self._pending:
+                table = replace(table, partial=False)
+            self._table, self._view = table, view
+            return table
         if not self._grouped:
             # By the CowMap shard of their keys: a step then touches a shard or two, and the new table
             # copies only those (in config order, a step of 100 names would copy most of 256 shards).

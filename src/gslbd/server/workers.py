@@ -554,7 +554,8 @@ async def _serve(conn: Connection, index: int) -> None:
             log.exception("compiling names failed; the slow path answers them until the next full build")
             return
         if table is not None:
-            responder.swap(table, responder.view, lag=True)
+            view = builder.view
+            responder.swap(table, view if view is not None else responder.view, lag=True)
             keep_long_lived()  # the new nodes live on: keep full collections from scanning them
         schedule_fill()
 

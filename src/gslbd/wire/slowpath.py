@@ -220,7 +220,7 @@ def _respond(
         qname = question.name.canonicalize().to_text()
         compact_ok = bool(query.ednsflags & CO)
         deniers = {k: z.denier for k, z in signed_zones.items()} if signed_zones else None
-        data = view.names.get(qname)
+        data = view.get(qname)
         signed = signer.signed_reply(qname, data, answer, compact_ok=compact_ok, deniers=deniers)
         if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx:
             edns = EdnsReply(edns.payload, edns.flags | CO, edns.options)
@@ -285,7 +285,7 @@ def resolve(
     """The view's answer for a question (any letter case), like `View.resolve`, but finding the zone
     of a nonexistent name label by label, so that an escaped dot inside a label is not a boundary."""
     name = qname.canonicalize()
-    data = view.names.get(name.to_text())
+    data = view.get(name.to_text())
     if data is not None:
         return render(data, data.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
     while True:
@@ -308,8 +308,8 @@ def _wildcard(view: View, qname: dns.name.Name, origin: str) -> NameData | None:
     while name != dns.name.root:
         name = name.parent()
         text = name.to_text()
-        if text == origin or text in view.names:
-            return view.names.get("*." + text)
+        if text == origin or view.get(text) is not None:
+            return view.get("*." + text)
     return None
 
 
