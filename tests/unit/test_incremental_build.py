@@ -505,8 +505,8 @@ def many_services() -> str:
     lines.append(f"  - {{name: hop, endpoints: [{{address: s13.{ZONE}}}]}}")
     services = "\n".join(lines)
     text = CONFIG.replace(
-        f'      - {{name: web-alias, type: CNAME, value: web.{ZONE}}}\n',
-        f'      - {{name: web-alias, type: CNAME, value: web.{ZONE}}}\n'
+        f"      - {{name: web-alias, type: CNAME, value: web.{ZONE}}}\n",
+        f"      - {{name: web-alias, type: CNAME, value: web.{ZONE}}}\n"
         f"      - {{name: www2, type: CNAME, value: s11.{ZONE}}}\n",
     )
     return text.replace("services:\n", f"services:\n{services}\n", 1)
@@ -563,6 +563,8 @@ def test_a_view_built_in_steps_answers_like_a_whole_one_through_verdicts_and_rel
         for name in names:
             mine, whole = generation.view.get(name), full.view.get(name)
             assert (mine is None) == (whole is None), name
+        assert {s.name: generation.count(s.name) for s in cfg.services} == dict(full.counts)
+        assert generation.publication == full.publication
         # Byte by byte from fresh responders (and C copies): a sample of names each step.
         sample = rng.sample(names, 10) + names[-4:]
         assert ask_each(generation, sample, native=True) == ask_each(full, sample, native=False)
@@ -574,4 +576,5 @@ def test_a_view_built_in_steps_answers_like_a_whole_one_through_verdicts_and_rel
     assert generation.view.deferred is None and not generation.table.partial
     full = full_generation(cfg, generation.snapshot)
     assert generation.view.names.keys() == full.view.names.keys()
+    assert dict(generation.counts) == dict(full.counts)  # every service counted once built
     assert_same_answers(generation.table, full.table)

@@ -242,15 +242,14 @@ def deferrable(service: Service, base: Container[str]) -> bool:
     its own and its localtargets name (no locality names, no SRV name), none of its answers is a CNAME
     (no hostname endpoint or fallback, so no chain starts at its names) and its name holds nothing else
     (no static records, not a wildcard)."""
-    return (
-        not service.locality_names
-        and service.srv is None
-        and service.https is None
-        and not service.fallback
-        and not service.name.startswith("*.")
-        and service.name not in base
-        and all(e.kind is not EndpointKind.HOSTNAME for e in service.endpoints)
-    )
+    if service.locality_names or service.srv is not None or service.https is not None or service.fallback:
+        return False
+    if service.name.startswith("*.") or service.name in base:
+        return False
+    return _HOSTNAME not in [endpoint.kind for endpoint in service.endpoints]
+
+
+_HOSTNAME = EndpointKind.HOSTNAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +332,7 @@ class ViewBuilder:
         self._deferred_ents: dict[str, Zone] = {}  # the empty non-terminals above deferred names only
         self._fill_order: list[str] = []  # deferred services, the next one last
         self._force: set[str] = set()  # services the next build must build (deferred, now CNAME targets)
+        self.filled: tuple[str, ...] = ()  # the services the last `fill` built
         self._config: Config | None = None
         self._env: PolicyEnv | None = None
         self._view: View | None = None
@@ -418,6 +418,7 @@ class ViewBuilder:
         services): the names made (their nodes are in `view`), none when nothing is deferred. The
         view's answers do not change, only where they come from."""
         view, deferred, config, env = self._view, self._deferred, self._config, self._env
+        self.filled = ()
         if view is None or deferred is None or config is None or env is None:
             return frozenset()
         snapshot = view.snapshot
@@ -437,6 +438,7 @@ class ViewBuilder:
             self._inputs[name] = service_inputs(service, snapshot)
             if len(built) % _FILL_BATCH == 0 and time.perf_counter() >= deadline:
                 break
+        self.filled = tuple(built)
         self._deferred = deferred.without(built) if order else None
         if not self._ents.isdisjoint(made):  # a deferred name some name below had made an ENT
             self._ents = self._ents - made.keys()
@@ -628,10 +630,13 @@ class ViewBuilder:
         ):
             return []
         base = self._base
-        candidates = [s for s in services if deferrable(s, base)]
+        candidates: list[Service] = []
+        others: list[Service] = []
+        for service in services:
+            (candidates if deferrable(service, base) else others).append(service)
         if len(candidates) <= self._eager_services:
             return []
-        targets = _cname_targets((s for s in services if not deferrable(s, base)), base)
+        targets = _cname_targets(others, base)
         return [s for s in candidates[self._eager_services :] if s.name not in targets]
 
 

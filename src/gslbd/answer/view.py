@@ -376,6 +376,11 @@ class DeferredNames(Protocol):
     """The names of services a large view has not built yet (answer/build.py `Deferred`): each one is
     made when it is first asked for, exactly as a whole build would have made it."""
 
+    @property
+    def services(self) -> Mapping[str, Service]:
+        """The deferred services by name."""
+        ...
+
     def node(self, name: str) -> NameData | None:
         """The node of `name` when a deferred service owns it, else None."""
         ...

@@ -116,10 +116,14 @@ class ApiServer:
         keepalive_timeout: float | None = None,
         *,
         max_event_clients: int = DEFAULT_MAX_CLIENTS,
+        warm_rows: bool = True,
     ) -> None:
         """`budget`: the connection budget (default: the process's, shared with DNS over TCP);
-        `keepalive_timeout`: seconds an idle keep-alive connection stays open (default 15)."""
+        `keepalive_timeout`: seconds an idle keep-alive connection stays open (default 15);
+        `warm_rows`: read the console's rows when starting (a large config reads them when first asked:
+        at 100,000 services that costs seconds the start would otherwise spend before answering)."""
         self._budget = budget
+        self._warm_rows = warm_rows
         self._http_limits = dict(HTTP_LIMITS)
         if keepalive_timeout is not None:
             self._http_limits["keepalive_timeout"] = keepalive_timeout
@@ -158,7 +162,8 @@ class ApiServer:
             await runner.cleanup()
             raise
         self._runner = runner
-        self._rows_now()  # the console's first page need not wait for 10,000 rows to be read
+        if self._warm_rows:
+            self._rows_now()  # the console's first page need not wait for 10,000 rows to be read
         addresses = runner.addresses
         if addresses:
             self.port = int(addresses[0][1])

@@ -124,7 +124,7 @@ class AppControl:
         health, admin = snapshot.health, snapshot.admin
         out: list[ServiceRow] = []
         for svc in generation.config.services:
-            count = generation.counts.get(svc.name)
+            count = generation.count(svc.name)
             up_addresses = count.up_addresses if count is not None else frozenset()
             learned = snapshot.peer_endpoints.get(svc.name, ())
             configured = {ep.address for ep in svc.endpoints}
@@ -224,7 +224,7 @@ class AppControl:
         snapshot = generation.snapshot
         book = self._app.book
         # What counts is the generation's (the rule the answers use), not derived again here.
-        count = generation.counts.get(svc.name)
+        count = generation.count(svc.name)
         up = count.up_addresses if count is not None else frozenset()
         learned = snapshot.peer_endpoints.get(svc.name, ())
         views: list[EndpointView] = [

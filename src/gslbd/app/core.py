@@ -131,6 +131,10 @@ def state_file_problems(old: Config, new: Config) -> list[str]:
     return []
 
 
+# Up to this many services the console's rows are read when the API starts (api/server.py).
+WARM_ROWS_SERVICES = 10_000
+
+
 class App:
     """One gslbd instance. Building it resolves the config (ConfigError when unusable); `start` binds."""
 
@@ -244,7 +248,8 @@ class App:
         self._rebuild()
         api = self.config.api
         if api is not None:
-            server = ApiServer(self.control, api.listen, api.token)
+            warm = len(self.config.services) <= WARM_ROWS_SERVICES
+            server = ApiServer(self.control, api.listen, api.token, warm_rows=warm)
             try:
                 await server.start()
             except OSError as exc:

@@ -14,11 +14,18 @@ class ServiceGauges:
     services that went away are gone from the next scrape."""
 
     def update(self, generation: Generation) -> None:
-        counts = generation.counts
+        counts, count = generation.counts, generation.count
+        services = generation.config.services
 
         def figures() -> Iterator[tuple[str, int, int]]:
-            for name, count in counts.items():
-                yield name, count.up, count.known
+            if len(counts) == len(services):
+                for name, found in counts.items():
+                    yield name, found.up, found.known
+                return
+            for service in services:  # some deferred services are not counted yet (Generation.count)
+                counted = count(service.name)
+                if counted is not None:
+                    yield service.name, counted.up, counted.known
 
         SERVICE_ENDPOINTS.source = figures
 

@@ -25,7 +25,7 @@ import ipaddress
 import itertools
 import os
 import random
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Container, Mapping
 from dataclasses import dataclass, field, replace
 
 from gslbd.answer import ServiceDiff, View, diff_services, same_but_services
@@ -233,6 +233,17 @@ class Generation:
     def config(self) -> Config:
         return self.resolved.config
 
+    def count(self, name: str) -> ServiceCount | None:
+        """What counts of service `name` now (None: no such service). `counts` leaves out the services
+        a large view defers until they are built (answer/build.py Deferred): those are counted here."""
+        found = self.counts.get(name)
+        if found is not None:
+            return found
+        service = self.resolved.services.get(name)
+        if service is None:
+            return None
+        return count_service(service, self.snapshot, self.resolved.peer_sites)
+
     @property
     def env(self) -> PolicyEnv:
         return self.resolved.env
@@ -268,8 +279,22 @@ class GenerationBuilder:
             return None
         view = self._answers.view
         assert view is not None
+        counts = previous.counts
+        built = self._answers.filled
+        if built:  # deferred services built into the view: counted now
+            services, peers = previous.resolved.services, previous.resolved.peer_sites
+            snapshot = previous.snapshot
+            counts = counts.evolve((name, count_service(services[name], snapshot, peers)) for name in built)
         number = previous.number + 1
-        return replace(previous, number=number, view=view, table=table, changed=frozenset(), notify_zones=())
+        return replace(
+            previous,
+            number=number,
+            view=view,
+            table=table,
+            counts=counts,
+            changed=frozenset(),
+            notify_zones=(),
+        )
 
     def _fresh_answers(self) -> AnswerBuilder:
         """A new answer builder (its next build compiles everything) keeping the DNSSEC signatures."""
@@ -328,8 +353,12 @@ class GenerationBuilder:
         config = resolved.config
         with collector_paused():
             view, table = answers.build(config, snapshot, resolved.env)
+            # Deferred services are counted as they are built (`fill`), or when asked (`Generation.count`).
+            later: Container[str] = view.deferred.services if view.deferred is not None else ()
             counts = CowMap(
-                (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in config.services
+                (s.name, count_service(s, snapshot, resolved.peer_sites))
+                for s in config.services
+                if s.name not in later
             )
             publication = published(config, snapshot)
             if len(view.names) > self._eager_names:  # millions of objects that live on (gcpause.py)

@@ -55,9 +55,9 @@ class AnswerBuilder:
         self._view: View | None = None
         self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
         # Past `eager_names` names the view itself is built in steps too: the first build makes a
-        # tenth of that many services' names, the slow path makes any other one when it is asked for,
+        # hundredth of that many services' names, the slow path makes any other one when it is asked for,
         # and `fill` builds the rest (answer/build.py Deferred).
-        self._views = ViewBuilder(eager_services=max(1, eager_names // 10), defer_over=eager_names // 2)
+        self._views = ViewBuilder(eager_services=max(1, eager_names // 100), defer_over=eager_names // 2)
         self._table: AnswerTable | None = None
         self.last_change = Change(True)  # what the last build changed
         self._clock = clock or SystemClock()
@@ -117,6 +117,11 @@ class AnswerBuilder:
         return view, table
 
     @property
+    def filled(self) -> tuple[str, ...]:
+        """The deferred services the last `fill` built into the view (answer/build.py Deferred)."""
+        return self._views.filled
+
+    @property
     def view(self) -> View | None:
         """The view of the last table built or filled (None: nothing yet)."""
         return self._view
@@ -155,6 +160,7 @@ class AnswerBuilder:
                 table = replace(table, partial=False)
             self._table, self._view = table, view
             return table
+        self._views.filled = ()
         if not self._grouped:
             # By the CowMap shard of their keys: a step then touches a shard or two, and the new table
             # copies only those (in config order, a step of 100 names would copy most of 256 shards).
