@@ -17,7 +17,6 @@ under a millisecond plus a pass over the services' inputs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -42,6 +41,7 @@ from gslbd.answer.view import (
     soa_rr,
     srv_outcome,
 )
+from gslbd.cow import MASK as SHARD_MASK
 from gslbd.cow import CowMap
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -295,7 +295,6 @@ class Deferred:
 
 
 _PREFIX_LENGTH = len(LOCALTARGETS_PREFIX)
-_FILL_BATCH = 32  # services built between two looks at the clock in `ViewBuilder.fill`
 
 
 def build_view(config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:
@@ -331,6 +330,7 @@ class ViewBuilder:
         self._deferred: Deferred | None = None
         self._deferred_ents: dict[str, Zone] = {}  # the empty non-terminals above deferred names only
         self._fill_order: list[str] = []  # deferred services, the next one last
+        self._fill_sorted = False  # whether `_fill_order` is in shard order
         self._force: set[str] = set()  # services the next build must build (deferred, now CNAME targets)
         self.filled: tuple[str, ...] = ()  # the services the last `fill` built
         self._config: Config | None = None
@@ -413,17 +413,21 @@ class ViewBuilder:
     def _view_zones(self) -> Mapping[str, Zone]:
         return self._view.zones if self._view is not None else {}
 
-    def fill(self, seconds: float, most: int | None = None) -> frozenset[str]:
-        """Build deferred services into the view for about `seconds` (at least a few; at most `most`
-        services): the names made (their nodes are in `view`), none when nothing is deferred. The
-        view's answers do not change, only where they come from."""
+    def fill(self, most: int) -> frozenset[str]:
+        """Build `most` deferred services (fewer when fewer are left) into the view: the names made
+        (their nodes are in `view`), none when nothing is deferred. The view's answers do not change,
+        only where they come from."""
         view, deferred, config, env = self._view, self._deferred, self._config, self._env
         self.filled = ()
         if view is None or deferred is None or config is None or env is None:
             return frozenset()
         snapshot = view.snapshot
-        deadline = time.perf_counter() + seconds
         order, services = self._fill_order, deferred.services
+        if not self._fill_sorted:
+            # By the CowMap shard of their names: a step then copies few shards of the view's names
+            # and of the deferred services (in config order, a step of 50 would copy 50 of each).
+            order.sort(key=lambda name: hash(name) & SHARD_MASK, reverse=True)
+            self._fill_sorted = True
         built: list[str] = []
         made: dict[str, NameData] = {}
         while order and len(built) != most:
@@ -436,8 +440,6 @@ class ViewBuilder:
             built.append(name)
             self._owned[name] = frozenset(own)
             self._inputs[name] = service_inputs(service, snapshot)
-            if len(built) % _FILL_BATCH == 0 and time.perf_counter() >= deadline:
-                break
         self.filled = tuple(built)
         self._deferred = deferred.without(built) if order else None
         if not self._ents.isdisjoint(made):  # a deferred name some name below had made an ENT
@@ -615,7 +617,8 @@ class ViewBuilder:
         self._fill_order = []
         if later:
             self._deferred = Deferred(CowMap((s.name, s) for s in later), config, snapshot, env, self._base)
-            self._fill_order = [s.name for s in reversed(later)]
+            self._fill_order = [s.name for s in later]
+            self._fill_sorted = False
         self._view = View(zones, CowMap(names), config, snapshot, self._deferred)
         return self._view
 

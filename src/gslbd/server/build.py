@@ -52,6 +52,7 @@ class AnswerBuilder:
         self._eager_names = eager_names
         self._pending: list[str] = []  # names `fill` still has to compile, taken from the end
         self._grouped = True  # whether `_pending` is in shard order
+        self._service_cost = 0.0005  # seconds to build and compile one deferred service (measured)
         self._view: View | None = None
         self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
         # Past `eager_names` names the view itself is built in steps too: the first build makes a
@@ -151,11 +152,19 @@ class AnswerBuilder:
         if table is None or view is None or not table.partial:
             return None
         if view.deferred is not None:  # first the view's deferred services, compiled as they are made
+            # As many services as fit in `seconds` at the cost per service the last steps measured
+            # (building a service's names is the smaller part; compiling them the larger).
+            count = max(1, int(seconds / self._service_cost))
+            began = time.perf_counter()
             with collector_paused():
-                made = self._views.fill(seconds, most)
+                made = self._views.fill(count if most is None else min(count, most))
                 view = self._views.view
                 assert view is not None
                 table = update_table(table, view, made, (), partial=True)
+            built = len(self._views.filled)
+            if built:
+                spent = (time.perf_counter() - began) / built
+                self._service_cost = max(1e-6, (self._service_cost + spent) / 2)
             if view.deferred is None and not self._pending:
                 table = replace(table, partial=False)
             self._table, self._view = table, view
