@@ -265,7 +265,7 @@ class Deferred:
     `snapshot` is the one the services were deferred under: every service still deferred has the same
     inputs (`service_inputs`) in it as in the view's own snapshot, or it would have been built."""
 
-    services: CowMap[str, Service]
+    services: Mapping[str, Service]  # a dict at first (made fast), a CowMap once some are built
     config: Config
     snapshot: Snapshot
     env: PolicyEnv
@@ -288,7 +288,7 @@ class Deferred:
 
     def without(self, names: Collection[str]) -> Deferred | None:
         """These deferred services less `names` (built since); None when none is left."""
-        services = self.services.evolve((), names)
+        services = _cow_services(self.services).evolve((), names)
         if not services:
             return None
         return replace(self, services=services)
@@ -403,7 +403,7 @@ class ViewBuilder:
                 self._force.add(name)
         if not gone and not swapped:
             return
-        kept = deferred.services.evolve(swapped, gone)
+        kept = _cow_services(deferred.services).evolve(swapped, gone)
         stale = {name for name, _ in swapped}
         memo = {k: v for k, v in deferred.memo.items() if k in kept and k not in stale}
         self._deferred = replace(deferred, services=kept, memo=memo) if kept else None
@@ -616,7 +616,7 @@ class ViewBuilder:
         self._deferred = None
         self._fill_order = []
         if later:
-            self._deferred = Deferred(CowMap((s.name, s) for s in later), config, snapshot, env, self._base)
+            self._deferred = Deferred({s.name: s for s in later}, config, snapshot, env, self._base)
             self._fill_order = [s.name for s in later]
             self._fill_sorted = False
         self._view = View(zones, CowMap(names), config, snapshot, self._deferred)
@@ -635,8 +635,20 @@ class ViewBuilder:
         base = self._base
         candidates: list[Service] = []
         others: list[Service] = []
-        for service in services:
-            (candidates if deferrable(service, base) else others).append(service)
+        hostname = _HOSTNAME
+        for service in services:  # as `deferrable`, written out: this looks at every service
+            if (
+                service.locality_names
+                or service.srv is not None
+                or service.https is not None
+                or service.fallback
+                or service.name in base
+                or service.name.startswith("*.")
+                or hostname in [e.kind for e in service.endpoints]
+            ):
+                others.append(service)
+            else:
+                candidates.append(service)
         if len(candidates) <= self._eager_services:
             return []
         targets = _cname_targets(others, base)
@@ -698,6 +710,10 @@ def _find_zone(zones: Mapping[str, Zone], qname: str) -> Zone | None:
 
 def _cow_names(names: Mapping[str, NameData]) -> CowMap[str, NameData]:
     return names if isinstance(names, CowMap) else CowMap(names)
+
+
+def _cow_services(services: Mapping[str, Service]) -> CowMap[str, Service]:
+    return services if isinstance(services, CowMap) else CowMap(services)
 
 
 class _Overlay(Container[str]):

@@ -82,6 +82,9 @@ def test_published_and_changed_zones_tell_when_to_notify() -> None:
             "localtargets-web.gslb.test.": ("192.0.2.2",),
         }
     }
+    # The first build's shortcut (no verdict, no override) publishes what the general rule does.
+    unrelated = Snapshot(health=MappingProxyType({("other.gslb.test.", "192.0.2.9"): True}))
+    assert not unrelated.plain and published(cfg, unrelated) == before
     after = published(cfg, Snapshot(health=MappingProxyType({(APP, "192.0.2.1"): False})))
     assert changed_zones(before, after) == ["gslb.test."]
     assert changed_zones(before, published(cfg, Snapshot(version=9))) == []
