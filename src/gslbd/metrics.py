@@ -97,8 +97,8 @@ WORKER_UPDATES = Counter(
 )
 NAMES_PENDING = Gauge(
     "gslbd_dns_names_pending",
-    "Names of the answer table not compiled yet (a large view is compiled in steps after a full "
-    "build; the slow path answers them meanwhile).",
+    "Names of the answer table not compiled yet, and services not built yet (a large view is built "
+    "and compiled in steps after a full build; the slow path answers them meanwhile).",
     registry=REGISTRY,
 )
 TABLE_REBUILDS = Counter(
