@@ -100,6 +100,45 @@ def test_app_start_fails_cleanly_when_an_address_cannot_be_bound() -> None:
     asyncio.run(body())
 
 
+def test_a_large_views_services_are_answered_before_they_are_built_then_built_in_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past EAGER_NAMES names the first view defers most plain services (answer/build.py Deferred):
+    the app answers them over DNS at once (the slow path builds a service's names when asked), an
+    admin change to a deferred service reaches its answer, and the event loop builds and compiles the
+    rest until the view and the table are whole and every service is counted."""
+    monkeypatch.setattr(answer_build, "EAGER_NAMES", 0)
+    services = "\n".join(
+        f"  - {{name: p{i}, endpoints: [{{address: 192.0.2.{10 + i}}}, {{address: 192.0.2.{50 + i}}}]}}"
+        for i in range(12)
+    )
+    text = TEXT.replace("services:\n", f"services:\n{services}\n", 1)
+
+    async def body() -> None:
+        app = App(load_config_text(text), FakeClock(), random.Random(7))
+        deferred = app.generation.view.deferred
+        assert deferred is not None and f"p11.{ZONE}" in deferred.services
+        assert len(app.generation.counts) < len(app.config.services)
+        await app.start()
+        try:
+            port = port_of(app)
+            reply = await asyncio.to_thread(ask, port, f"p11.{ZONE}")
+            assert addresses(reply) == ["192.0.2.21", "192.0.2.61"]
+            await app.set_admin(f"p10.{ZONE}", "192.0.2.20", AdminState.DOWN)
+            reply = await asyncio.to_thread(ask, port, f"p10.{ZONE}")
+            assert addresses(reply) == ["192.0.2.60"]
+            await wait_for(lambda: app.generation.view.deferred is None and not app.generation.table.partial)
+            assert len(app.generation.counts) == len(app.config.services)
+            assert app.generation.counts[f"p10.{ZONE}"].up == 1
+            assert REGISTRY.get_sample_value("gslbd_dns_names_pending") == 0
+            reply = await asyncio.to_thread(ask, port, f"p11.{ZONE}")
+            assert addresses(reply) == ["192.0.2.21", "192.0.2.61"]
+        finally:
+            await app.stop()
+
+    asyncio.run(body())
+
+
 def test_a_large_view_is_compiled_in_steps_on_the_event_loop_after_start(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
