@@ -26,6 +26,7 @@ import dns.flags
 import dns.message
 import dns.query
 import dns.rdatatype
+import yaml
 
 STARTUP_TIMEOUT = 30.0
 
@@ -185,6 +186,7 @@ def gslbd_command(*args: str, python: str | None = None) -> list[str]:
 def wait_until_answering(server: Running, timeout: float = STARTUP_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     query = dns.message.make_query(server.zone, dns.rdatatype.SOA)
+    api = _api_address(server.config_path)  # DNS answers first; the admin API starts right after it
     while time.monotonic() < deadline:
         if not server.alive():
             raise RuntimeError(f"gslbd exited with {server.proc.returncode}:\n{server.log()}")
@@ -196,7 +198,8 @@ def wait_until_answering(server: Running, timeout: float = STARTUP_TIMEOUT) -> N
             if not reply.answer:
                 break
         else:
-            return
+            if api is None or _api_accepts(api):
+                return
         time.sleep(0.05)
     server.kill()
     raise RuntimeError(f"gslbd did not answer SOA {server.zone} within {timeout}s:\n{server.log()}")
@@ -241,6 +244,31 @@ def start_gslbd(
     if wait:
         wait_until_answering(server)
     return server
+
+
+def _api_address(config_path: Path) -> tuple[str, int] | None:
+    """The admin API's (host, port) of a config, when it has one on a fixed port."""
+    try:
+        loaded = yaml.safe_load(config_path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    api = loaded.get("api") if isinstance(loaded, dict) else None
+    listen = api.get("listen") if isinstance(api, dict) else None
+    if not isinstance(listen, str) or ":" not in listen:
+        return None
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+    return (host, int(port)) if port.isdigit() and int(port) else None
+
+
+def _api_accepts(address: tuple[str, int]) -> bool:
+    try:
+        with socket.create_connection(address, timeout=0.2):
+            return True
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

@@ -42,9 +42,9 @@ import asyncio
 import logging
 import random
 import time
+from typing import TYPE_CHECKING
 
 from gslbd.answer import View
-from gslbd.api.server import ApiServer
 from gslbd.app.changes import ChangeRecorder
 from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
@@ -84,6 +84,10 @@ from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
 
 log = logging.getLogger(__name__)
+
+
+if TYPE_CHECKING:
+    from gslbd.api.server import ApiServer
 
 
 class ApiBindError(GslbdError):
@@ -238,23 +242,14 @@ class App:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the stored admin states, start the API, bind UDP and TCP on every listen address and
+        """Load the stored admin states, bind UDP and TCP on every listen address, start the API and
         start probing. StateError when the state store cannot be read; OSError/WorkerError when a
-        socket cannot be bound. On failure nothing is left listening."""
+        socket cannot be bound (ApiBindError: the API's). On failure nothing is left listening."""
         if self.running:
             return
         for key, state in self.store.load_admin().items():
             self.book.set_admin(key, state)
         self._rebuild()
-        api = self.config.api
-        if api is not None:
-            warm = len(self.config.services) <= WARM_ROWS_SERVICES
-            server = ApiServer(self.control, api.listen, api.token, warm_rows=warm)
-            try:
-                await server.start()
-            except OSError as exc:
-                raise ApiBindError(f"cannot listen on api.listen {api.listen}: {exc}") from exc
-            self._api = server
         try:
             if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
                 await self.cluster.start(self.config, self._probes())
@@ -262,7 +257,11 @@ class App:
                     self.book.set_admin(key, state)
                 self._rebuild()
             await self._front.bind(self._generation)
+            # DNS answers from here on; the API (and aiohttp, imported for it only now: a start at
+            # 100,000 services answers that much sooner) follows.
+            await self._start_api()
         except BaseException:
+            await self._front.close()
             if self.cluster is not None:
                 await self.cluster.stop()
             await self._stop_api()
@@ -323,6 +322,20 @@ class App:
             self._resign_handle.cancel()
             self._resign_handle = None
         self._gauges.clear()
+
+    async def _start_api(self) -> None:
+        api = self.config.api
+        if api is None:
+            return
+        from gslbd.api.server import ApiServer  # imported when needed: see start
+
+        warm = len(self.config.services) <= WARM_ROWS_SERVICES
+        server = ApiServer(self.control, api.listen, api.token, warm_rows=warm)
+        try:
+            await server.start()
+        except OSError as exc:
+            raise ApiBindError(f"cannot listen on api.listen {api.listen}: {exc}") from exc
+        self._api = server
 
     async def _stop_api(self) -> None:
         api, self._api = self._api, None
