@@ -242,9 +242,10 @@ class App:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the stored admin states, bind UDP and TCP on every listen address, start the API and
-        start probing. StateError when the state store cannot be read; OSError/WorkerError when a
-        socket cannot be bound (ApiBindError: the API's). On failure nothing is left listening."""
+        """Load the stored admin states, bind UDP and TCP on every listen address, start the API (in
+        cluster mode before the start-up sync with Redis, which can take its timeout) and start
+        probing. StateError when the state store cannot be read; OSError/WorkerError when a socket
+        cannot be bound (ApiBindError: the API's). On failure nothing is left listening."""
         if self.running:
             return
         for key, state in self.store.load_admin().items():
@@ -252,14 +253,16 @@ class App:
         self._rebuild()
         try:
             if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
+                await self._start_api()  # /readyz says 503 while the start-up sync runs
                 await self.cluster.start(self.config, self._probes())
                 for key, state in self.store.load_admin().items():
                     self.book.set_admin(key, state)
                 self._rebuild()
             await self._front.bind(self._generation)
             # DNS answers from here on; the API (and aiohttp, imported for it only now: a start at
-            # 100,000 services answers that much sooner) follows.
-            await self._start_api()
+            # 100,000 services answers that much sooner) follows, unless a start-up sync needed it.
+            if self._api is None:
+                await self._start_api()
         except BaseException:
             await self._front.close()
             if self.cluster is not None:
