@@ -360,9 +360,11 @@ def compile_node(data: NameData, refused: Entry) -> Node:
             found = compiled[key] = compile_outcome(data, outcome)
         return found
 
-    for rtype in (*data.special_types(), *ALWAYS_TYPES):
-        types[_type_code(rtype)] = entry_of(rtype)
     default = entry_of(_OTHER_TYPE)
+    for rtype in (*data.special_types(), *ALWAYS_TYPES):
+        entry = entry_of(rtype)
+        if entry is not default:  # a lookup that misses gets the default (a dict of 5 is 128 B smaller)
+            types[_type_code(rtype)] = entry
     for rdtype in ZONE_TRANSFER_TYPES:
         types[int(rdtype)] = refused
     return Node(types, default)
@@ -757,7 +759,7 @@ def compile_signed_node(
     types: dict[int, Entry] = {}
     for rtype in (*data.special_types(), *ALWAYS_TYPES):  # the types compile_node answers specially
         rdtype = _type_code(rtype)
-        types[rdtype] = signed(node.types[rdtype], data.outcome(rtype))
+        types[rdtype] = signed(node.types.get(rdtype, node.default), data.outcome(rtype))
     for rdtype, entry in node.types.items():
         types.setdefault(rdtype, entry)  # zone transfers: REFUSED
     return Node(types, signed(node.default, data.outcome(_OTHER_TYPE)))
