@@ -338,7 +338,7 @@ class ViewBuilder:
         self._view: View | None = None
         self._base: dict[str, NameData] = {}
         self._inputs: dict[str, tuple[object, ...]] = {}  # service name -> service_inputs when built
-        self._owned: dict[str, frozenset[str]] = {}  # service name -> the names it owns
+        self._owned: dict[str, tuple[str, ...]] = {}  # service name -> the names it owns
         self._order: dict[str, int] = {}  # service name -> its position in the config
         self._services: dict[str, Service] = {}
         self._ents: frozenset[str] = frozenset()
@@ -438,7 +438,7 @@ class ViewBuilder:
             own = service_names(service, config, snapshot, env, self._base, ())
             made.update(own)
             built.append(name)
-            self._owned[name] = frozenset(own)
+            self._owned[name] = tuple(own)
             self._inputs[name] = service_inputs(service, snapshot)
         self.filled = tuple(built)
         self._deferred = deferred.without(built) if order else None
@@ -512,14 +512,14 @@ class ViewBuilder:
             return name in deferred_names
 
         for service in dirty:
-            old = self._owned.get(service.name, frozenset())
-            for name in old:
+            owned = self._owned.get(service.name, ())
+            for name in owned:
                 del names[name]
             made = service_names(service, config, snapshot, env, self._base, names)
             names.update(made)
-            now = frozenset(made)
-            self._owned[service.name] = now
+            self._owned[service.name] = tuple(made)
             self._inputs[service.name] = service_inputs(service, snapshot)
+            old, now = frozenset(owned), frozenset(made)
             changed.update(now)
             gone.update(old - now)
             # A deferred service built now (it owned nothing): its names lie below names or empty
@@ -543,7 +543,7 @@ class ViewBuilder:
                     service = self._services[name]
                     made = service_names(service, config, snapshot, env, self._base, names)
                     names.update(made)
-                    self._owned[name] = frozenset(made)
+                    self._owned[name] = tuple(made)
                     self._inputs[name] = service_inputs(service, snapshot)
                     changed.update(made)
                 self._deferred = self._deferred.without(clash)
@@ -591,7 +591,7 @@ class ViewBuilder:
                 continue
             made = service_names(service, config, snapshot, env, self._base, taken)
             names.update(made)
-            self._owned[service.name] = frozenset(made)
+            self._owned[service.name] = tuple(made)
             self._inputs[service.name] = service_inputs(service, snapshot)
         names.update(heartbeat_names(config, snapshot, self._base))
         self._beat = snapshot.evaluated_at
@@ -604,7 +604,7 @@ class ViewBuilder:
                 service = self._services[name]
                 made = service_names(service, config, snapshot, env, self._base, taken)
                 names.update(made)
-                self._owned[name] = frozenset(made)
+                self._owned[name] = tuple(made)
                 self._inputs[name] = service_inputs(service, snapshot)
             ents = empty_non_terminals(names)
         self._deferred_ents = _ents_above(later, zones, lambda n: n in names or n in skip or n in ents)

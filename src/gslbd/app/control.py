@@ -125,7 +125,7 @@ class AppControl:
         out: list[ServiceRow] = []
         for svc in generation.config.services:
             count = generation.count(svc.name)
-            up_addresses = count.up_addresses if count is not None else frozenset()
+            up_addresses = count.up_addresses if count is not None else ()
             learned = snapshot.peer_endpoints.get(svc.name, ())
             configured = {ep.address for ep in svc.endpoints}
             shown = (*svc.endpoints, *(ep for ep in learned if ep.address not in configured))
@@ -225,7 +225,7 @@ class AppControl:
         book = self._app.book
         # What counts is the generation's (the rule the answers use), not derived again here.
         count = generation.count(svc.name)
-        up = count.up_addresses if count is not None else frozenset()
+        up = count.up_addresses if count is not None else ()
         learned = snapshot.peer_endpoints.get(svc.name, ())
         views: list[EndpointView] = [
             endpoint_view(ep, book.known(ep.key), snapshot.admin_state(ep), ep.address in up)

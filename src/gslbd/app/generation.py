@@ -184,7 +184,7 @@ class ServiceCount:
 
     up: int
     known: int
-    up_addresses: frozenset[str]
+    up_addresses: tuple[str, ...]  # in the order of the service's candidates (a few: a tuple is small)
 
 
 def count_service(service: Service, snapshot: Snapshot, peer_sites: frozenset[str]) -> ServiceCount:
@@ -192,7 +192,7 @@ def count_service(service: Service, snapshot: Snapshot, peer_sites: frozenset[st
     up = counted_endpoints(service, snapshot, peer_sites)
     learned = snapshot.peer_endpoints.get(service.name, ())
     known = {e.address for e in service.endpoints} | {e.address for e in learned}
-    return ServiceCount(len(up), len(known), frozenset(e.address for e in up))
+    return ServiceCount(len(up), len(known), tuple([e.address for e in up]))
 
 
 @dataclass(frozen=True, slots=True)
