@@ -223,7 +223,9 @@ def test_mutated_queries_get_the_python_answer_or_go_to_python(
     python = None
     with contextlib.suppress(IndexError):
         python = fast_answer(table, packet, 0x0A000001, False, tcp, FixedDraw(draw))
-    assert c == python
+    # None from C and an answer from Python: only for an entry C leaves to Python (HTTPS at a name with a
+    # policy: its pick is no plan C knows)
+    assert c == python or (c is None and entry_kind(table, packet) == ct.K_PYTHON)
 
 
 @settings(max_examples=300, deadline=None)
