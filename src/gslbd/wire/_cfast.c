@@ -89,6 +89,7 @@ typedef struct {
     uint8_t nx;  /* some variant is NXDOMAIN (all_down: nxdomain; a CO query's signed answer is Python's) */
     uint16_t policy;
     uint32_t nvar;
+    uint32_t size; /* bytes of the block */
     union {
         struct { /* weighted */
             double *bounds;
@@ -131,6 +132,7 @@ typedef struct {
     uint32_t keylen;
     uint16_t nent, ntypes;
     int32_t dflt;
+    uint32_t size; /* bytes of the block */
     entry_t *ent[];
 } node_t;
 
@@ -1254,12 +1256,14 @@ static entry_t *new_entry(bctx_t *c, PyObject *variants, size_t extra, void **pa
         if (check_variant(PyTuple_GET_ITEM(variants, i), &bytes) < 0) return NULL;
     }
     size_t head = align8(sizeof(entry_t) + (size_t)nv * sizeof(variant_t));
-    entry_t *e = PyMem_RawCalloc(1, head + align8(extra) + bytes);
+    size_t size = head + align8(extra) + bytes;
+    entry_t *e = size <= 0xFFFFFFFF ? PyMem_RawCalloc(1, size) : NULL;
     if (e == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
     e->refs = 1;
+    e->size = (uint32_t)size;
     *params = (uint8_t *)e + head;
     uint8_t *blob = (uint8_t *)e + head + align8(extra);
     for (Py_ssize_t i = 0; i < nv; i++) {
@@ -1466,6 +1470,7 @@ static node_t *build_node(PyObject *spec, bctx_t *c) {
         return NULL;
     }
     n->refs = 1;
+    n->size = (uint32_t)(at_key + (size_t)keylen);
     tmap_t *map = (tmap_t *)((uint8_t *)n + at_types);
     uint8_t *k = (uint8_t *)n + at_key;
     memcpy(k, PyBytes_AS_STRING(key), (size_t)keylen);
@@ -2272,12 +2277,75 @@ static PyObject *table_seed(TableObject *self, PyObject *arg) {
 
 static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return PyLong_FromUnsignedLong(self->t->nnodes); }
 
+/* table.layout() -> (names, shards, index bytes, node bytes, entries, entry references, entry bytes,
+   header blocks): what the table (with its signed nodes) holds, each shared block counted once. */
+static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
+    uint64_t names = 0, shards = 0, index = 0, node_bytes = 0, entries = 0, refs = 0, entry_bytes = 0;
+    imap_t seen, blocks;
+    memset(&seen, 0, sizeof(seen));
+    memset(&blocks, 0, sizeof(blocks));
+    for (const ctab_t *part = self->t; part != NULL; part = part == self->t ? self->t->sig : NULL) {
+        names += part->nnodes;
+        shards += 1u << part->bits;
+        index += ((size_t)1 << part->bits) * sizeof(shard_t *);
+        for (uint32_t s = 0; s < (1u << part->bits); s++) {
+            const shard_t *sh = part->shards[s];
+            index += sizeof(shard_t) + ((size_t)sh->mask + 1) * sizeof(node_t *);
+            for (uint32_t i = 0; i <= sh->mask; i++) {
+                const node_t *n = sh->slot[i];
+                if (n == NULL) continue;
+                node_bytes += n->size;
+                for (uint32_t j = 0; j < n->nent; j++) {
+                    entry_t *e = n->ent[j];
+                    refs++;
+                    if (imap_get(&seen, (uint64_t)(uintptr_t)e, NULL, NULL) != NULL) continue;
+                    if (imap_put(&seen, (uint64_t)(uintptr_t)e, e) < 0) goto fail;
+                    entries++;
+                    entry_bytes += e->size;
+                    for (uint32_t v = 0; v < e->nvar; v++) {
+                        const hblock_t *hb = e->var[v].hb;
+                        if (imap_get(&blocks, (uint64_t)(uintptr_t)hb, NULL, NULL) != NULL) continue;
+                        if (imap_put(&blocks, (uint64_t)(uintptr_t)hb, (void *)(uintptr_t)hb) < 0) goto fail;
+                    }
+                }
+            }
+        }
+    }
+    uint64_t nblocks = blocks.count;
+    imap_clear(&seen);
+    imap_clear(&blocks);
+    return Py_BuildValue("KKKKKKKK", (unsigned long long)names, (unsigned long long)shards,
+                         (unsigned long long)index, (unsigned long long)node_bytes, (unsigned long long)entries,
+                         (unsigned long long)refs, (unsigned long long)entry_bytes, (unsigned long long)nblocks);
+fail:
+    imap_clear(&seen);
+    imap_clear(&blocks);
+    return NULL;
+}
+
+/* table.shared_shards(other) -> how many index shards the two tables share (the same block). */
+static PyObject *table_shared_shards(TableObject *self, PyObject *other) {
+    if (!PyObject_TypeCheck(other, &TableType)) {
+        PyErr_SetString(PyExc_TypeError, "other must be a Table");
+        return NULL;
+    }
+    const ctab_t *a = self->t, *b = ((TableObject *)other)->t;
+    unsigned long same = 0;
+    if (a->bits == b->bits) {
+        for (uint32_t s = 0; s < (1u << a->bits); s++) same += a->shards[s] == b->shards[s];
+    }
+    return PyLong_FromUnsignedLong(same);
+}
+
 static PyMethodDef table_methods[] = {
     {"update", (PyCFunction)table_update, METH_VARARGS,
      "update(removed_keys, node_specs, signed_removed, signed_specs, flags=-1) -> Table"},
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},
+    {"layout", (PyCFunction)table_layout, METH_NOARGS,
+     "layout() -> (names, shards, index bytes, node bytes, entries, entry references, entry bytes, header blocks)"},
+    {"shared_shards", (PyCFunction)table_shared_shards, METH_O, "shared_shards(other) -> index shards shared"},
     {"seed", (PyCFunction)table_seed, METH_O, "seed(n): the state of answer()'s random draws"},
     {NULL, NULL, 0, NULL},
 };
