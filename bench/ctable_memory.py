@@ -7,7 +7,8 @@ every name compiled) of N generated services (bench/scale.py's `mixed_services`:
 
     py MB       resident memory the Python table added (VmRSS after it was built, minus before)
     C MB        resident memory the C copy added (VmRSS), and the bytes malloc holds for it (mallinfo2)
-    B/name      the C copy's malloc bytes per name
+    B/name      the C copy's malloc bytes per name; below it, what the C table's blocks hold per name
+                (`Table.layout()`: index shards, nodes, entries; shared blocks counted once)
     C / py      the C copy's resident memory as a ratio of the Python table's
     build ms    the C copy's full build
     update us   one admin change of one service (its names recompiled by `update_table`): `update_ctable`
@@ -106,6 +107,8 @@ def run(n: int, updates: int, workdir: Path) -> dict[str, float]:
     after_c = rss_kb()
     c_malloc = malloc_bytes() - malloc_before
     assert native.native.names() == len(table.names)
+    _, shards, index, node_bytes, entries, refs, entry_bytes, blocks = native.native.layout()
+    held = index + node_bytes + entry_bytes + blocks * 88  # 88: a header block (hblock_t)
 
     # One admin change at a time (the same path as a verdict): one service's first endpoint goes down,
     # then back to obey; each new table is copied with update_ctable.
@@ -135,6 +138,13 @@ def run(n: int, updates: int, workdir: Path) -> dict[str, float]:
         "c_mb": (after_c - after_py) / 1024,
         "c_malloc_mb": c_malloc / 2**20,
         "per_name": c_malloc / names,
+        "held_per_name": held / names,
+        "index_per_name": index / names,
+        "node_per_name": node_bytes / names,
+        "entry_per_name": entry_bytes / names,
+        "entries": entries,
+        "refs": refs,
+        "shards": shards,
         "ratio": (after_c - after_py) / max(1, after_py - before_py),
         "build_ms": build_ms,
         "update_us": statistics.median(totals) * 1e6,
@@ -164,6 +174,13 @@ def main() -> int:
                 f"{n:>8} {r['names']:>7.0f} {r['py_mb']:>7.0f} {r['c_mb']:>6.0f} {r['c_malloc_mb']:>11.0f}"
                 f" {r['per_name']:>7.0f} {r['ratio']:>6.2f} {r['build_ms']:>8.0f} {r['update_us']:>9.0f}"
                 f" {r['c_update_us']:>9.0f}",
+                flush=True,
+            )
+            print(
+                f"{'':>8} held by the C table per name: {r['held_per_name']:.0f} B (index"
+                f" {r['index_per_name']:.0f}, nodes {r['node_per_name']:.0f},"
+                f" entries {r['entry_per_name']:.0f});"
+                f" {r['entries']:.0f} entries for {r['refs']:.0f} references; {r['shards']:.0f} shards",
                 flush=True,
             )
     return 0

@@ -58,9 +58,8 @@ typedef struct {
 
 typedef struct {
     const hblock_t *hb;
-    const uint8_t *sec; /* answer, authority and additional records (in the entry's block) */
-    const uint8_t *opt; /* EDNS options the variant adds after ECS (an Extended DNS Error) */
-    uint32_t len;
+    uint32_t off;    /* where its bytes start in the entry's block: the answer, authority and additional */
+    uint32_t len;    /* records, then the EDNS options the variant adds after ECS (an Extended DNS Error) */
     uint32_t optlen;
 } variant_t;
 
@@ -81,35 +80,38 @@ typedef struct {
    update that holds the same Python entry (NODATA, the SOA, REFUSED of zone transfers...); an entry with a
    plan belongs to one node (its counter is that name's rotation `seq`). */
 typedef struct {
-    uint64_t refs;
-    uint64_t counter; /* answers (the policy's query counter, `seq`) */
+    uint32_t refs;
     uint8_t kind;
     uint8_t locdep;
     uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python) */
     uint8_t nx;  /* some variant is NXDOMAIN (all_down: nxdomain; a CO query's signed answer is Python's) */
+    uint64_t counter; /* answers (the policy's query counter, `seq`) */
     uint16_t policy;
     uint32_t nvar;
     uint32_t size; /* bytes of the block */
-    union {
-        struct { /* weighted */
-            double *bounds;
+    union {        /* the arrays are in the block, after the variants: entry_params() */
+        struct {   /* weighted: the cumulative weights (doubles) */
             double total;
             uint32_t nbounds;
         };
         uint32_t count; /* shuffle */
-        struct {        /* hash */
-            uint64_t *ids;
-            uint32_t nids;
-        };
-        struct { /* geo */
-            uint32_t *starts, *counts;
-            int32_t *class_of;
+        uint32_t nids;  /* hash: the endpoint ids (uint64) */
+        struct {        /* geo: starts and counts (nclass each), class_of (nloc) */
             const lpm_t *lpm;
             uint32_t nclass, nloc;
         };
     };
     variant_t var[];
 } entry_t;
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static inline void *entry_params(const entry_t *e) {
+    return (uint8_t *)(uintptr_t)e + align8(sizeof(entry_t) + (size_t)e->nvar * sizeof(variant_t));
+}
+static inline const uint8_t *variant_bytes(const entry_t *e, uint32_t i) {
+    return (const uint8_t *)e + e->var[i].off;
+}
 
 typedef struct {
     uint16_t qtype;
@@ -125,16 +127,17 @@ typedef struct {
    key. Nodes are shared by the tables of one lineage (same totals): whoever frees a node adds the counts
    of its counted entries to the totals it is given. */
 typedef struct {
-    uint64_t refs;
     uint64_t hash;
-    const uint8_t *key;
-    const tmap_t *types;
-    uint32_t keylen;
-    uint16_t nent, ntypes;
-    int32_t dflt;
+    uint32_t refs;
     uint32_t size; /* bytes of the block */
-    entry_t *ent[];
+    uint16_t nent, ntypes;
+    int16_t dflt;
+    uint8_t keylen;
+    entry_t *ent[]; /* then the type map (ntypes), then the key */
 } node_t;
+
+static inline const tmap_t *node_types(const node_t *n) { return (const tmap_t *)(n->ent + n->nent); }
+static inline const uint8_t *node_key(const node_t *n) { return (const uint8_t *)(node_types(n) + n->ntypes); }
 
 typedef struct {
     uint32_t len;  /* without the root byte */
@@ -407,7 +410,7 @@ static node_t *find_node(const ctab_t *t, const uint8_t *key, uint32_t len, uint
     for (uint32_t i = (uint32_t)h & s->mask;; i = (i + 1) & s->mask) {
         node_t *n = s->slot[i];
         if (n == NULL) return NULL;
-        if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0) return n;
+        if (n->hash == h && n->keylen == len && memcmp(node_key(n), key, len) == 0) return n;
     }
 }
 
@@ -796,8 +799,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             if (co) { /* all_down=nxdomain as a compact denial: NXDOMAIN from the slow path */
                 int32_t idx = node->dflt;
                 for (i = 0; i < node->ntypes; i++) {
-                    if (node->types[i].qtype == qtype) {
-                        idx = node->types[i].entry;
+                    if (node_types(node)[i].qtype == qtype) {
+                        idx = node_types(node)[i].entry;
                         break;
                     }
                 }
@@ -809,8 +812,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     if (node != NULL) {
         int32_t idx = node->dflt;
         for (i = 0; i < node->ntypes; i++) {
-            if (node->types[i].qtype == qtype) {
-                idx = node->types[i].entry;
+            if (node_types(node)[i].qtype == qtype) {
+                idx = node_types(node)[i].entry;
                 break;
             }
         }
@@ -818,7 +821,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             if (flags & FB_NEG) return R_FALLBACK;
             heads = b->transfer->var[0].hb->heads;
             tcheads = b->transfer->var[0].hb->tc;
-            vopt = b->transfer->var[0].opt;
+            vopt = variant_bytes(b->transfer, 0) + b->transfer->var[0].len;
             voptlen = b->transfer->var[0].optlen;
         } else {
             entry_t *e = node->ent[idx];
@@ -830,10 +833,11 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 if (e->kind == K_GEO) { /* locate before counting: a client C cannot place goes to Python */
                     uint32_t loc = lpm_find(e->lpm, ip, v6);
                     if (loc >= e->nloc) return R_FALLBACK;
-                    int32_t c = e->class_of[loc];
+                    const uint32_t *starts = entry_params(e), *counts = starts + e->nclass;
+                    int32_t c = ((const int32_t *)(counts + e->nclass))[loc];
                     if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
                     seq = ch->seq >= 0 ? (uint64_t)ch->seq : ATOMIC_ADD(&e->counter, 1);
-                    pick = e->starts[c] + (uint32_t)(seq % e->counts[c]);
+                    pick = starts[c] + (uint32_t)(seq % counts[c]);
                     goto picked;
                 }
                 if (ch->seq >= 0) seq = (uint64_t)ch->seq;
@@ -850,7 +854,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     uint32_t lo = 0, hi = e->nbounds;
                     while (lo < hi) { /* bisect_right */
                         uint32_t mid = (lo + hi) / 2;
-                        if (x < e->bounds[mid]) hi = mid;
+                        if (x < ((const double *)entry_params(e))[mid]) hi = mid;
                         else lo = mid + 1;
                     }
                     pick = lo;
@@ -866,7 +870,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     uint64_t seed = mix64(k), best_score = 0;
                     uint32_t best = 0;
                     for (i = 0; i < e->nids; i++) {
-                        uint64_t score = mix64(seed ^ e->ids[i]);
+                        uint64_t score = mix64(seed ^ ((const uint64_t *)entry_params(e))[i]);
                         if (i == 0 || score > best_score) {
                             best = i;
                             best_score = score;
@@ -883,9 +887,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             if (pick >= e->nvar) return R_FALLBACK;
             heads = e->var[pick].hb->heads;
             tcheads = e->var[pick].hb->tc;
-            sec = e->var[pick].sec;
+            sec = variant_bytes(e, pick);
             seclen = e->var[pick].len;
-            vopt = e->var[pick].opt;
+            vopt = sec + seclen;
             voptlen = e->var[pick].optlen;
             locdep = e->locdep;
         }
@@ -894,12 +898,12 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (qtype == 251 || qtype == 252) {
             heads = b->transfer->var[0].hb->heads;
             tcheads = b->transfer->var[0].hb->tc;
-            vopt = b->transfer->var[0].opt;
+            vopt = variant_bytes(b->transfer, 0) + b->transfer->var[0].len;
             voptlen = b->transfer->var[0].optlen;
         } else {
             heads = b->refused->var[0].hb->heads;
             tcheads = b->refused->var[0].hb->tc;
-            vopt = b->refused->var[0].opt;
+            vopt = variant_bytes(b->refused, 0) + b->refused->var[0].len;
             voptlen = b->refused->var[0].optlen;
             for (i = 0; i < nsuf; i++) {
                 uint32_t off = suffixes[i];
@@ -1218,8 +1222,8 @@ static int check_variant(PyObject *v, size_t *size) {
     return 0;
 }
 
-/* Fills a checked variant, its bytes copied to *blob (advanced). */
-static int fill_variant(bctx_t *c, PyObject *v, variant_t *out, uint8_t **blob) {
+/* Fills a checked variant, its bytes copied to *blob (advanced) in the block at `base`. */
+static int fill_variant(bctx_t *c, PyObject *v, variant_t *out, uint8_t *base, uint8_t **blob) {
     uint8_t bytes[80];
     memcpy(bytes, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 0)), 40);
     memcpy(bytes + 40, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 1)), 40);
@@ -1228,16 +1232,13 @@ static int fill_variant(bctx_t *c, PyObject *v, variant_t *out, uint8_t **blob) 
     PyObject *sec = PyTuple_GET_ITEM(v, 2), *opt = PyTuple_GET_ITEM(v, 3);
     out->len = (uint32_t)PyBytes_GET_SIZE(sec);
     out->optlen = (uint32_t)PyBytes_GET_SIZE(opt);
-    out->sec = *blob;
+    out->off = (uint32_t)(*blob - base);
     memcpy(*blob, PyBytes_AS_STRING(sec), out->len);
     *blob += out->len;
-    out->opt = *blob;
     memcpy(*blob, PyBytes_AS_STRING(opt), out->optlen);
     *blob += out->optlen;
     return 0;
 }
-
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 /* A new entry (one reference) of `kind` with these variants and `extra` bytes for its parameters' arrays
    (8-byte aligned, right after the variants: *params points there). */
@@ -1264,10 +1265,12 @@ static entry_t *new_entry(bctx_t *c, PyObject *variants, size_t extra, void **pa
     }
     e->refs = 1;
     e->size = (uint32_t)size;
-    *params = (uint8_t *)e + head;
+    e->nvar = (uint32_t)nv; /* for entry_params; the variants are counted again as they are filled */
+    *params = entry_params(e);
+    e->nvar = 0;
     uint8_t *blob = (uint8_t *)e + head + align8(extra);
     for (Py_ssize_t i = 0; i < nv; i++) {
-        if (fill_variant(c, PyTuple_GET_ITEM(variants, i), &e->var[i], &blob) < 0) {
+        if (fill_variant(c, PyTuple_GET_ITEM(variants, i), &e->var[i], (uint8_t *)e, &blob) < 0) {
             entry_decref(e, NULL);
             return NULL;
         }
@@ -1381,9 +1384,8 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
     }
     switch (e->kind) {
     case K_WEIGHTED:
-        e->bounds = params;
         for (Py_ssize_t i = 0; i < n1; i++) {
-            e->bounds[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(bounds, i));
+            ((double *)params)[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(bounds, i));
             if (PyErr_Occurred()) goto fail;
         }
         e->nbounds = (uint32_t)n1;
@@ -1395,9 +1397,8 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
         if (PyErr_Occurred()) goto fail;
         break;
     case K_HASH:
-        e->ids = params;
         for (Py_ssize_t i = 0; i < n1; i++) {
-            e->ids[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(param, i));
+            ((uint64_t *)params)[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(param, i));
             if (PyErr_Occurred()) goto fail;
         }
         e->nids = (uint32_t)n1;
@@ -1409,14 +1410,13 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
             break;
         }
         e->lpm = &c->b->lpms[which];
-        e->starts = params;
-        e->counts = e->starts + n1;
-        e->class_of = (int32_t *)(e->counts + n2);
         e->nclass = (uint32_t)n1;
         e->nloc = (uint32_t)n3;
-        if (fill_u32(starts, e->starts, "starts") < 0 || fill_u32(counts, e->counts, "counts") < 0) goto fail;
+        uint32_t *at_starts = params, *at_counts = at_starts + n1;
+        int32_t *class_of = (int32_t *)(at_counts + n2);
+        if (fill_u32(starts, at_starts, "starts") < 0 || fill_u32(counts, at_counts, "counts") < 0) goto fail;
         for (uint32_t i = 0; i < e->nclass; i++) {
-            if (e->counts[i] == 0) {
+            if (at_counts[i] == 0) {
                 PyErr_SetString(PyExc_ValueError, "a geo class without variants");
                 goto fail;
             }
@@ -1424,7 +1424,7 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
         for (Py_ssize_t i = 0; i < n3; i++) {
             long v = PyLong_AsLong(PyTuple_GET_ITEM(classes, i));
             if (PyErr_Occurred()) goto fail;
-            e->class_of[i] = (int32_t)v;
+            class_of[i] = (int32_t)v;
         }
         break;
     default:
@@ -1471,17 +1471,16 @@ static node_t *build_node(PyObject *spec, bctx_t *c) {
     }
     n->refs = 1;
     n->size = (uint32_t)(at_key + (size_t)keylen);
+    n->nent = (uint16_t)ne; /* where the type map and the key lie; unset entries are NULL */
+    n->ntypes = (uint16_t)nt;
     tmap_t *map = (tmap_t *)((uint8_t *)n + at_types);
     uint8_t *k = (uint8_t *)n + at_key;
     memcpy(k, PyBytes_AS_STRING(key), (size_t)keylen);
-    n->key = k;
-    n->types = map;
-    n->keylen = (uint32_t)keylen;
+    n->keylen = (uint8_t)keylen;
     n->hash = fnv(k, n->keylen);
     for (Py_ssize_t i = 0; i < ne; i++) {
         n->ent[i] = build_entry(PyTuple_GET_ITEM(entries, i), c);
         if (n->ent[i] == NULL) goto fail;
-        n->nent = (uint16_t)(i + 1);
     }
     for (Py_ssize_t i = 0; i < nt; i++) {
         PyObject *pair = PyTuple_GET_ITEM(types, i);
@@ -1495,7 +1494,6 @@ static node_t *build_node(PyObject *spec, bctx_t *c) {
         }
         map[i].qtype = (uint16_t)qtype;
         map[i].entry = (int16_t)at;
-        n->ntypes = (uint16_t)(i + 1);
     }
     long dflt = PyLong_AsLong(PyTuple_GET_ITEM(spec, 3));
     if (PyErr_Occurred()) goto fail;
@@ -1503,7 +1501,7 @@ static node_t *build_node(PyObject *spec, bctx_t *c) {
         PyErr_SetString(PyExc_ValueError, "bad default entry");
         goto fail;
     }
-    n->dflt = (int32_t)dflt;
+    n->dflt = (int16_t)dflt;
     return n;
 fail:
     node_decref(n, NULL); /* a node that never served: nothing to add */
@@ -1782,7 +1780,7 @@ fail:
     return NULL;
 }
 
-static inline int is_wild(const node_t *n) { return n->keylen > 2 && n->key[0] == 1 && n->key[1] == '*'; }
+static inline int is_wild(const node_t *n) { return n->keylen > 2 && node_key(n)[0] == 1 && node_key(n)[1] == '*'; }
 
 static uint32_t shard_bits(uint32_t n) {
     uint32_t bits = 0;
@@ -1813,7 +1811,7 @@ static void shard_place(shard_t *s, node_t *n, totals_t *totals) {
             s->nwild += (uint32_t)is_wild(n);
             return;
         }
-        if (cur->hash == n->hash && cur->keylen == n->keylen && memcmp(cur->key, n->key, n->keylen) == 0) {
+        if (cur->hash == n->hash && cur->keylen == n->keylen && memcmp(node_key(cur), node_key(n), n->keylen) == 0) {
             s->slot[i] = n;
             node_decref(cur, totals);
             return;
@@ -1856,7 +1854,7 @@ static void shard_remove(shard_t *s, const uint8_t *key, uint32_t len, uint64_t 
     for (;; i = (i + 1) & s->mask) {
         n = s->slot[i];
         if (n == NULL) return;
-        if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0) break;
+        if (n->hash == h && n->keylen == len && memcmp(node_key(n), key, len) == 0) break;
     }
     for (uint32_t j = (i + 1) & s->mask; s->slot[j] != NULL; j = (j + 1) & s->mask) {
         uint32_t home = (uint32_t)s->slot[j]->hash & s->mask;
@@ -2022,7 +2020,7 @@ static ctab_t *updated(const ctab_t *old, base_t *base, totals_t *totals, PyObje
             uint64_t h = fnv(k, len);
             int added = 0;
             for (uint32_t j = 0; j < count && !added; j++)
-                added = nodes[j]->hash == h && nodes[j]->keylen == len && memcmp(nodes[j]->key, k, len) == 0;
+                added = nodes[j]->hash == h && nodes[j]->keylen == len && memcmp(node_key(nodes[j]), k, len) == 0;
             if (!added) shard_remove(t->shards[shard_of(h, t->bits)], k, len, h, totals);
         }
         ctab_count(t);
@@ -2056,7 +2054,7 @@ static ctab_t *updated(const ctab_t *old, base_t *base, totals_t *totals, PyObje
             len = (uint32_t)PyBytes_GET_SIZE(key);
             h = fnv(k, len);
         } else {
-            k = nodes[i - nr]->key;
+            k = node_key(nodes[i - nr]);
             len = nodes[i - nr]->keylen;
             h = nodes[i - nr]->hash;
         }
