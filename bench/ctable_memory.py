@@ -131,7 +131,7 @@ def run(n: int, updates: int, workdir: Path) -> dict[str, float]:
         started = time.perf_counter()
         old.native.update(removed, specs, (), ())
         parts.append(time.perf_counter() - started)
-        old.locators.clear_memos()
+        old.locators.variants.clear()
     return {
         "names": names,
         "py_mb": (after_py - before_py) / 1024,

@@ -104,6 +104,12 @@ typedef struct {
     variant_t var[];
 } entry_t;
 
+static inline uint64_t fnv_more(uint64_t h, const void *data, size_t n) {
+    const uint8_t *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 static inline void *entry_params(const entry_t *e) {
@@ -1161,9 +1167,8 @@ static int imap_put(imap_t *m, uint64_t key, void *val) {
     return 0;
 }
 
-/* What one build or update shares between the entries it makes: the fixed entries by the Python spec
-   object (wire/ctable.py hands the same spec to every node that holds the same Python entry) and the
-   header blocks by content. The maps hold no references: the nodes do. */
+/* What one build or update shares between the entries it makes: the fixed entries and the header blocks,
+   by content. The maps hold no references: the nodes do. */
 typedef struct {
     const base_t *b;
     imap_t entries;
@@ -1312,8 +1317,40 @@ static int fill_u32(PyObject *seq, uint32_t *out, const char *what) {
     return 0;
 }
 
-/* entry spec: (kind, policy, locdep, variants, param); a new reference, or the shared fixed entry that
-   this build made of the same spec object. */
+/* The content hash of checked variants (a fixed entry's key in the build's map). */
+static uint64_t variants_hash(PyObject *variants) {
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(variants); i++) {
+        PyObject *v = PyTuple_GET_ITEM(variants, i);
+        for (int part = 0; part < 4; part++) {
+            PyObject *b = PyTuple_GET_ITEM(v, part);
+            uint32_t n = (uint32_t)PyBytes_GET_SIZE(b);
+            h = fnv_more(fnv_more(h, &n, sizeof(n)), PyBytes_AS_STRING(b), (size_t)n);
+        }
+    }
+    return h;
+}
+
+/* Whether a fixed entry holds exactly these (checked) variants. */
+static int same_variants(const void *entry, const void *variants) {
+    const entry_t *e = entry;
+    PyObject *vs = (PyObject *)(uintptr_t)variants;
+    if (e->nvar != (uint32_t)PyTuple_GET_SIZE(vs)) return 0;
+    for (uint32_t i = 0; i < e->nvar; i++) {
+        PyObject *v = PyTuple_GET_ITEM(vs, i), *sec = PyTuple_GET_ITEM(v, 2), *opt = PyTuple_GET_ITEM(v, 3);
+        const variant_t *var = &e->var[i];
+        if (var->len != (uint32_t)PyBytes_GET_SIZE(sec) || var->optlen != (uint32_t)PyBytes_GET_SIZE(opt) ||
+            memcmp(var->hb->heads, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 0)), 40) != 0 ||
+            memcmp(var->hb->tc, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 1)), 40) != 0 ||
+            memcmp(variant_bytes(e, i), PyBytes_AS_STRING(sec), var->len) != 0 ||
+            memcmp(variant_bytes(e, i) + var->len, PyBytes_AS_STRING(opt), var->optlen) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* entry spec: (kind, policy, locdep, variants, param); a new reference, or the fixed entry with the same
+   variants that this build or update made before (shared). */
 static entry_t *build_entry(PyObject *spec, bctx_t *c) {
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 5) {
         PyErr_SetString(PyExc_TypeError, "entry spec must be a 5-tuple");
@@ -1327,15 +1364,22 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
         PyErr_SetString(PyExc_ValueError, "bad entry kind or policy id");
         return NULL;
     }
-    uint64_t ident = (uint64_t)(uintptr_t)spec;
-    if (kind == K_NONE) {
-        entry_t *shared = imap_get(&c->entries, ident, NULL, NULL);
+    PyObject *variants = PyTuple_GET_ITEM(spec, 3), *param = PyTuple_GET_ITEM(spec, 4);
+    uint64_t content = 0;
+    int shareable = kind == K_NONE && policy == 0 && !locdep; /* no counter read, no client dependence */
+    if (shareable) {
+        size_t bytes = 0;
+        if (tuple_len(variants, "variants") < 0) return NULL;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(variants); i++) {
+            if (check_variant(PyTuple_GET_ITEM(variants, i), &bytes) < 0) return NULL;
+        }
+        content = variants_hash(variants);
+        entry_t *shared = imap_get(&c->entries, content, same_variants, variants);
         if (shared != NULL) {
             __atomic_add_fetch(&shared->refs, 1, __ATOMIC_RELAXED);
             return shared;
         }
     }
-    PyObject *variants = PyTuple_GET_ITEM(spec, 3), *param = PyTuple_GET_ITEM(spec, 4);
     PyObject *bounds = NULL, *starts = NULL, *counts = NULL, *classes = NULL;
     Py_ssize_t n1 = 0, n2 = 0, n3 = 0;
     long which = -1;
@@ -1431,7 +1475,7 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
         break;
     }
     if (e->kind == K_ROTATE && e->nvar == 0) e->kind = K_PYTHON;
-    if (e->kind == K_NONE && imap_put(&c->entries, ident, e) < 0) goto fail;
+    if (shareable && imap_put(&c->entries, content, e) < 0) goto fail;
     return e;
 fail:
     e->kind = K_NONE; /* never served: nothing to count */

@@ -134,15 +134,6 @@ class _Locators:
     # Variant specs made during one build or update, by id of the Variant (kept alive beside its spec):
     # the compiler shares variants across names (NODATA, REFUSED, the same address sets), so most repeat.
     variants: dict[int, tuple[Variant, tuple[bytes, bytes, bytes, bytes]]] = field(default_factory=dict)
-    # The specs of fixed entries (no pick) made during one build or update, by id of the Entry (kept alive
-    # beside its spec): the compiler shares them across names (NODATA, the SOA, REFUSED of zone transfers),
-    # and C makes one shared entry of each spec object it is handed.
-    fixed: dict[int, tuple[Entry, tuple[Any, ...]]] = field(default_factory=dict)
-
-    def clear_memos(self) -> None:
-        """Forget the variant and fixed entry specs of the last build or update."""
-        self.variants.clear()
-        self.fixed.clear()
 
     def add(self, locator: object) -> int:
         found = self.index.get(id(locator))
@@ -198,26 +189,27 @@ def _variant(v: Variant) -> tuple[bytes, bytes, bytes, bytes]:
     return (b"".join(v.heads), b"".join(v.tc_heads), v.sections, v.options)
 
 
+_VARIANT_MEMO = 65536  # variant specs kept during one build: the shared ones repeat early and often
+
+
 def _variant_specs(variants: tuple[Variant, ...], locators: _Locators) -> tuple[Any, ...]:
     memo = locators.variants
     out = []
     for v in variants:
         found = memo.get(id(v))
         if found is None:
+            if len(memo) >= _VARIANT_MEMO:  # most variants are one name's own: keep memory bounded
+                memo.clear()
             found = memo[id(v)] = (v, _variant(v))
         out.append(found[1])
     return tuple(out)
 
 
 def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ...]:
-    pick = entry.pick
-    if pick is None:  # one spec object per Entry: one C entry shared by every node that holds it
-        found = locators.fixed.get(id(entry))
-        if found is None:
-            spec = (K_NONE, _UNCOUNTED, False, _variant_specs(entry.variants, locators), None)
-            found = locators.fixed[id(entry)] = (entry, spec)
-        return found[1]
     variants = _variant_specs(entry.variants, locators)
+    pick = entry.pick
+    if pick is None:  # C shares one entry between the nodes whose fixed entries have the same bytes
+        return (K_NONE, _UNCOUNTED, False, variants, None)
     plan = getattr(pick, "__self__", None)
     dependent = entry.location_dependent
     if isinstance(plan, FixedPlan):
@@ -329,7 +321,7 @@ def build_ctable(
         inherit.native if inherit is not None else None,
         signed,
     )
-    locators.clear_memos()
+    locators.variants.clear()
     return CTable(native, table, locators, fallback)
 
 
@@ -350,10 +342,10 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
     if not same_base:
         return build_ctable(table, fallback, old)
     assert _cfast is not None
-    old.locators.clear_memos()
+    old.locators.variants.clear()
     removed, specs = _changed(base.names, table.names, table, old.locators)
     signed_removed, signed_specs = _changed(base.signed_names, table.signed_names, table, old.locators)
-    old.locators.clear_memos()
+    old.locators.variants.clear()
     native = old.native.update(removed, specs, signed_removed, signed_specs, _flags(table, fallback))
     return CTable(native, table, old.locators, fallback)
 
