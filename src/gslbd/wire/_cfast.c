@@ -5,9 +5,11 @@
  * cannot answer.
  *
  * Memory: everything a query reads is plain C memory (no Python object), so the UDP threads never need
- * the GIL to answer. A table (ctab) holds nodes (one per name) and a base (zones, settings, locators);
- * nodes and bases are reference counted (atomically) so that an updated table shares every unchanged
- * node with its predecessor (per-name replace, not a full rebuild). The current table of a responder sits
+ * the GIL to answer. A table (ctab) holds a sharded index of nodes (one per name) and a base (zones,
+ * settings, locators); shards, nodes, entries, header blocks and bases are reference counted
+ * (atomically) so that an updated table shares every unchanged shard and node with its predecessor
+ * (per-name replace that copies only the shards it touches, not a full rebuild), and the fixed entries
+ * (NODATA, the SOA...) are held once per build, not per name. The current table of a responder sits
  * in a Slot: one pointer, replaced under the Slot's mutex; a UDP loop takes a reference per batch.
  *
  * Counters: a node's entries count their answers (atomic, several threads); when a node is freed, its

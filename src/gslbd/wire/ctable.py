@@ -40,7 +40,9 @@ and the signer's `_cfast.DenialCache` (the compact denials signed before, filled
 Only Python signs.
 
 Updates: `update_ctable` shares every node of the previous C table but the changed ones (found by
-identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those.
+identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those; C
+copies only the index shards they fall in (docs/wire.md, *Memory*). Fixed entries (no pick) with the
+same bytes are one C entry shared by the names of a build or update, as the Python table shares them.
 """
 
 from __future__ import annotations
@@ -355,6 +357,8 @@ def _changed(
 ) -> tuple[tuple[bytes, ...], tuple[Any, ...]]:
     """The keys gone from `before` and the specs of the nodes new or changed in `after`."""
     assert _cfast is not None
+    if before is after:  # e.g. no signed names before or after
+        return (), ()
     keys: list[bytes] = []
     removed: list[bytes] = []
     for old_shard, new_shard in zip(before.shards, after.shards, strict=True):

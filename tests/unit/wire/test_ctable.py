@@ -427,6 +427,29 @@ def test_every_name_is_found_after_many_removals_and_additions_in_one_shard() ->
         assert (dns.message.from_wire(answer).rcode() == dns.rcode.NOERROR) == (key in present)
 
 
+def test_a_table_filled_in_steps_is_resharded_as_it_grows_and_finds_every_name() -> None:
+    """A table that grows past four times what its shards were sized for is resharded whole (a partial
+    table filled in steps); shards grow when half full in between."""
+    table, keys = _many_names(3000)
+    app = table.names[wire_key(f"app.{ORIGIN}")]
+    current = replace(table, names=table.names.evolve((), keys))
+    native = ct.build_ctable(current)
+    shard_counts = {native.native.layout()[1]}
+    for start in range(0, len(keys), 250):
+        gone = [keys[start - 1]] if start else []  # a removal in the same update
+        current = replace(
+            current, names=current.names.evolve({k: app for k in keys[start : start + 250]}, gone)
+        )
+        native = ct.update_ctable(native, current)
+        shard_counts.add(native.native.layout()[1])
+    assert len(shard_counts) >= 3  # 1 shard, then more twice
+    assert native.native.names() == len(current.names)
+    for i, key in enumerate(keys):
+        answer = native.native.answer(query(f"n{i}.{ORIGIN}"), 1, False, False, 0)
+        assert answer is not None
+        assert (dns.message.from_wire(answer).rcode() == dns.rcode.NOERROR) == (key in current.names)
+
+
 def test_names_that_hold_the_same_rotation_count_their_own_answers_in_c() -> None:
     """Only fixed entries are shared in C: a plan's entry keeps its counter per name."""
     table, _ = _many_names(2)
