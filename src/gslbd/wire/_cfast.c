@@ -134,18 +134,26 @@ typedef struct {
 /* A name: one allocation holding the header, its distinct entries (references), its type map and its
    key. Nodes are shared by the tables of one lineage (same totals): whoever frees a node adds the counts
    of its counted entries to the totals it is given. */
+/* A type map (qtype -> entry index), shared by content within a build or update: most names of a table
+   have one of a few shapes. */
+typedef struct {
+    uint32_t refs;
+    uint32_t n;
+    tmap_t map[];
+} tblock_t;
+
 typedef struct {
     uint64_t hash;
     uint32_t refs;
     uint32_t size; /* bytes of the block */
-    uint16_t nent, ntypes;
+    const tblock_t *types;
+    uint16_t nent;
     int16_t dflt;
     uint8_t keylen;
-    entry_t *ent[]; /* then the type map (ntypes), then the key */
+    entry_t *ent[]; /* then the key */
 } node_t;
 
-static inline const tmap_t *node_types(const node_t *n) { return (const tmap_t *)(n->ent + n->nent); }
-static inline const uint8_t *node_key(const node_t *n) { return (const uint8_t *)(node_types(n) + n->ntypes); }
+static inline const uint8_t *node_key(const node_t *n) { return (const uint8_t *)(n->ent + n->nent); }
 
 typedef struct {
     uint32_t len;  /* without the root byte */
@@ -312,8 +320,14 @@ static void totals_decref(totals_t *t) {
     if (t != NULL && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(t);
 }
 
+static void tblock_decref(const tblock_t *t) {
+    tblock_t *m = (tblock_t *)(uintptr_t)t;
+    if (m != NULL && __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(m);
+}
+
 static void node_decref(node_t *n, totals_t *totals) {
     if (n == NULL || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    tblock_decref(n->types);
     for (uint32_t i = 0; i < n->nent; i++) entry_decref(n->ent[i], totals);
     PyMem_RawFree(n);
 }
@@ -806,9 +820,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (signed_node != NULL) {
             if (co) { /* all_down=nxdomain as a compact denial: NXDOMAIN from the slow path */
                 int32_t idx = node->dflt;
-                for (i = 0; i < node->ntypes; i++) {
-                    if (node_types(node)[i].qtype == qtype) {
-                        idx = node_types(node)[i].entry;
+                for (i = 0; i < node->types->n; i++) {
+                    if (node->types->map[i].qtype == qtype) {
+                        idx = node->types->map[i].entry;
                         break;
                     }
                 }
@@ -819,9 +833,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     }
     if (node != NULL) {
         int32_t idx = node->dflt;
-        for (i = 0; i < node->ntypes; i++) {
-            if (node_types(node)[i].qtype == qtype) {
-                idx = node_types(node)[i].entry;
+        for (i = 0; i < node->types->n; i++) {
+            if (node->types->map[i].qtype == qtype) {
+                idx = node->types->map[i].entry;
                 break;
             }
         }
@@ -1175,11 +1189,34 @@ typedef struct {
     const base_t *b;
     imap_t entries;
     imap_t heads;
+    imap_t types;
 } bctx_t;
 
 static void bctx_clear(bctx_t *c) {
     imap_clear(&c->entries);
     imap_clear(&c->heads);
+    imap_clear(&c->types);
+}
+
+static int same_types(const void *block, const void *other) {
+    const tblock_t *a = block, *b = other;
+    return a->n == b->n && memcmp(a->map, b->map, (size_t)a->n * sizeof(tmap_t)) == 0;
+}
+
+/* The shared type map equal to `t` (a new block of one reference, taken over), a new reference. */
+static const tblock_t *tblock_of(bctx_t *c, tblock_t *t) {
+    uint64_t h = fnv((const uint8_t *)t->map, t->n * (uint32_t)sizeof(tmap_t));
+    tblock_t *found = imap_get(&c->types, h, same_types, t);
+    if (found != NULL) {
+        PyMem_RawFree(t);
+        __atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
+        return found;
+    }
+    if (imap_put(&c->types, h, t) < 0) {
+        PyMem_RawFree(t);
+        return NULL;
+    }
+    return t;
 }
 
 static int same_heads(const void *block, const void *bytes) {
@@ -1508,18 +1545,21 @@ static node_t *build_node(PyObject *spec, bctx_t *c) {
         PyErr_SetString(PyExc_ValueError, "too many entries");
         return NULL;
     }
-    size_t at_types = sizeof(node_t) + (size_t)ne * sizeof(entry_t *);
-    size_t at_key = at_types + (size_t)nt * sizeof(tmap_t);
+    size_t at_key = sizeof(node_t) + (size_t)ne * sizeof(entry_t *);
     node_t *n = PyMem_RawCalloc(1, at_key + (size_t)keylen);
-    if (n == NULL) {
+    tblock_t *types_block = PyMem_RawCalloc(1, sizeof(tblock_t) + (size_t)nt * sizeof(tmap_t));
+    if (n == NULL || types_block == NULL) {
+        PyMem_RawFree(n);
+        PyMem_RawFree(types_block);
         PyErr_NoMemory();
         return NULL;
     }
     n->refs = 1;
     n->size = (uint32_t)(at_key + (size_t)keylen);
-    n->nent = (uint16_t)ne; /* where the type map and the key lie; unset entries are NULL */
-    n->ntypes = (uint16_t)nt;
-    tmap_t *map = (tmap_t *)((uint8_t *)n + at_types);
+    n->nent = (uint16_t)ne; /* where the key lies; unset entries are NULL */
+    types_block->refs = 1;
+    types_block->n = (uint32_t)nt;
+    tmap_t *map = types_block->map;
     uint8_t *k = (uint8_t *)n + at_key;
     memcpy(k, PyBytes_AS_STRING(key), (size_t)keylen);
     n->keylen = (uint8_t)keylen;
@@ -1548,8 +1588,12 @@ static node_t *build_node(PyObject *spec, bctx_t *c) {
         goto fail;
     }
     n->dflt = (int16_t)dflt;
+    n->types = tblock_of(c, types_block);
+    types_block = NULL;
+    if (n->types == NULL) goto fail;
     return n;
 fail:
+    PyMem_RawFree(types_block);
     node_decref(n, NULL); /* a node that never served: nothing to add */
     return NULL;
 }
@@ -2325,6 +2369,7 @@ static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return 
    header blocks): what the table (with its signed nodes) holds, each shared block counted once. */
 static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
     uint64_t names = 0, shards = 0, index = 0, node_bytes = 0, entries = 0, refs = 0, entry_bytes = 0;
+    uint64_t ntblocks = 0;
     imap_t seen, blocks;
     memset(&seen, 0, sizeof(seen));
     memset(&blocks, 0, sizeof(blocks));
@@ -2339,6 +2384,11 @@ static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
                 const node_t *n = sh->slot[i];
                 if (n == NULL) continue;
                 node_bytes += n->size;
+                if (imap_get(&blocks, (uint64_t)(uintptr_t)n->types, NULL, NULL) == NULL) {
+                    if (imap_put(&blocks, (uint64_t)(uintptr_t)n->types, (void *)(uintptr_t)n->types) < 0) goto fail;
+                    node_bytes += sizeof(tblock_t) + (size_t)n->types->n * sizeof(tmap_t);
+                    ntblocks++;
+                }
                 for (uint32_t j = 0; j < n->nent; j++) {
                     entry_t *e = n->ent[j];
                     refs++;
@@ -2355,7 +2405,7 @@ static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
             }
         }
     }
-    uint64_t nblocks = blocks.count;
+    uint64_t nblocks = blocks.count - ntblocks;
     imap_clear(&seen);
     imap_clear(&blocks);
     return Py_BuildValue("KKKKKKKK", (unsigned long long)names, (unsigned long long)shards,
