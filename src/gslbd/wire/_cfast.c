@@ -5,9 +5,11 @@
  * cannot answer.
  *
  * Memory: everything a query reads is plain C memory (no Python object), so the UDP threads never need
- * the GIL to answer. A table (ctab) holds nodes (one per name) and a base (zones, settings, locators);
- * nodes and bases are reference counted (atomically) so that an updated table shares every unchanged
- * node with its predecessor (per-name replace, not a full rebuild). The current table of a responder sits
+ * the GIL to answer. A table (ctab) holds a sharded index of nodes (one per name) and a base (zones,
+ * settings, locators); shards, nodes, entries, header blocks and bases are reference counted
+ * (atomically) so that an updated table shares every unchanged shard and node with its predecessor
+ * (per-name replace that copies only the shards it touches, not a full rebuild), and the fixed entries
+ * (NODATA, the SOA...) are held once per build, not per name. The current table of a responder sits
  * in a Slot: one pointer, replaced under the Slot's mutex; a UDP loop takes a reference per batch.
  *
  * Counters: a node's entries count their answers (atomic, several threads); when a node is freed, its
@@ -47,13 +49,20 @@ typedef unsigned __int128 u128;
 /* ------------------------------------------------------------------------------------------------ */
 /* Data */
 
+/* The header bytes of a variant (bytes 2..12 of the message, indexed by rd | has_opt << 1, and the same
+   with TC set): one block per distinct content within a build or update, shared by every variant with
+   those bytes (most answers of a table have one of a few shapes). */
 typedef struct {
-    uint8_t heads[4][10]; /* header bytes 2..12, indexed by rd | has_opt << 1 */
+    uint64_t refs;
+    uint8_t heads[4][10];
     uint8_t tc[4][10];
-    uint32_t len;
-    uint8_t *sec; /* answer, authority and additional records */
+} hblock_t;
+
+typedef struct {
+    const hblock_t *hb;
+    uint32_t off;    /* where its bytes start in the entry's block: the answer, authority and additional */
+    uint32_t len;    /* records, then the EDNS options the variant adds after ECS (an Extended DNS Error) */
     uint32_t optlen;
-    uint8_t *opt; /* EDNS options the variant adds after ECS (an Extended DNS Error) */
 } variant_t;
 
 typedef struct {
@@ -68,27 +77,49 @@ typedef struct {
     level_t *lev[2];
 } lpm_t;
 
+/* An entry: one allocation holding the header, the variants, the parameters' arrays and the variants'
+   bytes. A fixed entry (kind none: one variant, no counter read) is shared by every node of a build or
+   update that holds the same Python entry (NODATA, the SOA, REFUSED of zone transfers...); an entry with a
+   plan belongs to one node (its counter is that name's rotation `seq`). */
 typedef struct {
-    uint64_t counter; /* answers (the policy's query counter, `seq`) */
+    uint32_t refs;
     uint8_t kind;
     uint8_t locdep;
     uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python) */
     uint8_t nx;  /* some variant is NXDOMAIN (all_down: nxdomain; a CO query's signed answer is Python's) */
+    uint64_t counter; /* answers (the policy's query counter, `seq`) */
     uint16_t policy;
     uint32_t nvar;
-    variant_t *var;
-    uint32_t nbounds; /* weighted */
-    double *bounds;
-    double total;
-    uint32_t count; /* shuffle */
-    uint32_t nids;  /* hash */
-    uint64_t *ids;
-    uint32_t nclass; /* geo */
-    uint32_t *starts, *counts;
-    uint32_t nloc;
-    int32_t *class_of;
-    lpm_t *lpm;
+    uint32_t size; /* bytes of the block */
+    union {        /* the arrays are in the block, after the variants: entry_params() */
+        struct {   /* weighted: the cumulative weights (doubles) */
+            double total;
+            uint32_t nbounds;
+        };
+        uint32_t count; /* shuffle */
+        uint32_t nids;  /* hash: the endpoint ids (uint64) */
+        struct {        /* geo: starts and counts (nclass each), class_of (nloc) */
+            const lpm_t *lpm;
+            uint32_t nclass, nloc;
+        };
+    };
+    variant_t var[];
 } entry_t;
+
+static inline uint64_t fnv_more(uint64_t h, const void *data, size_t n) {
+    const uint8_t *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static inline void *entry_params(const entry_t *e) {
+    return (uint8_t *)(uintptr_t)e + align8(sizeof(entry_t) + (size_t)e->nvar * sizeof(variant_t));
+}
+static inline const uint8_t *variant_bytes(const entry_t *e, uint32_t i) {
+    return (const uint8_t *)e + e->var[i].off;
+}
 
 typedef struct {
     uint16_t qtype;
@@ -100,18 +131,29 @@ typedef struct {
     uint64_t policy[MAX_POLICIES];
 } totals_t;
 
+/* A name: one allocation holding the header, its distinct entries (references), its type map and its
+   key. Nodes are shared by the tables of one lineage (same totals): whoever frees a node adds the counts
+   of its counted entries to the totals it is given. */
+/* A type map (qtype -> entry index), shared by content within a build or update: most names of a table
+   have one of a few shapes. */
 typedef struct {
-    uint64_t refs;
+    uint32_t refs;
+    uint32_t n;
+    tmap_t map[];
+} tblock_t;
+
+typedef struct {
     uint64_t hash;
-    uint32_t keylen;
-    uint8_t *key;
-    uint32_t nent;
-    entry_t *ent;
-    uint32_t ntypes;
-    tmap_t *types;
-    int32_t dflt;
-    totals_t *totals;
+    uint32_t refs;
+    uint32_t size; /* bytes of the block */
+    const tblock_t *types;
+    uint16_t nent;
+    int16_t dflt;
+    uint8_t keylen;
+    entry_t *ent[]; /* then the key */
 } node_t;
+
+static inline const uint8_t *node_key(const node_t *n) { return (const uint8_t *)(n->ent + n->nent); }
 
 typedef struct {
     uint32_t len;  /* without the root byte */
@@ -191,8 +233,8 @@ typedef struct {
     uint32_t flags;
     uint8_t opt_plain[2][11];
     uint8_t opt_prefix[2][9];
-    variant_t refused;  /* names outside every zone */
-    variant_t transfer; /* AXFR and IXFR */
+    entry_t *refused;  /* names outside every zone (one variant) */
+    entry_t *transfer; /* AXFR and IXFR */
     uint32_t nzones, zmask;
     zone_t *zones;
     int32_t *zindex;
@@ -200,13 +242,25 @@ typedef struct {
     lpm_t *lpms;
 } base_t;
 
+/* One shard of a table's name index: open addressing over node pointers (NULL: empty), at most half
+   full. Shards are immutable once a table holds them and shared (reference counted) by the tables of a
+   lineage: an update copies only the shards whose names it changes. */
+typedef struct {
+    uint64_t refs;
+    uint32_t count, mask, nwild;
+    node_t *slot[];
+} shard_t;
+
+#define SHARD_NODES 128 /* about this many names per shard (a table of n names has ~n/128 shards) */
+#define SHARD_BITS_MAX 16
+
 typedef struct ctab {
     uint64_t refs;
     base_t *base;
     totals_t *totals;
-    uint32_t nnodes, mask;
-    node_t **nodes;
-    int32_t *index;
+    uint32_t nnodes;
+    uint32_t bits;     /* 1 << bits shards, chosen by the top bits of a name's hash */
+    shard_t **shards;
     uint32_t nwild; /* nodes of wildcard names (\x01* + parent): their parents' NXDOMAIN is Python's */
     struct ctab *sig; /* the signed nodes (DO queries of signed zones), same base and totals; or NULL */
     uint32_t flags;   /* what this table leaves to Python (FB_*, S_SIGNER): the base's, or set by update */
@@ -246,39 +300,42 @@ static inline double draw_of(uint64_t *state) { return (double)(next_rand(state)
 /* ------------------------------------------------------------------------------------------------ */
 /* Freeing */
 
-static void free_entry(entry_t *e) {
-    for (uint32_t i = 0; i < e->nvar; i++) {
-        PyMem_RawFree(e->var[i].sec);
-        PyMem_RawFree(e->var[i].opt);
-    }
-    PyMem_RawFree(e->var);
-    PyMem_RawFree(e->bounds);
-    PyMem_RawFree(e->ids);
-    PyMem_RawFree(e->starts);
-    PyMem_RawFree(e->counts);
-    PyMem_RawFree(e->class_of);
+static void hblock_decref(const hblock_t *h) {
+    hblock_t *m = (hblock_t *)(uintptr_t)h;
+    if (m != NULL && __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(m);
+}
+
+static inline int counted(const entry_t *e) { return e->kind != K_NONE && e->kind != K_PYTHON; }
+
+/* Releases one reference to an entry; the last one adds its count to `totals` (NULL: an entry that never
+   served) and frees it. */
+static void entry_decref(entry_t *e, totals_t *totals) {
+    if (e == NULL || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (counted(e) && totals != NULL) ATOMIC_ADD(&totals->policy[e->policy], ATOMIC_LOAD(&e->counter));
+    for (uint32_t i = 0; i < e->nvar; i++) hblock_decref(e->var[i].hb);
+    PyMem_RawFree(e);
 }
 
 static void totals_decref(totals_t *t) {
     if (t != NULL && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(t);
 }
 
-static void node_free(node_t *n) {
-    for (uint32_t i = 0; i < n->nent; i++) {
-        entry_t *e = &n->ent[i];
-        if (e->kind != K_NONE && e->kind != K_PYTHON && n->totals != NULL)
-            ATOMIC_ADD(&n->totals->policy[e->policy], ATOMIC_LOAD(&e->counter));
-        free_entry(e);
-    }
-    PyMem_RawFree(n->ent);
-    PyMem_RawFree(n->types);
-    PyMem_RawFree(n->key);
-    totals_decref(n->totals);
+static void tblock_decref(const tblock_t *t) {
+    tblock_t *m = (tblock_t *)(uintptr_t)t;
+    if (m != NULL && __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(m);
+}
+
+static void node_decref(node_t *n, totals_t *totals) {
+    if (n == NULL || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    tblock_decref(n->types);
+    for (uint32_t i = 0; i < n->nent; i++) entry_decref(n->ent[i], totals);
     PyMem_RawFree(n);
 }
 
-static void node_decref(node_t *n) {
-    if (n != NULL && __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) == 0) node_free(n);
+static void shard_decref(shard_t *s, totals_t *totals) {
+    if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (uint32_t i = 0; i <= s->mask; i++) node_decref(s->slot[i], totals);
+    PyMem_RawFree(s);
 }
 
 static void lpm_clear(lpm_t *l) {
@@ -343,10 +400,8 @@ static void base_decref(base_t *b) {
         PyMem_RawFree(b->zones[i].rname.low);
         szone_free(b->zones[i].sz);
     }
-    PyMem_RawFree(b->refused.sec);
-    PyMem_RawFree(b->refused.opt);
-    PyMem_RawFree(b->transfer.sec);
-    PyMem_RawFree(b->transfer.opt);
+    entry_decref(b->refused, NULL);
+    entry_decref(b->transfer, NULL);
     PyMem_RawFree(b->zones);
     PyMem_RawFree(b->zindex);
     for (uint32_t i = 0; i < b->nlpm; i++) lpm_clear(&b->lpms[i]);
@@ -356,10 +411,9 @@ static void base_decref(base_t *b) {
 
 static void ctab_decref(ctab_t *t) {
     if (t == NULL || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
-    /* Nodes first: they add their counts to the totals and may point into the base's locators. */
-    for (uint32_t i = 0; i < t->nnodes; i++) node_decref(t->nodes[i]);
-    PyMem_RawFree(t->nodes);
-    PyMem_RawFree(t->index);
+    /* Shards first: their nodes add their counts to the totals and may point into the base's locators. */
+    for (uint32_t i = 0; i < (1u << t->bits); i++) shard_decref(t->shards[i], t->totals);
+    PyMem_RawFree(t->shards);
     base_decref(t->base);
     totals_decref(t->totals);
     ctab_decref(t->sig);
@@ -371,25 +425,14 @@ static inline void ctab_incref(ctab_t *t) { __atomic_add_fetch(&t->refs, 1, __AT
 /* ------------------------------------------------------------------------------------------------ */
 /* Lookups */
 
-static node_t *find_node(const ctab_t *t, const uint8_t *key, uint32_t len, uint64_t h) {
-    uint32_t i = (uint32_t)h & t->mask;
-    for (;;) {
-        int32_t at = t->index[i];
-        if (at < 0) return NULL;
-        node_t *n = t->nodes[at];
-        if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0) return n;
-        i = (i + 1) & t->mask;
-    }
-}
+static inline uint32_t shard_of(uint64_t h, uint32_t bits) { return bits ? (uint32_t)(h >> (64 - bits)) : 0; }
 
-static int32_t find_index(const ctab_t *t, const uint8_t *key, uint32_t len, uint64_t h) {
-    uint32_t i = (uint32_t)h & t->mask;
-    for (;;) {
-        int32_t at = t->index[i];
-        if (at < 0) return -1;
-        node_t *n = t->nodes[at];
-        if (n->hash == h && n->keylen == len && memcmp(n->key, key, len) == 0) return at;
-        i = (i + 1) & t->mask;
+static node_t *find_node(const ctab_t *t, const uint8_t *key, uint32_t len, uint64_t h) {
+    const shard_t *s = t->shards[shard_of(h, t->bits)];
+    for (uint32_t i = (uint32_t)h & s->mask;; i = (i + 1) & s->mask) {
+        node_t *n = s->slot[i];
+        if (n == NULL) return NULL;
+        if (n->hash == h && n->keylen == len && memcmp(node_key(n), key, len) == 0) return n;
     }
 }
 
@@ -777,33 +820,33 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (signed_node != NULL) {
             if (co) { /* all_down=nxdomain as a compact denial: NXDOMAIN from the slow path */
                 int32_t idx = node->dflt;
-                for (i = 0; i < node->ntypes; i++) {
-                    if (node->types[i].qtype == qtype) {
-                        idx = node->types[i].entry;
+                for (i = 0; i < node->types->n; i++) {
+                    if (node->types->map[i].qtype == qtype) {
+                        idx = node->types->map[i].entry;
                         break;
                     }
                 }
-                if (idx >= 0 && node->ent[idx].nx) return R_FALLBACK;
+                if (idx >= 0 && node->ent[idx]->nx) return R_FALLBACK;
             }
             node = signed_node;
         }
     }
     if (node != NULL) {
         int32_t idx = node->dflt;
-        for (i = 0; i < node->ntypes; i++) {
-            if (node->types[i].qtype == qtype) {
-                idx = node->types[i].entry;
+        for (i = 0; i < node->types->n; i++) {
+            if (node->types->map[i].qtype == qtype) {
+                idx = node->types->map[i].entry;
                 break;
             }
         }
         if (idx < 0) {
             if (flags & FB_NEG) return R_FALLBACK;
-            heads = b->transfer.heads;
-            tcheads = b->transfer.tc;
-            vopt = b->transfer.opt;
-            voptlen = b->transfer.optlen;
+            heads = b->transfer->var[0].hb->heads;
+            tcheads = b->transfer->var[0].hb->tc;
+            vopt = variant_bytes(b->transfer, 0) + b->transfer->var[0].len;
+            voptlen = b->transfer->var[0].optlen;
         } else {
-            entry_t *e = &node->ent[idx];
+            entry_t *e = node->ent[idx];
             uint32_t pick = 0;
             if (e->kind == K_PYTHON) return R_FALLBACK;
             if (e->neg && (flags & FB_NEG)) return R_FALLBACK;
@@ -812,10 +855,11 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 if (e->kind == K_GEO) { /* locate before counting: a client C cannot place goes to Python */
                     uint32_t loc = lpm_find(e->lpm, ip, v6);
                     if (loc >= e->nloc) return R_FALLBACK;
-                    int32_t c = e->class_of[loc];
+                    const uint32_t *starts = entry_params(e), *counts = starts + e->nclass;
+                    int32_t c = ((const int32_t *)(counts + e->nclass))[loc];
                     if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
                     seq = ch->seq >= 0 ? (uint64_t)ch->seq : ATOMIC_ADD(&e->counter, 1);
-                    pick = e->starts[c] + (uint32_t)(seq % e->counts[c]);
+                    pick = starts[c] + (uint32_t)(seq % counts[c]);
                     goto picked;
                 }
                 if (ch->seq >= 0) seq = (uint64_t)ch->seq;
@@ -832,7 +876,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     uint32_t lo = 0, hi = e->nbounds;
                     while (lo < hi) { /* bisect_right */
                         uint32_t mid = (lo + hi) / 2;
-                        if (x < e->bounds[mid]) hi = mid;
+                        if (x < ((const double *)entry_params(e))[mid]) hi = mid;
                         else lo = mid + 1;
                     }
                     pick = lo;
@@ -848,7 +892,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     uint64_t seed = mix64(k), best_score = 0;
                     uint32_t best = 0;
                     for (i = 0; i < e->nids; i++) {
-                        uint64_t score = mix64(seed ^ e->ids[i]);
+                        uint64_t score = mix64(seed ^ ((const uint64_t *)entry_params(e))[i]);
                         if (i == 0 || score > best_score) {
                             best = i;
                             best_score = score;
@@ -863,26 +907,26 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             }
         picked:
             if (pick >= e->nvar) return R_FALLBACK;
-            heads = e->var[pick].heads;
-            tcheads = e->var[pick].tc;
-            sec = e->var[pick].sec;
+            heads = e->var[pick].hb->heads;
+            tcheads = e->var[pick].hb->tc;
+            sec = variant_bytes(e, pick);
             seclen = e->var[pick].len;
-            vopt = e->var[pick].opt;
+            vopt = sec + seclen;
             voptlen = e->var[pick].optlen;
             locdep = e->locdep;
         }
     } else {
         if (flags & FB_NEG) return R_FALLBACK; /* REFUSED or NXDOMAIN: the exchange hook may own it */
         if (qtype == 251 || qtype == 252) {
-            heads = b->transfer.heads;
-            tcheads = b->transfer.tc;
-            vopt = b->transfer.opt;
-            voptlen = b->transfer.optlen;
+            heads = b->transfer->var[0].hb->heads;
+            tcheads = b->transfer->var[0].hb->tc;
+            vopt = variant_bytes(b->transfer, 0) + b->transfer->var[0].len;
+            voptlen = b->transfer->var[0].optlen;
         } else {
-            heads = b->refused.heads;
-            tcheads = b->refused.tc;
-            vopt = b->refused.opt;
-            voptlen = b->refused.optlen;
+            heads = b->refused->var[0].hb->heads;
+            tcheads = b->refused->var[0].hb->tc;
+            vopt = variant_bytes(b->refused, 0) + b->refused->var[0].len;
+            voptlen = b->refused->var[0].optlen;
             for (i = 0; i < nsuf; i++) {
                 uint32_t off = suffixes[i];
                 uint32_t zlen = keylen - (off - 12);
@@ -1085,212 +1129,444 @@ static int as_u128(PyObject *obj, u128 *out) {
     return 0;
 }
 
-static uint32_t *u32_array(PyObject *seq, uint32_t *count, const char *what) {
-    if (!PyTuple_Check(seq)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a tuple", what);
+/* A map used while one build or update runs (under the GIL): 64-bit key -> pointer, open addressing. */
+typedef struct {
+    uint32_t mask, count;
+    uint64_t *keys;
+    void **vals;
+} imap_t;
+
+static void imap_clear(imap_t *m) {
+    PyMem_RawFree(m->keys);
+    PyMem_RawFree(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+/* The value stored under `key` for which `same(value, arg)` holds (any value when `same` is NULL). */
+static void *imap_get(const imap_t *m, uint64_t key, int (*same)(const void *, const void *), const void *arg) {
+    if (m->vals == NULL) return NULL;
+    for (uint32_t i = (uint32_t)mix64(key) & m->mask; m->vals[i] != NULL; i = (i + 1) & m->mask) {
+        if (m->keys[i] == key && (same == NULL || same(m->vals[i], arg))) return m->vals[i];
+    }
+    return NULL;
+}
+
+static int imap_put(imap_t *m, uint64_t key, void *val) {
+    if (m->vals == NULL || (m->count + 1) * 2 > m->mask + 1) {
+        uint32_t size = m->vals == NULL ? 64 : (m->mask + 1) * 2;
+        uint64_t *keys = PyMem_RawCalloc(size, sizeof(uint64_t));
+        void **vals = PyMem_RawCalloc(size, sizeof(void *));
+        if (keys == NULL || vals == NULL) {
+            PyMem_RawFree(keys);
+            PyMem_RawFree(vals);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (uint32_t j = 0; m->vals != NULL && j <= m->mask; j++) {
+            if (m->vals[j] == NULL) continue;
+            uint32_t i = (uint32_t)mix64(m->keys[j]) & (size - 1);
+            while (vals[i] != NULL) i = (i + 1) & (size - 1);
+            keys[i] = m->keys[j];
+            vals[i] = m->vals[j];
+        }
+        PyMem_RawFree(m->keys);
+        PyMem_RawFree(m->vals);
+        m->keys = keys;
+        m->vals = vals;
+        m->mask = size - 1;
+    }
+    uint32_t i = (uint32_t)mix64(key) & m->mask;
+    while (m->vals[i] != NULL) i = (i + 1) & m->mask;
+    m->keys[i] = key;
+    m->vals[i] = val;
+    m->count++;
+    return 0;
+}
+
+/* What one build or update shares between the entries it makes: the fixed entries and the header blocks,
+   by content. The maps hold no references: the nodes do. */
+typedef struct {
+    const base_t *b;
+    imap_t entries;
+    imap_t heads;
+    imap_t types;
+} bctx_t;
+
+static void bctx_clear(bctx_t *c) {
+    imap_clear(&c->entries);
+    imap_clear(&c->heads);
+    imap_clear(&c->types);
+}
+
+static int same_types(const void *block, const void *other) {
+    const tblock_t *a = block, *b = other;
+    return a->n == b->n && memcmp(a->map, b->map, (size_t)a->n * sizeof(tmap_t)) == 0;
+}
+
+/* The shared type map equal to `t` (a new block of one reference, taken over), a new reference. */
+static const tblock_t *tblock_of(bctx_t *c, tblock_t *t) {
+    uint64_t h = fnv((const uint8_t *)t->map, t->n * (uint32_t)sizeof(tmap_t));
+    tblock_t *found = imap_get(&c->types, h, same_types, t);
+    if (found != NULL) {
+        PyMem_RawFree(t);
+        __atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
+        return found;
+    }
+    if (imap_put(&c->types, h, t) < 0) {
+        PyMem_RawFree(t);
         return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(seq);
-    uint32_t *out = PyMem_RawCalloc(n ? (size_t)n : 1, sizeof(uint32_t));
-    if (out == NULL) {
+    return t;
+}
+
+static int same_heads(const void *block, const void *bytes) {
+    return memcmp(((const hblock_t *)block)->heads, bytes, 80) == 0;
+}
+
+/* The header block of these 80 bytes (heads, then TC heads), a new reference. */
+static const hblock_t *hblock_of(bctx_t *c, const uint8_t *bytes) {
+    uint64_t h = fnv(bytes, 80);
+    hblock_t *found = imap_get(&c->heads, h, same_heads, bytes);
+    if (found != NULL) {
+        __atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
+        return found;
+    }
+    found = PyMem_RawMalloc(sizeof(hblock_t));
+    if (found == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    found->refs = 1;
+    memcpy(found->heads, bytes, 80);
+    if (imap_put(&c->heads, h, found) < 0) {
+        PyMem_RawFree(found);
+        return NULL;
+    }
+    return found;
+}
+
+/* Checks a variant spec (heads40, tc40, sections, options) and adds its bytes to *size. */
+static int check_variant(PyObject *v, size_t *size) {
+    PyObject *h = item(v, 0, 4, "variant");
+    if (h == NULL) return -1;
+    PyObject *tc = PyTuple_GET_ITEM(v, 1), *sec = PyTuple_GET_ITEM(v, 2), *opt = PyTuple_GET_ITEM(v, 3);
+    if (!PyBytes_Check(h) || PyBytes_GET_SIZE(h) != 40 || !PyBytes_Check(tc) || PyBytes_GET_SIZE(tc) != 40) {
+        PyErr_SetString(PyExc_ValueError, "heads and tc_heads must be 40 bytes");
+        return -1;
+    }
+    if (!PyBytes_Check(sec) || !PyBytes_Check(opt) || PyBytes_GET_SIZE(sec) > 0x7FFFFFFF) {
+        PyErr_SetString(PyExc_TypeError, "sections and options must be bytes");
+        return -1;
+    }
+    if (PyBytes_GET_SIZE(opt) > 0xFFFF) {
+        PyErr_SetString(PyExc_ValueError, "options longer than an OPT record holds");
+        return -1;
+    }
+    *size += (size_t)PyBytes_GET_SIZE(sec) + (size_t)PyBytes_GET_SIZE(opt);
+    return 0;
+}
+
+/* Fills a checked variant, its bytes copied to *blob (advanced) in the block at `base`. */
+static int fill_variant(bctx_t *c, PyObject *v, variant_t *out, uint8_t *base, uint8_t **blob) {
+    uint8_t bytes[80];
+    memcpy(bytes, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 0)), 40);
+    memcpy(bytes + 40, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 1)), 40);
+    out->hb = hblock_of(c, bytes);
+    if (out->hb == NULL) return -1;
+    PyObject *sec = PyTuple_GET_ITEM(v, 2), *opt = PyTuple_GET_ITEM(v, 3);
+    out->len = (uint32_t)PyBytes_GET_SIZE(sec);
+    out->optlen = (uint32_t)PyBytes_GET_SIZE(opt);
+    out->off = (uint32_t)(*blob - base);
+    memcpy(*blob, PyBytes_AS_STRING(sec), out->len);
+    *blob += out->len;
+    memcpy(*blob, PyBytes_AS_STRING(opt), out->optlen);
+    *blob += out->optlen;
+    return 0;
+}
+
+/* A new entry (one reference) of `kind` with these variants and `extra` bytes for its parameters' arrays
+   (8-byte aligned, right after the variants: *params points there). */
+static entry_t *new_entry(bctx_t *c, PyObject *variants, size_t extra, void **params) {
+    if (!PyTuple_Check(variants)) {
+        PyErr_SetString(PyExc_TypeError, "variants must be a tuple");
+        return NULL;
+    }
+    Py_ssize_t nv = PyTuple_GET_SIZE(variants);
+    if (nv > 0xFFFFFF) {
+        PyErr_SetString(PyExc_ValueError, "too many variants");
+        return NULL;
+    }
+    size_t bytes = 0;
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        if (check_variant(PyTuple_GET_ITEM(variants, i), &bytes) < 0) return NULL;
+    }
+    size_t head = align8(sizeof(entry_t) + (size_t)nv * sizeof(variant_t));
+    size_t size = head + align8(extra) + bytes;
+    entry_t *e = size <= 0xFFFFFFFF ? PyMem_RawCalloc(1, size) : NULL;
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    e->refs = 1;
+    e->size = (uint32_t)size;
+    e->nvar = (uint32_t)nv; /* for entry_params; the variants are counted again as they are filled */
+    *params = entry_params(e);
+    e->nvar = 0;
+    uint8_t *blob = (uint8_t *)e + head + align8(extra);
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        if (fill_variant(c, PyTuple_GET_ITEM(variants, i), &e->var[i], (uint8_t *)e, &blob) < 0) {
+            entry_decref(e, NULL);
+            return NULL;
+        }
+        e->nvar = (uint32_t)(i + 1);
+        uint32_t rc = rcode_of(e->var[i].hb->heads);
+        if (rc == 3 || rc == 5) e->neg = 1;
+        if (rc == 3) e->nx = 1;
+    }
+    return e;
+}
+
+/* The entry of a lone variant (REFUSED of the base): kind none. */
+static entry_t *variant_entry(bctx_t *c, PyObject *variant) {
+    void *params;
+    PyObject *one = PyTuple_Pack(1, variant);
+    if (one == NULL) return NULL;
+    entry_t *e = new_entry(c, one, 0, &params);
+    Py_DECREF(one);
+    return e;
+}
+
+static Py_ssize_t tuple_len(PyObject *t, const char *what) {
+    if (!PyTuple_Check(t)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a tuple", what);
+        return -1;
+    }
+    return PyTuple_GET_SIZE(t);
+}
+
+static int fill_u32(PyObject *seq, uint32_t *out, const char *what) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
         unsigned long v = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(seq, i));
         if (PyErr_Occurred() || v > 0xFFFFFFFFUL) {
             if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: value too large", what);
-            PyMem_RawFree(out);
-            return NULL;
+            return -1;
         }
         out[i] = (uint32_t)v;
-    }
-    *count = (uint32_t)n;
-    return out;
-}
-
-/* variant: (heads40, tc40, sections, options) */
-static int build_variant(PyObject *v, variant_t *out) {
-    PyObject *h = item(v, 0, 4, "variant");
-    if (h == NULL || fixed_bytes(h, out->heads, 40, "heads") < 0 ||
-        fixed_bytes(PyTuple_GET_ITEM(v, 1), out->tc, 40, "tc_heads") < 0)
-        return -1;
-    out->sec = copy_bytes(PyTuple_GET_ITEM(v, 2), &out->len, "sections");
-    if (out->sec == NULL) return -1;
-    out->opt = copy_bytes(PyTuple_GET_ITEM(v, 3), &out->optlen, "options");
-    if (out->opt == NULL) return -1;
-    if (out->optlen > 0xFFFF) {
-        PyErr_SetString(PyExc_ValueError, "options longer than an OPT record holds");
-        return -1;
     }
     return 0;
 }
 
-/* entry spec: (kind, policy, locdep, variants, param) */
-static int build_entry(PyObject *spec, entry_t *e, const base_t *b) {
-    PyObject *variants, *param;
-    memset(e, 0, sizeof(*e));
+/* The content hash of checked variants (a fixed entry's key in the build's map). */
+static uint64_t variants_hash(PyObject *variants) {
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(variants); i++) {
+        PyObject *v = PyTuple_GET_ITEM(variants, i);
+        for (int part = 0; part < 4; part++) {
+            PyObject *b = PyTuple_GET_ITEM(v, part);
+            uint32_t n = (uint32_t)PyBytes_GET_SIZE(b);
+            h = fnv_more(fnv_more(h, &n, sizeof(n)), PyBytes_AS_STRING(b), (size_t)n);
+        }
+    }
+    return h;
+}
+
+/* Whether a fixed entry holds exactly these (checked) variants. */
+static int same_variants(const void *entry, const void *variants) {
+    const entry_t *e = entry;
+    PyObject *vs = (PyObject *)(uintptr_t)variants;
+    if (e->nvar != (uint32_t)PyTuple_GET_SIZE(vs)) return 0;
+    for (uint32_t i = 0; i < e->nvar; i++) {
+        PyObject *v = PyTuple_GET_ITEM(vs, i), *sec = PyTuple_GET_ITEM(v, 2), *opt = PyTuple_GET_ITEM(v, 3);
+        const variant_t *var = &e->var[i];
+        if (var->len != (uint32_t)PyBytes_GET_SIZE(sec) || var->optlen != (uint32_t)PyBytes_GET_SIZE(opt) ||
+            memcmp(var->hb->heads, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 0)), 40) != 0 ||
+            memcmp(var->hb->tc, PyBytes_AS_STRING(PyTuple_GET_ITEM(v, 1)), 40) != 0 ||
+            memcmp(variant_bytes(e, i), PyBytes_AS_STRING(sec), var->len) != 0 ||
+            memcmp(variant_bytes(e, i) + var->len, PyBytes_AS_STRING(opt), var->optlen) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* entry spec: (kind, policy, locdep, variants, param); a new reference, or the fixed entry with the same
+   variants that this build or update made before (shared). */
+static entry_t *build_entry(PyObject *spec, bctx_t *c) {
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 5) {
         PyErr_SetString(PyExc_TypeError, "entry spec must be a 5-tuple");
-        return -1;
+        return NULL;
     }
     long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 0));
     long policy = PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
     int locdep = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 2));
-    if (PyErr_Occurred() || locdep < 0) return -1;
+    if (PyErr_Occurred() || locdep < 0) return NULL;
     if (kind < K_NONE || kind > K_PYTHON || policy < 0 || policy >= MAX_POLICIES) {
         PyErr_SetString(PyExc_ValueError, "bad entry kind or policy id");
-        return -1;
+        return NULL;
     }
-    e->kind = (uint8_t)kind;
-    e->policy = (uint16_t)policy;
-    e->locdep = (uint8_t)locdep;
-    variants = PyTuple_GET_ITEM(spec, 3);
-    param = PyTuple_GET_ITEM(spec, 4);
-    if (!PyTuple_Check(variants)) {
-        PyErr_SetString(PyExc_TypeError, "variants must be a tuple");
-        return -1;
-    }
-    Py_ssize_t nv = PyTuple_GET_SIZE(variants);
-    e->var = PyMem_RawCalloc(nv ? (size_t)nv : 1, sizeof(variant_t));
-    if (e->var == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nv; i++) {
-        e->nvar = (uint32_t)(i + 1);
-        if (build_variant(PyTuple_GET_ITEM(variants, i), &e->var[i]) < 0) return -1;
-        uint32_t rc = rcode_of(e->var[i].heads);
-        if (rc == 3 || rc == 5) e->neg = 1;
-        if (rc == 3) e->nx = 1;
-    }
-    if (nv == 0 && e->kind != K_PYTHON) {
-        PyErr_SetString(PyExc_ValueError, "an entry needs a variant");
-        return -1;
-    }
-    switch (e->kind) {
-    case K_WEIGHTED: {
-        PyObject *bounds = item(param, 0, 2, "weighted param");
-        if (bounds == NULL || !PyTuple_Check(bounds)) return -1;
-        Py_ssize_t nb = PyTuple_GET_SIZE(bounds);
-        e->bounds = PyMem_RawCalloc(nb ? (size_t)nb : 1, sizeof(double));
-        if (e->bounds == NULL) return -1;
-        for (Py_ssize_t i = 0; i < nb; i++) {
-            e->bounds[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(bounds, i));
-            if (PyErr_Occurred()) return -1;
+    PyObject *variants = PyTuple_GET_ITEM(spec, 3), *param = PyTuple_GET_ITEM(spec, 4);
+    uint64_t content = 0;
+    int shareable = kind == K_NONE && policy == 0 && !locdep; /* no counter read, no client dependence */
+    if (shareable) {
+        size_t bytes = 0;
+        if (tuple_len(variants, "variants") < 0) return NULL;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(variants); i++) {
+            if (check_variant(PyTuple_GET_ITEM(variants, i), &bytes) < 0) return NULL;
         }
-        e->nbounds = (uint32_t)nb;
-        e->total = PyFloat_AsDouble(PyTuple_GET_ITEM(param, 1));
-        if (PyErr_Occurred()) return -1;
-        break;
-    }
-    case K_SHUFFLE:
-        e->count = (uint32_t)PyLong_AsUnsignedLong(param);
-        if (PyErr_Occurred()) return -1;
-        break;
-    case K_HASH: {
-        if (!PyTuple_Check(param)) {
-            PyErr_SetString(PyExc_TypeError, "hash param must be a tuple of ids");
-            return -1;
+        content = variants_hash(variants);
+        entry_t *shared = imap_get(&c->entries, content, same_variants, variants);
+        if (shared != NULL) {
+            __atomic_add_fetch(&shared->refs, 1, __ATOMIC_RELAXED);
+            return shared;
         }
-        Py_ssize_t ni = PyTuple_GET_SIZE(param);
-        e->ids = PyMem_RawCalloc(ni ? (size_t)ni : 1, sizeof(uint64_t));
-        if (e->ids == NULL) return -1;
-        for (Py_ssize_t i = 0; i < ni; i++) {
-            e->ids[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(param, i));
-            if (PyErr_Occurred()) return -1;
-        }
-        e->nids = (uint32_t)ni;
-        if (ni == 0) e->kind = K_PYTHON;
-        break;
     }
+    PyObject *bounds = NULL, *starts = NULL, *counts = NULL, *classes = NULL;
+    Py_ssize_t n1 = 0, n2 = 0, n3 = 0;
+    long which = -1;
+    size_t extra = 0;
+    switch (kind) { /* check the parameters and size their arrays */
+    case K_WEIGHTED:
+        bounds = item(param, 0, 2, "weighted param");
+        if (bounds == NULL || (n1 = tuple_len(bounds, "bounds")) < 0) return NULL;
+        extra = (size_t)n1 * sizeof(double);
+        break;
+    case K_HASH:
+        if ((n1 = tuple_len(param, "hash param")) < 0) return NULL;
+        extra = (size_t)n1 * sizeof(uint64_t);
+        break;
     case K_GEO: {
         PyObject *loc = item(param, 0, 4, "geo param");
-        if (loc == NULL) return -1;
-        long which = PyLong_AsLong(loc);
-        if (PyErr_Occurred()) return -1;
-        if (which < 0 || (uint32_t)which >= b->nlpm) {
-            e->kind = K_PYTHON; /* a locator this table does not know */
-            break;
-        }
-        e->lpm = &b->lpms[which];
-        uint32_t nc2;
-        e->starts = u32_array(PyTuple_GET_ITEM(param, 1), &e->nclass, "starts");
-        if (e->starts == NULL) return -1;
-        e->counts = u32_array(PyTuple_GET_ITEM(param, 2), &nc2, "counts");
-        if (e->counts == NULL) return -1;
-        if (nc2 != e->nclass) {
+        if (loc == NULL) return NULL;
+        which = PyLong_AsLong(loc);
+        if (PyErr_Occurred()) return NULL;
+        if (which < 0 || (uint32_t)which >= c->b->nlpm) break; /* a locator this table does not know */
+        starts = PyTuple_GET_ITEM(param, 1);
+        counts = PyTuple_GET_ITEM(param, 2);
+        classes = PyTuple_GET_ITEM(param, 3);
+        if ((n1 = tuple_len(starts, "starts")) < 0 || (n2 = tuple_len(counts, "counts")) < 0 ||
+            (n3 = tuple_len(classes, "class_of")) < 0)
+            return NULL;
+        if (n1 != n2) {
             PyErr_SetString(PyExc_ValueError, "starts and counts differ in length");
-            return -1;
+            return NULL;
         }
-        for (uint32_t i = 0; i < nc2; i++) {
-            if (e->counts[i] == 0) {
-                PyErr_SetString(PyExc_ValueError, "a geo class without variants");
-                return -1;
-            }
-        }
-        PyObject *classes = PyTuple_GET_ITEM(param, 3);
-        if (!PyTuple_Check(classes)) {
-            PyErr_SetString(PyExc_TypeError, "class_of must be a tuple");
-            return -1;
-        }
-        Py_ssize_t nl = PyTuple_GET_SIZE(classes);
-        e->class_of = PyMem_RawCalloc(nl ? (size_t)nl : 1, sizeof(int32_t));
-        if (e->class_of == NULL) return -1;
-        for (Py_ssize_t i = 0; i < nl; i++) {
-            long c = PyLong_AsLong(PyTuple_GET_ITEM(classes, i));
-            if (PyErr_Occurred()) return -1;
-            e->class_of[i] = (int32_t)c;
-        }
-        e->nloc = (uint32_t)nl;
+        extra = (size_t)(n1 + n2 + n3) * sizeof(uint32_t);
         break;
     }
     default:
         break;
     }
-    if ((e->kind == K_ROTATE) && e->nvar == 0) e->kind = K_PYTHON;
-    return 0;
+    void *params;
+    entry_t *e = new_entry(c, variants, extra, &params);
+    if (e == NULL) return NULL;
+    e->kind = (uint8_t)kind;
+    e->policy = (uint16_t)policy;
+    e->locdep = (uint8_t)locdep;
+    if (e->nvar == 0 && e->kind != K_PYTHON) {
+        PyErr_SetString(PyExc_ValueError, "an entry needs a variant");
+        goto fail;
+    }
+    switch (e->kind) {
+    case K_WEIGHTED:
+        for (Py_ssize_t i = 0; i < n1; i++) {
+            ((double *)params)[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(bounds, i));
+            if (PyErr_Occurred()) goto fail;
+        }
+        e->nbounds = (uint32_t)n1;
+        e->total = PyFloat_AsDouble(PyTuple_GET_ITEM(param, 1));
+        if (PyErr_Occurred()) goto fail;
+        break;
+    case K_SHUFFLE:
+        e->count = (uint32_t)PyLong_AsUnsignedLong(param);
+        if (PyErr_Occurred()) goto fail;
+        break;
+    case K_HASH:
+        for (Py_ssize_t i = 0; i < n1; i++) {
+            ((uint64_t *)params)[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(param, i));
+            if (PyErr_Occurred()) goto fail;
+        }
+        e->nids = (uint32_t)n1;
+        if (n1 == 0) e->kind = K_PYTHON;
+        break;
+    case K_GEO:
+        if (starts == NULL) {
+            e->kind = K_PYTHON;
+            break;
+        }
+        e->lpm = &c->b->lpms[which];
+        e->nclass = (uint32_t)n1;
+        e->nloc = (uint32_t)n3;
+        uint32_t *at_starts = params, *at_counts = at_starts + n1;
+        int32_t *class_of = (int32_t *)(at_counts + n2);
+        if (fill_u32(starts, at_starts, "starts") < 0 || fill_u32(counts, at_counts, "counts") < 0) goto fail;
+        for (uint32_t i = 0; i < e->nclass; i++) {
+            if (at_counts[i] == 0) {
+                PyErr_SetString(PyExc_ValueError, "a geo class without variants");
+                goto fail;
+            }
+        }
+        for (Py_ssize_t i = 0; i < n3; i++) {
+            long v = PyLong_AsLong(PyTuple_GET_ITEM(classes, i));
+            if (PyErr_Occurred()) goto fail;
+            class_of[i] = (int32_t)v;
+        }
+        break;
+    default:
+        break;
+    }
+    if (e->kind == K_ROTATE && e->nvar == 0) e->kind = K_PYTHON;
+    if (shareable && imap_put(&c->entries, content, e) < 0) goto fail;
+    return e;
+fail:
+    e->kind = K_NONE; /* never served: nothing to count */
+    entry_decref(e, NULL);
+    return NULL;
 }
 
 /* node spec: (key, entries, types, default) with types a tuple of (qtype, entry index or -1) */
-static node_t *build_node(PyObject *spec, const base_t *b, totals_t *totals) {
-    node_t *n = PyMem_RawCalloc(1, sizeof(node_t));
-    if (n == NULL) {
-        PyErr_NoMemory();
+static node_t *build_node(PyObject *spec, bctx_t *c) {
+    PyObject *key = item(spec, 0, 4, "node spec");
+    if (key == NULL) return NULL;
+    PyObject *entries = PyTuple_GET_ITEM(spec, 1), *types = PyTuple_GET_ITEM(spec, 2);
+    if (!PyBytes_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "node key must be bytes");
         return NULL;
     }
-    n->refs = 1;
-    n->totals = totals;
-    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
-    PyObject *key = item(spec, 0, 4, "node spec");
-    if (key == NULL) goto fail;
-    n->key = copy_bytes(key, &n->keylen, "node key");
-    if (n->key == NULL) goto fail;
-    if (n->keylen == 0 || n->keylen > 255) {
+    Py_ssize_t keylen = PyBytes_GET_SIZE(key);
+    if (keylen == 0 || keylen > 255) {
         PyErr_SetString(PyExc_ValueError, "a node key is a wire name of 1..255 bytes");
-        goto fail;
+        return NULL;
     }
-    n->hash = fnv(n->key, n->keylen);
-    PyObject *entries = PyTuple_GET_ITEM(spec, 1);
-    PyObject *types = PyTuple_GET_ITEM(spec, 2);
     if (!PyTuple_Check(entries) || !PyTuple_Check(types)) {
         PyErr_SetString(PyExc_TypeError, "entries and types must be tuples");
-        goto fail;
+        return NULL;
     }
     Py_ssize_t ne = PyTuple_GET_SIZE(entries), nt = PyTuple_GET_SIZE(types);
     if (ne > 30000 || nt > 30000) {
         PyErr_SetString(PyExc_ValueError, "too many entries");
-        goto fail;
+        return NULL;
     }
-    n->ent = PyMem_RawCalloc(ne ? (size_t)ne : 1, sizeof(entry_t));
-    n->types = PyMem_RawCalloc(nt ? (size_t)nt : 1, sizeof(tmap_t));
-    if (n->ent == NULL || n->types == NULL) {
+    size_t at_key = sizeof(node_t) + (size_t)ne * sizeof(entry_t *);
+    node_t *n = PyMem_RawCalloc(1, at_key + (size_t)keylen);
+    tblock_t *types_block = PyMem_RawCalloc(1, sizeof(tblock_t) + (size_t)nt * sizeof(tmap_t));
+    if (n == NULL || types_block == NULL) {
+        PyMem_RawFree(n);
+        PyMem_RawFree(types_block);
         PyErr_NoMemory();
-        goto fail;
+        return NULL;
     }
+    n->refs = 1;
+    n->size = (uint32_t)(at_key + (size_t)keylen);
+    n->nent = (uint16_t)ne; /* where the key lies; unset entries are NULL */
+    types_block->refs = 1;
+    types_block->n = (uint32_t)nt;
+    tmap_t *map = types_block->map;
+    uint8_t *k = (uint8_t *)n + at_key;
+    memcpy(k, PyBytes_AS_STRING(key), (size_t)keylen);
+    n->keylen = (uint8_t)keylen;
+    n->hash = fnv(k, n->keylen);
     for (Py_ssize_t i = 0; i < ne; i++) {
-        n->nent = (uint32_t)(i + 1);
-        if (build_entry(PyTuple_GET_ITEM(entries, i), &n->ent[i], b) < 0) goto fail;
+        n->ent[i] = build_entry(PyTuple_GET_ITEM(entries, i), c);
+        if (n->ent[i] == NULL) goto fail;
     }
     for (Py_ssize_t i = 0; i < nt; i++) {
         PyObject *pair = PyTuple_GET_ITEM(types, i);
@@ -1302,9 +1578,8 @@ static node_t *build_node(PyObject *spec, const base_t *b, totals_t *totals) {
             PyErr_SetString(PyExc_ValueError, "bad type map item");
             goto fail;
         }
-        n->types[i].qtype = (uint16_t)qtype;
-        n->types[i].entry = (int16_t)at;
-        n->ntypes = (uint32_t)(i + 1);
+        map[i].qtype = (uint16_t)qtype;
+        map[i].entry = (int16_t)at;
     }
     long dflt = PyLong_AsLong(PyTuple_GET_ITEM(spec, 3));
     if (PyErr_Occurred()) goto fail;
@@ -1312,12 +1587,14 @@ static node_t *build_node(PyObject *spec, const base_t *b, totals_t *totals) {
         PyErr_SetString(PyExc_ValueError, "bad default entry");
         goto fail;
     }
-    n->dflt = (int32_t)dflt;
+    n->dflt = (int16_t)dflt;
+    n->types = tblock_of(c, types_block);
+    types_block = NULL;
+    if (n->types == NULL) goto fail;
     return n;
 fail:
-    n->totals = NULL; /* a node that never served: nothing to add */
-    totals_decref(totals);
-    node_free(n);
+    PyMem_RawFree(types_block);
+    node_decref(n, NULL); /* a node that never served: nothing to add */
     return NULL;
 }
 
@@ -1512,7 +1789,7 @@ fail:
    variant, flags); zones: ((key, heads40, tc40, soa, signed), ...) with soa (rr_head8, mname, rname,
    numbers20) or None (ask Python) and signed False (unsigned), True (signed: its DO NXDOMAIN is Python's)
    or a signed zone spec (build_szone); locators: (lpm spec, ...) */
-static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators) {
+static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locators, bctx_t *c) {
     base_t *b = PyMem_RawCalloc(1, sizeof(base_t));
     if (b == NULL) {
         PyErr_NoMemory();
@@ -1529,8 +1806,8 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
         fixed_bytes(PyTuple_GET_ITEM(settings, 3), b->opt_plain[1], 11, "opt_plain") < 0 ||
         fixed_bytes(PyTuple_GET_ITEM(settings, 4), b->opt_prefix[0], 9, "opt_prefix") < 0 ||
         fixed_bytes(PyTuple_GET_ITEM(settings, 5), b->opt_prefix[1], 9, "opt_prefix") < 0 ||
-        build_variant(PyTuple_GET_ITEM(settings, 6), &b->refused) < 0 ||
-        build_variant(PyTuple_GET_ITEM(settings, 7), &b->transfer) < 0)
+        (b->refused = variant_entry(c, PyTuple_GET_ITEM(settings, 6))) == NULL ||
+        (b->transfer = variant_entry(c, PyTuple_GET_ITEM(settings, 7))) == NULL)
         goto fail;
     if (!PyTuple_Check(zones) || !PyTuple_Check(locators)) {
         PyErr_SetString(PyExc_TypeError, "zones and locators must be tuples");
@@ -1593,54 +1870,146 @@ fail:
     return NULL;
 }
 
-/* A table from nodes (taking their references); a later node with an existing key replaces it. */
-static ctab_t *assemble(base_t *base, totals_t *totals, node_t **nodes, uint32_t count) {
-    ctab_t *t = PyMem_RawCalloc(1, sizeof(ctab_t));
-    uint32_t size = table_size(count);
-    if (t == NULL) goto nomem;
-    t->refs = 1;
-    t->base = base;
-    t->flags = base->flags;
-    t->totals = totals;
-    t->mask = size - 1;
-    t->nodes = PyMem_RawCalloc(count ? count : 1, sizeof(node_t *));
-    t->index = PyMem_RawMalloc(size * sizeof(int32_t));
-    if (t->nodes == NULL || t->index == NULL) goto nomem;
-    memset(t->index, 0xFF, size * sizeof(int32_t));
-    for (uint32_t i = 0; i < count; i++) {
-        node_t *n = nodes[i];
-        uint32_t at = (uint32_t)n->hash & t->mask;
-        for (;;) {
-            int32_t cur = t->index[at];
-            if (cur < 0) {
-                t->index[at] = (int32_t)t->nnodes;
-                t->nodes[t->nnodes++] = n;
-                break;
-            }
-            node_t *old = t->nodes[cur];
-            if (old->hash == n->hash && old->keylen == n->keylen && memcmp(old->key, n->key, n->keylen) == 0) {
-                t->nodes[cur] = n;
-                node_decref(old);
-                break;
-            }
-            at = (at + 1) & t->mask;
+static inline int is_wild(const node_t *n) { return n->keylen > 2 && node_key(n)[0] == 1 && node_key(n)[1] == '*'; }
+
+static uint32_t shard_bits(uint32_t n) {
+    uint32_t bits = 0;
+    while (bits < SHARD_BITS_MAX && ((uint64_t)SHARD_NODES << bits) < n) bits++;
+    return bits;
+}
+
+static shard_t *new_shard(uint32_t nodes) {
+    uint32_t size = table_size(nodes);
+    shard_t *s = PyMem_RawCalloc(1, sizeof(shard_t) + (size_t)size * sizeof(node_t *));
+    if (s == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    s->refs = 1;
+    s->mask = size - 1;
+    return s;
+}
+
+/* Puts a node (its reference) into a shard with room for it; a node of the same key is replaced. */
+static void shard_place(shard_t *s, node_t *n, totals_t *totals) {
+    uint32_t i = (uint32_t)n->hash & s->mask;
+    for (;;) {
+        node_t *cur = s->slot[i];
+        if (cur == NULL) {
+            s->slot[i] = n;
+            s->count++;
+            s->nwild += (uint32_t)is_wild(n);
+            return;
+        }
+        if (cur->hash == n->hash && cur->keylen == n->keylen && memcmp(node_key(cur), node_key(n), n->keylen) == 0) {
+            s->slot[i] = n;
+            node_decref(cur, totals);
+            return;
+        }
+        i = (i + 1) & s->mask;
+    }
+}
+
+/* A private copy of `s` (new references to its nodes) with room for `more` nodes; NULL on error. */
+static shard_t *shard_copy(const shard_t *s, uint32_t more) {
+    shard_t *out = new_shard(s->count + more);
+    if (out == NULL) return NULL;
+    for (uint32_t i = 0; i <= s->mask; i++) {
+        node_t *n = s->slot[i];
+        if (n == NULL) continue;
+        __atomic_add_fetch(&n->refs, 1, __ATOMIC_RELAXED);
+        shard_place(out, n, NULL);
+    }
+    return out;
+}
+
+/* Makes room for one more node in a private shard (moves its nodes to a larger one when half full). */
+static int shard_room(shard_t **sp) {
+    shard_t *s = *sp;
+    if ((s->count + 1) * 2 + 2 <= s->mask + 1) return 0;
+    shard_t *out = new_shard(s->count * 2 + 1);
+    if (out == NULL) return -1;
+    for (uint32_t i = 0; i <= s->mask; i++) {
+        if (s->slot[i] != NULL) shard_place(out, s->slot[i], NULL);
+    }
+    PyMem_RawFree(s); /* the nodes moved with their references */
+    *sp = out;
+    return 0;
+}
+
+/* Removes the node of this key from a private shard (backward-shift deletion), if there is one. */
+static void shard_remove(shard_t *s, const uint8_t *key, uint32_t len, uint64_t h, totals_t *totals) {
+    uint32_t i = (uint32_t)h & s->mask;
+    node_t *n;
+    for (;; i = (i + 1) & s->mask) {
+        n = s->slot[i];
+        if (n == NULL) return;
+        if (n->hash == h && n->keylen == len && memcmp(node_key(n), key, len) == 0) break;
+    }
+    for (uint32_t j = (i + 1) & s->mask; s->slot[j] != NULL; j = (j + 1) & s->mask) {
+        uint32_t home = (uint32_t)s->slot[j]->hash & s->mask;
+        /* the node at j may move to the hole at i unless its home lies cyclically in (i, j] */
+        if (((j - home) & s->mask) >= ((j - i) & s->mask)) {
+            s->slot[i] = s->slot[j];
+            i = j;
         }
     }
-    for (uint32_t i = 0; i < t->nnodes; i++) {
-        if (t->nodes[i]->keylen > 2 && t->nodes[i]->key[0] == 1 && t->nodes[i]->key[1] == '*') t->nwild++;
+    s->slot[i] = NULL;
+    s->count--;
+    s->nwild -= (uint32_t)is_wild(n);
+    node_decref(n, totals);
+}
+
+/* Sums the shards' counts into the table. */
+static void ctab_count(ctab_t *t) {
+    t->nnodes = t->nwild = 0;
+    for (uint32_t i = 0; i < (1u << t->bits); i++) {
+        t->nnodes += t->shards[i]->count;
+        t->nwild += t->shards[i]->nwild;
+    }
+}
+
+static ctab_t *new_ctab(base_t *base, totals_t *totals, uint32_t bits) {
+    ctab_t *t = PyMem_RawCalloc(1, sizeof(ctab_t));
+    if (t == NULL) return NULL;
+    t->refs = 1;
+    t->base = base;
+    t->totals = totals;
+    t->flags = base->flags;
+    t->bits = bits;
+    t->shards = PyMem_RawCalloc((size_t)1 << bits, sizeof(shard_t *));
+    if (t->shards == NULL) {
+        PyMem_RawFree(t);
+        return NULL;
     }
     return t;
-nomem:
-    for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
-    if (t != NULL) {
-        t->nnodes = 0;
-        t->base = NULL;
-        t->totals = NULL;
-        ctab_decref(t);
+}
+
+/* A table from nodes (taking their references, and those to `base` and `totals`); a later node with an
+   existing key replaces it. NULL with an exception set on error (every reference released). */
+static ctab_t *assemble(base_t *base, totals_t *totals, node_t **nodes, uint32_t count) {
+    uint32_t bits = shard_bits(count), nshards = 1u << bits;
+    ctab_t *t = new_ctab(base, totals, bits);
+    uint32_t *per = PyMem_RawCalloc(nshards, sizeof(uint32_t));
+    if (t == NULL || per == NULL) goto nomem;
+    for (uint32_t i = 0; i < count; i++) per[shard_of(nodes[i]->hash, bits)]++;
+    for (uint32_t i = 0; i < nshards; i++) {
+        t->shards[i] = new_shard(per[i]);
+        if (t->shards[i] == NULL) goto nomem;
     }
-    base_decref(base);
-    totals_decref(totals);
-    PyErr_NoMemory();
+    PyMem_RawFree(per);
+    for (uint32_t i = 0; i < count; i++) shard_place(t->shards[shard_of(nodes[i]->hash, bits)], nodes[i], totals);
+    ctab_count(t);
+    return t;
+nomem:
+    PyMem_RawFree(per);
+    for (uint32_t i = 0; i < count; i++) node_decref(nodes[i], NULL);
+    if (t != NULL) ctab_decref(t); /* releases base and totals with the (empty) shards */
+    else {
+        base_decref(base);
+        totals_decref(totals);
+    }
+    if (!PyErr_Occurred()) PyErr_NoMemory();
     return NULL;
 }
 
@@ -1671,25 +2040,8 @@ static void table_dealloc(TableObject *self) {
     PyObject_Free(self);
 }
 
-static int collect_nodes(PyObject *specs, const base_t *b, totals_t *totals, node_t **out, uint32_t *count) {
-    Py_ssize_t n = PyTuple_GET_SIZE(specs);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        node_t *node = build_node(PyTuple_GET_ITEM(specs, i), b, totals);
-        if (node == NULL) return -1;
-        out[(*count)++] = node;
-    }
-    return 0;
-}
-
-/* The signed nodes of a table: a table of its own sharing `base` and `totals` (references taken here). */
-static ctab_t *signed_table(base_t *base, totals_t *totals, node_t **nodes, uint32_t count) {
-    __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
-    return assemble(base, totals, nodes, count);
-}
-
 /* Nodes built from `specs` into a fresh array (*out, *count); -1 with every node released on error. */
-static int nodes_of(PyObject *specs, const base_t *b, totals_t *totals, node_t ***out, uint32_t *count) {
+static int nodes_of(PyObject *specs, bctx_t *c, node_t ***out, uint32_t *count) {
     Py_ssize_t n = PyTuple_GET_SIZE(specs);
     *count = 0;
     *out = PyMem_RawCalloc(n ? (size_t)n : 1, sizeof(node_t *));
@@ -1697,13 +2049,129 @@ static int nodes_of(PyObject *specs, const base_t *b, totals_t *totals, node_t *
         PyErr_NoMemory();
         return -1;
     }
-    if (collect_nodes(specs, b, totals, *out, count) < 0) {
-        for (uint32_t i = 0; i < *count; i++) node_decref((*out)[i]);
-        PyMem_RawFree(*out);
-        *out = NULL;
-        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        node_t *node = build_node(PyTuple_GET_ITEM(specs, i), c);
+        if (node == NULL) {
+            for (uint32_t j = 0; j < *count; j++) node_decref((*out)[j], NULL);
+            PyMem_RawFree(*out);
+            *out = NULL;
+            return -1;
+        }
+        (*out)[(*count)++] = node;
     }
     return 0;
+}
+
+/* The nodes of `old` (NULL: none) but the removed and replaced ones (shared), plus `nodes` (their
+   references taken), over `base` and `totals` (references taken here). Only the shards that hold a
+   removed or added name are copied; a table that has grown past four times its shards' design is
+   resharded whole. NULL with an exception set on error. */
+static ctab_t *updated(const ctab_t *old, base_t *base, totals_t *totals, PyObject *removed, node_t **nodes,
+                       uint32_t count) {
+    Py_ssize_t nr = PyTuple_GET_SIZE(removed);
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(removed, i))) {
+            PyErr_SetString(PyExc_TypeError, "removed keys must be bytes");
+            for (uint32_t j = 0; j < count; j++) node_decref(nodes[j], NULL);
+            return NULL;
+        }
+    }
+    __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+    if (old == NULL) return assemble(base, totals, nodes, count);
+    uint32_t bits = old->bits, nshards = 1u << bits;
+    if (shard_bits(old->nnodes + count) > bits + 1) { /* reshard: every node into a new table */
+        node_t **all = PyMem_RawCalloc((size_t)old->nnodes + count + 1, sizeof(node_t *));
+        if (all == NULL) {
+            for (uint32_t j = 0; j < count; j++) node_decref(nodes[j], NULL);
+            base_decref(base);
+            totals_decref(totals);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        uint32_t have = 0;
+        for (uint32_t s = 0; s < nshards; s++) {
+            const shard_t *sh = old->shards[s];
+            for (uint32_t i = 0; i <= sh->mask; i++) {
+                node_t *n = sh->slot[i];
+                if (n == NULL) continue;
+                __atomic_add_fetch(&n->refs, 1, __ATOMIC_RELAXED);
+                all[have++] = n;
+            }
+        }
+        memcpy(all + have, nodes, (size_t)count * sizeof(node_t *));
+        ctab_t *t = assemble(base, totals, all, have + count);
+        PyMem_RawFree(all);
+        if (t == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < nr; i++) { /* a removed name that is not also added: out */
+            PyObject *key = PyTuple_GET_ITEM(removed, i);
+            const uint8_t *k = (const uint8_t *)PyBytes_AS_STRING(key);
+            uint32_t len = (uint32_t)PyBytes_GET_SIZE(key);
+            uint64_t h = fnv(k, len);
+            int added = 0;
+            for (uint32_t j = 0; j < count && !added; j++)
+                added = nodes[j]->hash == h && nodes[j]->keylen == len && memcmp(node_key(nodes[j]), k, len) == 0;
+            if (!added) shard_remove(t->shards[shard_of(h, t->bits)], k, len, h, totals);
+        }
+        ctab_count(t);
+        return t;
+    }
+    ctab_t *t = new_ctab(base, totals, bits);
+    uint8_t *own = PyMem_RawCalloc(nshards, 1); /* shards copied by this update */
+    if (t == NULL || own == NULL) {
+        PyMem_RawFree(own);
+        for (uint32_t j = 0; j < count; j++) node_decref(nodes[j], NULL);
+        if (t != NULL) ctab_decref(t);
+        else {
+            base_decref(base);
+            totals_decref(totals);
+        }
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (uint32_t s = 0; s < nshards; s++) {
+        t->shards[s] = old->shards[s];
+        __atomic_add_fetch(&t->shards[s]->refs, 1, __ATOMIC_RELAXED);
+    }
+    uint32_t placed = 0;
+    for (Py_ssize_t i = 0; i < nr + (Py_ssize_t)count; i++) {
+        const uint8_t *k;
+        uint32_t len;
+        uint64_t h;
+        if (i < nr) {
+            PyObject *key = PyTuple_GET_ITEM(removed, i);
+            k = (const uint8_t *)PyBytes_AS_STRING(key);
+            len = (uint32_t)PyBytes_GET_SIZE(key);
+            h = fnv(k, len);
+        } else {
+            k = node_key(nodes[i - nr]);
+            len = nodes[i - nr]->keylen;
+            h = nodes[i - nr]->hash;
+        }
+        uint32_t s = shard_of(h, bits);
+        if (!own[s]) {
+            shard_t *copy = shard_copy(t->shards[s], 4);
+            if (copy == NULL) goto fail;
+            shard_decref(t->shards[s], totals); /* the old table still holds it */
+            t->shards[s] = copy;
+            own[s] = 1;
+        }
+        if (i < nr) {
+            shard_remove(t->shards[s], k, len, h, totals);
+        } else {
+            if (shard_room(&t->shards[s]) < 0) goto fail;
+            shard_place(t->shards[s], nodes[i - nr], totals);
+            placed++;
+        }
+    }
+    PyMem_RawFree(own);
+    ctab_count(t);
+    return t;
+fail:
+    for (uint32_t j = placed; j < count; j++) node_decref(nodes[j], NULL);
+    PyMem_RawFree(own);
+    ctab_decref(t);
+    return NULL;
 }
 
 /* build(settings, zones, locators, nodes, inherit, signed_nodes) -> Table; `inherit`: a Table whose policy
@@ -1727,40 +2195,29 @@ static PyObject *build(UNUSED PyObject *self, PyObject *args) {
         if (totals == NULL) return PyErr_NoMemory();
         totals->refs = 1;
     }
-    base_t *base = build_base(settings, zones, locators);
+    bctx_t c;
+    memset(&c, 0, sizeof(c));
+    base_t *base = build_base(settings, zones, locators, &c);
     if (base == NULL) {
+        bctx_clear(&c);
         totals_decref(totals);
         return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(specs);
-    node_t **nodes = PyMem_RawCalloc(n ? (size_t)n : 1, sizeof(node_t *));
-    uint32_t count = 0;
-    if (nodes == NULL || collect_nodes(specs, base, totals, nodes, &count) < 0) {
-        if (nodes == NULL) PyErr_NoMemory();
-        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
-        PyMem_RawFree(nodes);
-        base_decref(base);
-        totals_decref(totals);
-        return NULL;
+    c.b = base;
+    node_t **nodes = NULL, **snodes = NULL;
+    uint32_t count = 0, scount = 0;
+    if (nodes_of(specs, &c, &nodes, &count) < 0) goto fail;
+    if (nodes_of(sspecs, &c, &snodes, &scount) < 0) goto fail;
+    bctx_clear(&c);
+    ctab_t *sig = NULL;
+    if (scount) {
+        __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
+        sig = assemble(base, totals, snodes, scount);
     }
-    node_t **snodes;
-    uint32_t scount;
-    if (nodes_of(sspecs, base, totals, &snodes, &scount) < 0) {
-        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
-        PyMem_RawFree(nodes);
-        base_decref(base);
-        totals_decref(totals);
-        return NULL;
-    }
-    ctab_t *sig = scount ? signed_table(base, totals, snodes, scount) : NULL;
     PyMem_RawFree(snodes);
-    if (scount && sig == NULL) {
-        for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
-        PyMem_RawFree(nodes);
-        base_decref(base);
-        totals_decref(totals);
-        return NULL;
-    }
+    snodes = NULL;
+    if (scount && sig == NULL) goto fail;
     ctab_t *t = assemble(base, totals, nodes, count);
     PyMem_RawFree(nodes);
     if (t == NULL) {
@@ -1769,54 +2226,18 @@ static PyObject *build(UNUSED PyObject *self, PyObject *args) {
     }
     t->sig = sig;
     return wrap_table(t);
-}
-
-/* The nodes of `old` (NULL: none) but the removed and replaced ones (shared), plus those of `specs`, over
-   `base` and `totals` (references taken here). NULL with an exception set on error. */
-static ctab_t *updated(const ctab_t *old, base_t *base, totals_t *totals, PyObject *removed, PyObject *specs) {
-    uint32_t have = old != NULL ? old->nnodes : 0;
-    Py_ssize_t nr = PyTuple_GET_SIZE(removed), ns = PyTuple_GET_SIZE(specs);
-    uint8_t *drop = PyMem_RawCalloc(have ? have : 1, 1);
-    node_t **nodes = PyMem_RawCalloc((size_t)have + (size_t)ns + 1, sizeof(node_t *));
-    uint32_t count = 0;
-    if (drop == NULL || nodes == NULL) {
-        PyMem_RawFree(drop);
-        PyMem_RawFree(nodes);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < nr && old != NULL; i++) {
-        PyObject *key = PyTuple_GET_ITEM(removed, i);
-        if (!PyBytes_Check(key)) {
-            PyErr_SetString(PyExc_TypeError, "removed keys must be bytes");
-            goto fail;
-        }
-        const uint8_t *k = (const uint8_t *)PyBytes_AS_STRING(key);
-        uint32_t len = (uint32_t)PyBytes_GET_SIZE(key);
-        int32_t at = find_index(old, k, len, fnv(k, len));
-        if (at >= 0) drop[at] = 1;
-    }
-    for (uint32_t j = 0; j < have; j++) {
-        if (drop[j]) continue;
-        __atomic_add_fetch(&old->nodes[j]->refs, 1, __ATOMIC_RELAXED);
-        nodes[count++] = old->nodes[j];
-    }
-    if (collect_nodes(specs, base, totals, nodes, &count) < 0) goto fail;
-    PyMem_RawFree(drop);
-    __atomic_add_fetch(&base->refs, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&totals->refs, 1, __ATOMIC_RELAXED);
-    ctab_t *t = assemble(base, totals, nodes, count);
-    PyMem_RawFree(nodes);
-    return t;
 fail:
-    for (uint32_t i = 0; i < count; i++) node_decref(nodes[i]);
-    PyMem_RawFree(drop);
+    bctx_clear(&c);
+    for (uint32_t i = 0; nodes != NULL && i < count; i++) node_decref(nodes[i], NULL);
     PyMem_RawFree(nodes);
+    base_decref(base);
+    totals_decref(totals);
     return NULL;
 }
 
 /* table.update(removed_keys, nodes, signed_removed, signed_nodes) -> Table: this table's nodes but the
-   removed and replaced ones, shared; the same for its signed nodes. */
+   removed and replaced ones, shared; the same for its signed nodes. Costs the changed names and the
+   shards they fall in, not the table. */
 static PyObject *table_update(TableObject *self, PyObject *args) {
     PyObject *removed, *specs, *sremoved, *sspecs;
     long long flags = -1; /* >= 0: what the new table leaves to Python (else the old table's) */
@@ -1828,12 +2249,37 @@ static PyObject *table_update(TableObject *self, PyObject *args) {
         return NULL;
     }
     ctab_t *old = self->t;
-    ctab_t *sig = NULL;
-    if (old->sig != NULL || PyTuple_GET_SIZE(sspecs)) {
-        sig = updated(old->sig, old->base, old->totals, sremoved, sspecs);
-        if (sig == NULL) return NULL;
+    bctx_t c;
+    memset(&c, 0, sizeof(c));
+    c.b = old->base;
+    node_t **nodes = NULL, **snodes = NULL;
+    uint32_t count = 0, scount = 0;
+    if (nodes_of(sspecs, &c, &snodes, &scount) < 0) {
+        bctx_clear(&c);
+        return NULL;
     }
-    ctab_t *t = updated(old, old->base, old->totals, removed, specs);
+    if (nodes_of(specs, &c, &nodes, &count) < 0) {
+        bctx_clear(&c);
+        for (uint32_t i = 0; i < scount; i++) node_decref(snodes[i], NULL);
+        PyMem_RawFree(snodes);
+        return NULL;
+    }
+    bctx_clear(&c);
+    ctab_t *sig = NULL;
+    if (old->sig != NULL || scount) {
+        sig = updated(old->sig, old->base, old->totals, sremoved, snodes, scount);
+        if (sig == NULL) {
+            for (uint32_t i = 0; i < count; i++) node_decref(nodes[i], NULL);
+            PyMem_RawFree(nodes);
+            PyMem_RawFree(snodes);
+            return NULL;
+        }
+    } else {
+        for (uint32_t i = 0; i < scount; i++) node_decref(snodes[i], NULL);
+    }
+    PyMem_RawFree(snodes);
+    ctab_t *t = updated(old, old->base, old->totals, removed, nodes, count);
+    PyMem_RawFree(nodes);
     if (t == NULL) {
         ctab_decref(sig);
         return NULL;
@@ -1885,11 +2331,14 @@ static PyObject *table_policy_answers(TableObject *self, UNUSED PyObject *unused
     ctab_t *t = self->t;
     for (int i = 0; i < MAX_POLICIES; i++) sum[i] = ATOMIC_LOAD(&t->totals->policy[i]);
     for (const ctab_t *part = t; part != NULL; part = part == t ? t->sig : NULL) {
-        for (uint32_t i = 0; i < part->nnodes; i++) {
-            node_t *n = part->nodes[i];
-            for (uint32_t j = 0; j < n->nent; j++) {
-                entry_t *e = &n->ent[j];
-                if (e->kind != K_NONE && e->kind != K_PYTHON) sum[e->policy] += ATOMIC_LOAD(&e->counter);
+        for (uint32_t s = 0; s < (1u << part->bits); s++) {
+            const shard_t *sh = part->shards[s];
+            for (uint32_t i = 0; i <= sh->mask; i++) {
+                const node_t *n = sh->slot[i];
+                for (uint32_t j = 0; n != NULL && j < n->nent; j++) {
+                    entry_t *e = n->ent[j];
+                    if (counted(e)) sum[e->policy] += ATOMIC_LOAD(&e->counter);
+                }
             }
         }
     }
@@ -1916,12 +2365,81 @@ static PyObject *table_seed(TableObject *self, PyObject *arg) {
 
 static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return PyLong_FromUnsignedLong(self->t->nnodes); }
 
+/* table.layout() -> (names, shards, index bytes, node bytes, entries, entry references, entry bytes,
+   header blocks): what the table (with its signed nodes) holds, each shared block counted once. */
+static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
+    uint64_t names = 0, shards = 0, index = 0, node_bytes = 0, entries = 0, refs = 0, entry_bytes = 0;
+    uint64_t ntblocks = 0;
+    imap_t seen, blocks;
+    memset(&seen, 0, sizeof(seen));
+    memset(&blocks, 0, sizeof(blocks));
+    for (const ctab_t *part = self->t; part != NULL; part = part == self->t ? self->t->sig : NULL) {
+        names += part->nnodes;
+        shards += 1u << part->bits;
+        index += ((size_t)1 << part->bits) * sizeof(shard_t *);
+        for (uint32_t s = 0; s < (1u << part->bits); s++) {
+            const shard_t *sh = part->shards[s];
+            index += sizeof(shard_t) + ((size_t)sh->mask + 1) * sizeof(node_t *);
+            for (uint32_t i = 0; i <= sh->mask; i++) {
+                const node_t *n = sh->slot[i];
+                if (n == NULL) continue;
+                node_bytes += n->size;
+                if (imap_get(&blocks, (uint64_t)(uintptr_t)n->types, NULL, NULL) == NULL) {
+                    if (imap_put(&blocks, (uint64_t)(uintptr_t)n->types, (void *)(uintptr_t)n->types) < 0) goto fail;
+                    node_bytes += sizeof(tblock_t) + (size_t)n->types->n * sizeof(tmap_t);
+                    ntblocks++;
+                }
+                for (uint32_t j = 0; j < n->nent; j++) {
+                    entry_t *e = n->ent[j];
+                    refs++;
+                    if (imap_get(&seen, (uint64_t)(uintptr_t)e, NULL, NULL) != NULL) continue;
+                    if (imap_put(&seen, (uint64_t)(uintptr_t)e, e) < 0) goto fail;
+                    entries++;
+                    entry_bytes += e->size;
+                    for (uint32_t v = 0; v < e->nvar; v++) {
+                        const hblock_t *hb = e->var[v].hb;
+                        if (imap_get(&blocks, (uint64_t)(uintptr_t)hb, NULL, NULL) != NULL) continue;
+                        if (imap_put(&blocks, (uint64_t)(uintptr_t)hb, (void *)(uintptr_t)hb) < 0) goto fail;
+                    }
+                }
+            }
+        }
+    }
+    uint64_t nblocks = blocks.count - ntblocks;
+    imap_clear(&seen);
+    imap_clear(&blocks);
+    return Py_BuildValue("KKKKKKKK", (unsigned long long)names, (unsigned long long)shards,
+                         (unsigned long long)index, (unsigned long long)node_bytes, (unsigned long long)entries,
+                         (unsigned long long)refs, (unsigned long long)entry_bytes, (unsigned long long)nblocks);
+fail:
+    imap_clear(&seen);
+    imap_clear(&blocks);
+    return NULL;
+}
+
+/* table.shared_shards(other) -> how many index shards the two tables share (the same block). */
+static PyObject *table_shared_shards(TableObject *self, PyObject *other) {
+    if (!PyObject_TypeCheck(other, &TableType)) {
+        PyErr_SetString(PyExc_TypeError, "other must be a Table");
+        return NULL;
+    }
+    const ctab_t *a = self->t, *b = ((TableObject *)other)->t;
+    unsigned long same = 0;
+    if (a->bits == b->bits) {
+        for (uint32_t s = 0; s < (1u << a->bits); s++) same += a->shards[s] == b->shards[s];
+    }
+    return PyLong_FromUnsignedLong(same);
+}
+
 static PyMethodDef table_methods[] = {
     {"update", (PyCFunction)table_update, METH_VARARGS,
      "update(removed_keys, node_specs, signed_removed, signed_specs, flags=-1) -> Table"},
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},
+    {"layout", (PyCFunction)table_layout, METH_NOARGS,
+     "layout() -> (names, shards, index bytes, node bytes, entries, entry references, entry bytes, header blocks)"},
+    {"shared_shards", (PyCFunction)table_shared_shards, METH_O, "shared_shards(other) -> index shards shared"},
     {"seed", (PyCFunction)table_seed, METH_O, "seed(n): the state of answer()'s random draws"},
     {NULL, NULL, 0, NULL},
 };

@@ -40,7 +40,9 @@ and the signer's `_cfast.DenialCache` (the compact denials signed before, filled
 Only Python signs.
 
 Updates: `update_ctable` shares every node of the previous C table but the changed ones (found by
-identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those.
+identity of the Python nodes, which `update_table` keeps for unchanged names) and copies only those; C
+copies only the index shards they fall in (docs/wire.md, *Memory*). Fixed entries (no pick) with the
+same bytes are one C entry shared by the names of a build or update, as the Python table shares them.
 """
 
 from __future__ import annotations
@@ -189,12 +191,17 @@ def _variant(v: Variant) -> tuple[bytes, bytes, bytes, bytes]:
     return (b"".join(v.heads), b"".join(v.tc_heads), v.sections, v.options)
 
 
+_VARIANT_MEMO = 65536  # variant specs kept during one build: the shared ones repeat early and often
+
+
 def _variant_specs(variants: tuple[Variant, ...], locators: _Locators) -> tuple[Any, ...]:
     memo = locators.variants
     out = []
     for v in variants:
         found = memo.get(id(v))
         if found is None:
+            if len(memo) >= _VARIANT_MEMO:  # most variants are one name's own: keep memory bounded
+                memo.clear()
             found = memo[id(v)] = (v, _variant(v))
         out.append(found[1])
     return tuple(out)
@@ -203,7 +210,7 @@ def _variant_specs(variants: tuple[Variant, ...], locators: _Locators) -> tuple[
 def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ...]:
     variants = _variant_specs(entry.variants, locators)
     pick = entry.pick
-    if pick is None:
+    if pick is None:  # C shares one entry between the nodes whose fixed entries have the same bytes
         return (K_NONE, _UNCOUNTED, False, variants, None)
     plan = getattr(pick, "__self__", None)
     dependent = entry.location_dependent
@@ -350,6 +357,8 @@ def _changed(
 ) -> tuple[tuple[bytes, ...], tuple[Any, ...]]:
     """The keys gone from `before` and the specs of the nodes new or changed in `after`."""
     assert _cfast is not None
+    if before is after:  # e.g. no signed names before or after
+        return (), ()
     keys: list[bytes] = []
     removed: list[bytes] = []
     for old_shard, new_shard in zip(before.shards, after.shards, strict=True):
