@@ -507,6 +507,7 @@ class ViewBuilder:
             changed.update(beat)
             self._beat = snapshot.evaluated_at
         deferred_names = deferred.services if deferred is not None else {}
+        built_too: set[str] = set()  # deferred services built because a name was made below theirs
 
         def was_deferred(name: str) -> bool:
             return name in deferred_names
@@ -547,8 +548,9 @@ class ViewBuilder:
                     self._inputs[name] = service_inputs(service, snapshot)
                     changed.update(made)
                 self._deferred = self._deferred.without(clash)
+                built_too.update(clash)
                 current = names.merged()
-                ents = {n: d for n, d in empty_non_terminals(current).items()}
+                ents = empty_non_terminals(current)
                 for name, zone in self._deferred_ents.items():
                     if name not in current and name not in ents:
                         ents[name] = NameData(name, zone)
@@ -568,7 +570,7 @@ class ViewBuilder:
             changed.update(replaced)
             merged = merged.evolve(replaced, ())
         self._view = View(view.zones, merged, config, snapshot, self._deferred)
-        rebuilt = frozenset(s.name for s in dirty)
+        rebuilt = frozenset(s.name for s in dirty) | built_too
         return self._view, Change(False, frozenset(changed), removed, rebuilt)
 
     def _full(self, config: Config, snapshot: Snapshot, env: PolicyEnv) -> View:

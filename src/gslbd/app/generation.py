@@ -336,7 +336,9 @@ class GenerationBuilder:
             raise
         config = resolved.config
         # The snapshot may differ too (verdicts dropped for endpoints that changed): the builder looked
-        # at the touched services only, so the counts and the publication follow those.
+        # at the touched services only (and at deferred services it had to build: a name made below
+        # theirs, a CNAME now pointing at them), so the counts and the publication follow those.
+        touched = touched | self._answers.last_change.services
         rebuilt = [resolved.services[name] for name in touched if name in resolved.services]
         gone = [before.services[name] for name in diff.removed]
         counts = previous.counts.evolve(
