@@ -22,7 +22,7 @@ from operator import attrgetter
 
 from gslbd.config.fields import SITE_NAME, TTL_MAX, Invalid
 from gslbd.config.loader import Map, Node, Scalar, Seq
-from gslbd.config.makers import new_endpoint, new_service, plain_endpoint
+from gslbd.config.makers import EndpointDraft, new_endpoint, new_service
 from gslbd.config.names import make_name, target_text
 from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
@@ -53,6 +53,7 @@ _IPV4_KIND = EndpointKind.IPV4
 _HOSTNAME = EndpointKind.HOSTNAME
 _IPV6_KIND = EndpointKind.IPV6
 _OBEY = AdminState.OBEY
+_ENDPOINT = Endpoint
 _ADDRESS = attrgetter("address")
 _SITE = attrgetter("site")
 
@@ -264,6 +265,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
     key_count = len(obj)
     site_of = index.site_of
     pton = socket.inet_pton
+    draft = EndpointDraft
     add = endpoints.append
     for item in items:
         if type(item) is not dict:
@@ -290,7 +292,10 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
             found = (
                 (site_of.get(item["site"]) or _site_of(ctx, index, item["site"])) if size == 2 else index.here
             )
-            add(plain_endpoint(name, address, kind, found, default))
+            # new_endpoint inline (400,000 calls fewer): a draft given the class Endpoint (makers.py)
+            endpoint = draft(name, address, kind, found[0], found[1], 1, 0, default, None, _OBEY)
+            endpoint.__class__ = _ENDPOINT  # type: ignore[assignment]
+            add(endpoint)  # type: ignore[arg-type]
         else:
             add(_endpoint(ctx, index, item, name, default, used))
             hostnames += endpoints[-1].kind is _HOSTNAME

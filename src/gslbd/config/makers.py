@@ -48,9 +48,10 @@ _SERVICE_FIELDS = (
 )
 
 
-class _EndpointDraft:
+class EndpointDraft:
     """An Endpoint under construction: the same slots, set by a plain __init__ (one fast store each),
-    then given the class Endpoint (the layouts are the same, so the object only changes class)."""
+    then given the class Endpoint (`draft.__class__ = Endpoint`: the layouts are the same, so the
+    object only changes class). Every slot must be set before (config/fast.py does so inline)."""
 
     __slots__ = _ENDPOINT_FIELDS
 
@@ -80,7 +81,7 @@ class _EndpointDraft:
 
 
 class _ServiceDraft:
-    """A Service under construction (see _EndpointDraft)."""
+    """A Service under construction (see EndpointDraft)."""
 
     __slots__ = _SERVICE_FIELDS
 
@@ -127,7 +128,7 @@ def _same_layout(kind: type, draft: type) -> None:
         raise RuntimeError(f"config/makers.py does not know the fields of {kind.__name__} any more")
 
 
-_same_layout(Endpoint, _EndpointDraft)
+_same_layout(Endpoint, EndpointDraft)
 _same_layout(Service, _ServiceDraft)
 
 
@@ -143,25 +144,10 @@ def new_endpoint(
     probe_address: str | None,
     admin: AdminState,
 ) -> Endpoint:
-    endpoint = _EndpointDraft(
+    endpoint = EndpointDraft(
         service, address, kind, site, locality, weight, priority, check, probe_address, admin
     )
     endpoint.__class__ = Endpoint  # type: ignore[assignment]
-    return endpoint  # type: ignore[return-value]
-
-
-def plain_endpoint(
-    service: str,
-    address: str,
-    kind: EndpointKind,
-    site: tuple[str, Locality],
-    check: Check | None,
-    _draft: type[_EndpointDraft] = _EndpointDraft,
-    _class: type[Endpoint] = Endpoint,
-) -> Endpoint:
-    """An endpoint of an address and a site (its locality the site's), with the defaults."""
-    endpoint = _draft(service, address, kind, site[0], site[1], 1, 0, check, None, _OBEY)
-    endpoint.__class__ = _class  # type: ignore[assignment]
     return endpoint  # type: ignore[return-value]
 
 
