@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gslbd import __version__
 from gslbd.config.overrides import parse_listen
@@ -131,7 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gslbd {__version__}")
         return 0
     if args.command == "check":
-        return _check(args.config, args.allow_no_zones)
+        code = _check(args.config, args.allow_no_zones)
+        if argv is None:  # this process is the command (not a caller running it): it is done
+            _leave(code)
+        return code
     if args.command == "explain":
         from gslbd.cli.commands import run_explain
 
@@ -156,6 +161,17 @@ def _check(path: str, allow_no_zones: bool) -> int:
         if was:
             gc.freeze()
             gc.enable()
+
+
+def _leave(code: int) -> NoReturn:
+    """End the process now with `code`, output flushed: a config of 100,000 services checked is
+    millions of objects that the interpreter would otherwise free one by one on its way out (about
+    0.3 s of `gslbd check`), for nothing. Nothing else is pending: `check` starts no thread, opens no
+    file it has not closed and registers no exit handler."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

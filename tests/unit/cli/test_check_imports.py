@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +87,25 @@ def test_the_whole_command_line_lists_every_command_and_one_command_loads_its_ow
     assert every >= {"serve", "check", "explain", "demo", "status", "admin", "doctor", "delegation", "dnssec"}
     assert _commands("check") == {"serve", "check", "explain", "version"}
     assert _commands("status") == {"serve", "check", "explain", "version", "status", "admin"}
+
+
+def test_gslbd_check_as_a_process_says_everything_before_it_leaves(tmp_path: Path) -> None:
+    """The command ends its process without the interpreter's teardown: what it printed into a pipe
+    (block-buffered) must still arrive, with the exit code."""
+    example = resources.files("gslbd") / "examples" / "example.yaml"
+    good = tmp_path / "good.yaml"
+    good.write_text(example.read_text())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(example.read_text().replace("policy: round_robin", "policy: nope", 1))
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    run = [sys.executable, "-m", "gslbd", "check", "--config"]
+    options: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 60, "env": buffered}
+    ok = subprocess.run([*run, str(good)], check=False, **options)
+    assert (ok.returncode, ok.stdout.splitlines()[-1]) == (0, f"{good}: ok (1 zone, 4 services)")
+    failed = subprocess.run([*run, str(bad)], check=False, **options)
+    assert failed.returncode == 1
+    assert failed.stdout.splitlines() == [
+        f"error: {bad}:42: services[0].policy: unknown policy 'nope'; valid: round_robin | weighted | "
+        "failover | geo | random | hash",
+        f"{bad}: 1 error",
+    ]
