@@ -53,6 +53,7 @@ from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSn
 from gslbd.app.privileges import drop_after_bind
 from gslbd.app.reconcile import endpoint_key, unchanged_keys
 from gslbd.app.startup import privilege_problems, store_for
+from gslbd.app.usable import unusable, zone_problems
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
@@ -85,6 +86,9 @@ from gslbd.wire import AnswerTable, Responder
 
 log = logging.getLogger(__name__)
 
+# `unusable` and `zone_problems` live in app/usable.py (light: what `gslbd check` imports); kept here too.
+__all__ = ["ApiBindError", "App", "state_file_problems", "unusable", "zone_problems"]
+
 
 if TYPE_CHECKING:
     from gslbd.api.server import ApiServer
@@ -92,34 +96,6 @@ if TYPE_CHECKING:
 
 class ApiBindError(GslbdError):
     """The admin API's address could not be bound."""
-
-
-def zone_problems(old: Config | None, new: Config) -> list[Problem]:
-    """A config that serves no zone, or (reloaded over `old`) none of the zones being served, would
-    turn every answer into REFUSED: an error for `serve`, `check` and a reload (`--allow-no-zones`
-    on the command line lets a config without zones through)."""
-    if not new.zones:
-        why = "no zone is configured, so every query would be answered REFUSED"
-        return [Problem(new.source, None, "zones", why)]
-    if old is not None and old.zones and not {z.origin for z in old.zones} & {z.origin for z in new.zones}:
-        served = ", ".join(z.origin for z in old.zones)
-        why = f"the new configuration drops every zone being served ({served})"
-        return [Problem(new.source, None, "zones", why)]
-    return []
-
-
-def unusable(config: Config, *, allow_no_zones: bool = False) -> list[Problem]:
-    """What `gslbd check` and `gslbd serve` find beyond validation: no zones (unless allowed), and
-    everything `resolve` opens (the GeoIP database, the Redis URL) failing."""
-    problems = [] if allow_no_zones else zone_problems(None, config)
-    try:
-        resolved = resolve(config, random.Random(0))
-    except ConfigError as exc:
-        return problems + exc.problems
-    close = getattr(resolved.env.locator, "close", None)
-    if callable(close):
-        close()
-    return problems
 
 
 def state_file_problems(old: Config, new: Config) -> list[str]:

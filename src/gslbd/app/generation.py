@@ -21,7 +21,6 @@ every other node of the view and the table (copy-on-write maps), and recounts on
 
 from __future__ import annotations
 
-import ipaddress
 import itertools
 import os
 import random
@@ -37,15 +36,13 @@ from gslbd.answer.exchange_names import (
     republished,
 )
 from gslbd.app.reconcile import probe_targets, probed_endpoints
-from gslbd.cluster.url import parse_target
+from gslbd.app.usable import resolved_env
 from gslbd.cow import CowMap
-from gslbd.errors import ConfigError, Problem
 from gslbd.exchange.notify import notify_sources
 from gslbd.gcpause import collector_paused, keep_long_lived
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.policy import PolicyEnv
-from gslbd.policy.locate import build_env
 from gslbd.server import build as answer_build
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
@@ -98,28 +95,7 @@ def resolve(config: Config, rng: random.Random, previous: Resolved | None = None
     stamp = _stamp(config)
     if previous is not None and previous.geoip_stamp == stamp and same_but_services(previous.config, config):
         return _re_resolved(previous, config)
-    problems: list[Problem] = []
-    if config.cluster is not None:
-        try:
-            parse_target(config.cluster.redis.url, config.cluster.redis.password)
-        except ValueError as exc:
-            problems.append(Problem(config.source, None, "cluster.redis.url", f"unusable Redis URL: {exc}"))
-    env: PolicyEnv | None = None
-    try:
-        env = build_env(config, rng)
-        # A database that opens but cannot answer fails here, not on the first query.
-        env.locator.locate(int(ipaddress.IPv4Address("192.0.2.1")), False)
-    except ConfigError as exc:  # located in the config file; the message names the database
-        problems.extend(Problem(config.source, p.line, p.path, p.message) for p in exc.problems)
-    except Exception as exc:  # a damaged database can fail in many ways
-        where = "topology.geoip.database"
-        problems.append(Problem(config.source, None, where, f"cannot use GeoIP database: {exc}"))
-    if problems or env is None:
-        close = getattr(env.locator, "close", None) if env is not None else None
-        if callable(close):
-            close()
-        raise ConfigError(problems)
-    return _resolved(config, env, stamp)
+    return _resolved(config, resolved_env(config, rng), stamp)
 
 
 def _re_resolved(previous: Resolved, config: Config) -> Resolved:

@@ -1,15 +1,15 @@
-"""`gslbd check` and `gslbd explain`."""
+"""`gslbd check` and `gslbd explain`. `check` imports none of the server: `explain` loads what it
+needs (the App that resolves the config and builds its view) when it runs."""
 
 from __future__ import annotations
 
 import ipaddress
 import sys
 
-from gslbd.app import App, unusable
+from gslbd.app.usable import unusable
 from gslbd.cli.configs import config_path, errors_of, load_or_report
 from gslbd.config import check_config
 from gslbd.errors import Problem
-from gslbd.explain import explain
 
 
 def _plural(n: int, word: str) -> str:
@@ -49,6 +49,9 @@ def _absolute(name: str) -> str:
 
 def run_explain(path: str | None, name: str, rtype: str, client: str, ecs: str | None) -> int:
     """Print why `client` gets what it gets for (name, rtype)."""
+    from gslbd.app import App
+    from gslbd.explain import explain
+
     try:
         ipaddress.ip_address(client)
     except ValueError:

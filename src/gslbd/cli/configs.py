@@ -9,6 +9,7 @@ from importlib import resources
 
 from gslbd.config import check_config
 from gslbd.errors import Problem
+from gslbd.gcpause import collector_paused, keep_long_lived
 from gslbd.model.config import Config
 
 EXAMPLE = "example.yaml"
@@ -30,8 +31,15 @@ def errors_of(problems: list[Problem]) -> list[Problem]:
 
 def load_or_report(path: str) -> tuple[Config | None, list[Problem]]:
     """The config at `path`, or None after printing every problem to stderr (errors first).
-    Returns the warnings of a config that loaded."""
-    config, problems = check_config(path)
+    Returns the warnings of a config that loaded.
+
+    The cyclic collector is paused for the whole load (the checks after validation included), and
+    what the load made is then kept out of its reach (gcpause.py), as `gslbd check` and the rest of
+    the start do: a config of 100,000 services is millions of objects that live as long as it."""
+    with collector_paused():
+        config, problems = check_config(path)
+    if config is not None:
+        keep_long_lived()
     if config is None or errors_of(problems):
         for problem in _errors_first(problems):
             print(problem, file=sys.stderr)

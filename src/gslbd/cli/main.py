@@ -3,21 +3,48 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import importlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from gslbd import __version__
-from gslbd.cli import demo
-from gslbd.cli.admin import register as register_admin_commands
-from gslbd.cli.delegation import register as register_delegation
-from gslbd.cli.dnssec import register as register_dnssec
-from gslbd.cli.doctor import register as register_doctor
 from gslbd.config.overrides import parse_listen
 from gslbd.model.config import ListenAddress
 
+if TYPE_CHECKING:
+    _Sub = argparse._SubParsersAction[argparse.ArgumentParser]
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands defined in modules of their own: (module, its function that adds them, the commands it
+# adds). A module is imported only when its command runs or the whole command line is shown (--help):
+# `gslbd check` does not pay for DNS clients, HTTP clients or the event loop it never uses.
+_REGISTERED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("gslbd.cli.demo", "add_parser", ("demo",)),
+    ("gslbd.cli.admin", "register", ("status", "admin")),
+    ("gslbd.cli.doctor", "register", ("doctor",)),
+    ("gslbd.cli.delegation", "register", ("delegation",)),
+    ("gslbd.cli.dnssec", "register", ("dnssec",)),
+)
+
+
+_OWN = ("serve", "check", "explain", "version")  # the commands build_parser defines itself
+
+
+def _wanted(argv: Sequence[str] | None) -> str | None:
+    """The command a command line runs, when it names a known one first (then only that command's
+    module needs loading); None for anything else (no command, an option such as --help first, a
+    misspelt command, which is answered with the list of every command): load them all."""
+    args = sys.argv[1:] if argv is None else argv
+    known = {*_OWN, *(name for _, _, commands in _REGISTERED for name in commands)}
+    return args[0] if args and args[0] in known else None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line. With `only` (the command about to run), the modules of the other commands are
+    not imported; their commands are missing from that parser, which is used only for `only`."""
     parser = argparse.ArgumentParser(
         prog="gslbd",
         description="Global server load balancer: an authoritative DNS server that answers with healthy, "
@@ -67,11 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--ecs", default=None, help="an EDNS Client Subnet sent along, e.g. 10.2.0.0/16")
     _config_option(explain)
 
-    demo.add_parser(sub)
-    register_admin_commands(sub)
-    register_doctor(sub)
-    register_delegation(sub)
-    register_dnssec(sub)
+    for module, function, commands in _REGISTERED:
+        if only is None or only in commands:
+            register: Callable[[_Sub], None] = getattr(importlib.import_module(module), function)
+            register(sub)
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -96,7 +122,7 @@ def _listen_address(text: str) -> ListenAddress:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    parser = build_parser()
+    parser = build_parser(_wanted(argv))
     args = parser.parse_args(argv)
     if args.command is None:  # bare `gslbd`: what it can do
         parser.print_help()
@@ -107,7 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gslbd {__version__}")
         return 0
     if args.command == "check":
-        return _check(args.config, args.allow_no_zones)
+        code = _check(args.config, args.allow_no_zones)
+        if argv is None:  # this process is the command (not a caller running it): it is done
+            _leave(code)
+        return code
     if args.command == "explain":
         from gslbd.cli.commands import run_explain
 
@@ -132,6 +161,17 @@ def _check(path: str, allow_no_zones: bool) -> int:
         if was:
             gc.freeze()
             gc.enable()
+
+
+def _leave(code: int) -> NoReturn:
+    """End the process now with `code`, output flushed: a config of 100,000 services checked is
+    millions of objects that the interpreter would otherwise free one by one on its way out (about
+    0.3 s of `gslbd check`), for nothing. Nothing else is pending: `check` starts no thread, opens no
+    file it has not closed and registers no exit handler."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import dns.rcode
-import dns.rdatatype
-
 from gslbd.config.fields import (
     Invalid,
     MapReader,
@@ -94,6 +91,8 @@ def _headers(node: Node) -> tuple[tuple[str, str], ...]:
 
 
 def _qtype(node: Node) -> str:
+    import dns.rdatatype  # dnspython: only for a dns check (costly to import)
+
     value = string(node)
     try:
         rdtype = dns.rdatatype.from_text(value)
@@ -105,6 +104,8 @@ def _qtype(node: Node) -> str:
 
 
 def _rcode(node: Node) -> str:
+    import dns.rcode  # dnspython: only for a dns check (costly to import)
+
     value = string(node)
     try:
         return dns.rcode.to_text(dns.rcode.from_text(value))

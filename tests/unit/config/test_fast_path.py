@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gslbd.config import check_config, check_config_text, service_file, services, validate
-from gslbd.config.fast import fast_service, ipv6_text
+from gslbd.config.fast import _IPV4, fast_service, ipv6_text
 from gslbd.config.fields import MapReader, Report
 from gslbd.config.loader import Map
 from gslbd.config.service_context import ServiceContext
@@ -342,6 +343,38 @@ def test_ipv6_text_is_what_ipaddress_writes(text: str) -> None:
     quick = ipv6_text(text)
     if quick is not None:
         assert quick == str(ipaddress.IPv6Address(text))
+
+
+IPV4ISH = st.one_of(
+    st.ip_addresses(v=4).map(str),
+    st.text("0123456789.", max_size=20),
+    st.lists(st.integers(0, 300).map(str), min_size=3, max_size=5).map(".".join),
+    st.sampled_from(
+        ["010.0.0.1", "1.2.3.04", "0.0.0.0", "255.255.255.255", "256.1.1.1", "1.2.3.4 ", "1.2.3.4\x00"]
+    ),
+    st.sampled_from(["1.2.3.4\n", "\u0661.2.3.4", "1.2.3", "1..2.3", ".1.2.3.4", "1.2.3.4.", "0x1.2.3.4"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(IPV4ISH)
+def test_the_common_shape_reads_an_ipv4_address_as_the_located_validator_does(text: str) -> None:
+    def pton(value: str) -> bool:
+        try:
+            socket.inet_pton(socket.AF_INET, value)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    assert pton(text) == (_IPV4.match(text) is not None)  # exactly the normal form ipaddress writes
+    obj = {"name": "s1.gslb.example.com.", "endpoints": [{"address": text, "site": "us"}]}
+    fast = fast_service(context(), obj)
+    slow, problems = located(context(), obj)
+    if fast is not None:
+        assert problems == []
+        assert fast[0] == slow
+    if pton(text):
+        assert fast is not None and fast[0].endpoints[0].address == str(ipaddress.IPv4Address(text))
 
 
 # The whole configuration, with and without the fast path.
