@@ -410,6 +410,16 @@ class ViewBuilder:
         if self._deferred_ents and any(name in services.removed for name in gone):
             self._deferred_ents = _ents_above(kept.values(), self._view_zones(), kept.__contains__)
 
+    def _made(
+        self, service: Service, config: Config, snapshot: Snapshot, env: PolicyEnv, taken: Container[str]
+    ) -> dict[str, NameData]:
+        """The names `service` owns under `snapshot` (`service_names`), recorded as its own with the
+        inputs they were built from."""
+        made = service_names(service, config, snapshot, env, self._base, taken)
+        self._owned[service.name] = tuple(made)
+        self._inputs[service.name] = service_inputs(service, snapshot)
+        return made
+
     def _view_zones(self) -> Mapping[str, Zone]:
         return self._view.zones if self._view is not None else {}
 
@@ -435,11 +445,8 @@ class ViewBuilder:
             service = services.get(name)
             if service is None:  # built by a build since, or removed
                 continue
-            own = service_names(service, config, snapshot, env, self._base, ())
-            made.update(own)
+            made.update(self._made(service, config, snapshot, env, ()))
             built.append(name)
-            self._owned[name] = tuple(own)
-            self._inputs[name] = service_inputs(service, snapshot)
         self.filled = tuple(built)
         self._deferred = deferred.without(built) if order else None
         if not self._ents.isdisjoint(made):  # a deferred name some name below had made an ENT
@@ -541,11 +548,8 @@ class ViewBuilder:
             if clash:  # a name made below a deferred name: that service is built now
                 assert self._deferred is not None
                 for name in clash:
-                    service = self._services[name]
-                    made = service_names(service, config, snapshot, env, self._base, names)
+                    made = self._made(self._services[name], config, snapshot, env, names)
                     names.update(made)
-                    self._owned[name] = tuple(made)
-                    self._inputs[name] = service_inputs(service, snapshot)
                     changed.update(made)
                 self._deferred = self._deferred.without(clash)
                 built_too.update(clash)
@@ -589,12 +593,8 @@ class ViewBuilder:
         # Every service's own name is taken before any locality name is made.
         taken = _Taken(names, self._services)
         for service in config.services:
-            if service.name in skip:
-                continue
-            made = service_names(service, config, snapshot, env, self._base, taken)
-            names.update(made)
-            self._owned[service.name] = tuple(made)
-            self._inputs[service.name] = service_inputs(service, snapshot)
+            if service.name not in skip:
+                names.update(self._made(service, config, snapshot, env, taken))
         names.update(heartbeat_names(config, snapshot, self._base))
         self._beat = snapshot.evaluated_at
         ents = empty_non_terminals(names)
@@ -603,11 +603,7 @@ class ViewBuilder:
             later = [s for s in later if s.name not in clash]
             skip = skip - clash
             for name in clash:
-                service = self._services[name]
-                made = service_names(service, config, snapshot, env, self._base, taken)
-                names.update(made)
-                self._owned[name] = tuple(made)
-                self._inputs[name] = service_inputs(service, snapshot)
+                names.update(self._made(self._services[name], config, snapshot, env, taken))
             ents = empty_non_terminals(names)
         self._deferred_ents = _ents_above(later, zones, lambda n: n in names or n in skip or n in ents)
         for name, zone in self._deferred_ents.items():
