@@ -428,58 +428,6 @@ def assert_compiled_subset(partial: AnswerTable, full: AnswerTable) -> None:
     assert partial.policy_counters.keys() <= full.policy_counters.keys()
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_a_view_compiled_in_steps_answers_like_a_whole_one_through_verdicts_and_reloads(seed: int) -> None:
-    """A large view's first table leaves the services' names out (server/build.py); the fast path (C
-    and Python) sends those to the slow path, which answers from the view. Fill steps, verdicts and
-    service reloads interleave at random: every answer equals a whole build's all along, and once
-    filled the table equals a whole build's."""
-    rng = random.Random(seed)
-    cfg = config()
-    book = HealthBook()
-    book.set_evaluated(1_700_000_000.0)
-    builder = GenerationBuilder(eager_names=0)
-    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
-    book.take_touched()
-    assert generation.table.partial
-    assert len(generation.table.names) < len(generation.view.names) / 2  # services' names wait
-    live = Responder(generation.table, generation.view, random.Random(3))  # as the app swaps it
-    fills = 0
-    for serial in range(30):
-        what = rng.random()
-        if what < 0.5:
-            filled = builder.fill(generation, 0.0, most=rng.choice((1, 2, 5)))
-            if filled is None:
-                assert not generation.table.partial
-                continue
-            assert filled.view is generation.view and filled.changed == frozenset()
-            generation = filled
-            live.swap(filled.table, filled.view, lag=True)  # the C copy may lag a fill step
-            fills += 1
-        elif what < 0.8:
-            step(cfg, book, rng)
-            generation = builder.next(generation, NewSnapshot(book.snapshot(), book.take_touched()))
-        else:
-            cfg = edit_services(cfg, rng, serial)
-            resolved = resolve(cfg, random.Random(1), generation.resolved)
-            generation = builder.next(generation, NewConfig(resolved, book.snapshot(), book.pending()))
-            book.take_touched()
-        assert generation.changed is not None  # never a whole build again
-        full = full_generation(cfg, generation.snapshot)
-        assert_compiled_subset(generation.table, full.table)
-        names = sorted(full.view.names)
-        names += [f"nothing.{ZONE}", "example.org."]  # NXDOMAIN, REFUSED
-        assert ask_each(generation, names, native=True) == ask_each(full, names, native=False)
-        if generation.table is not live.table:
-            live.swap(generation.table, generation.view)
-        assert shapes(live, names) == shapes(Responder(full.table, full.view, random.Random(3)), names)
-    assert fills
-    while (filled := builder.fill(generation, 1.0)) is not None:
-        generation = filled
-    assert not generation.table.partial
-    assert_same_answers(generation.table, full_generation(cfg, generation.snapshot).table)
-
-
 def many_services() -> str:
     """CONFIG with 40 more services, most of them of the shape a view defers (answer/build.py
     Deferred): plain ones, ones below an empty non-terminal, two below other services (one built at
@@ -514,9 +462,11 @@ def many_services() -> str:
 
 @pytest.mark.parametrize("seed", range(2))
 def test_a_view_built_in_steps_answers_like_a_whole_one_through_verdicts_and_reloads(seed: int) -> None:
-    """A large view's first build defers most services (answer/build.py Deferred): the slow path makes
-    a deferred service's names when they are asked for, and fill steps build them into the view and
-    the table. Fill steps, verdicts, peers' endpoints and service reloads (changed, added and removed
+    """A large view's first build defers most services (answer/build.py Deferred) and its first table
+    leaves the names of the services it did build out (server/build.py): the fast paths (C and Python)
+    send what they do not hold to the slow path, which makes a deferred service's names when they are
+    asked for, and fill steps build them into the view and compile the names into the table.
+    Fill steps, verdicts, peers' endpoints and service reloads (changed, added and removed
     services, deferred or not) interleave at random: every answer, at every name of a whole build and
     at names that do not exist, equals a whole build's all along, and once filled the view and the
     table equal a whole build's."""
