@@ -153,6 +153,14 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
+def accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -195,6 +203,7 @@ def measure(n: int, fmt: str, workdir: Path, timeout: float) -> dict[str, object
     try:
         wait(lambda: answer(port, last, 0.2) is not None, timeout, 0.05)
         first_s = time.monotonic() - began
+        wait(lambda: accepts(api_port), timeout, 0.01)  # the admin API starts right after DNS
         # A large view is compiled in steps after the first answer (server/build.py): memory and the
         # changes below are measured once every name is compiled (its log line; /metrics would do, but
         # rendering 200,000 per-service series costs the server seconds each time).
