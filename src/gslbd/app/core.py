@@ -234,6 +234,10 @@ class App:
                 for key, state in self.store.load_admin().items():
                     self.book.set_admin(key, state)
                 self._rebuild()
+            # This site's exchange zones are served from the first answer: a peer whose first poll
+            # found none would poll it name by name until it looks again.
+            self.exchange.prepare(self._generation.publication, self._generation.config)
+            self.responder.on_exchange = self.exchange.hook()
             await self._front.bind(self._generation)
             # DNS answers from here on; the API (and aiohttp, imported for it only now: a start at
             # 100,000 services answers that much sooner) follows, unless a start-up sync needed it.

@@ -72,7 +72,8 @@ class Exchange:
         self._config = config
         self._clock = clock
         self._on_beat = on_beat
-        self.zones: ExchangeZones | None = None  # this site's exchange zones, once started
+        self.zones: ExchangeZones | None = None  # this site's exchange zones, once prepared
+        self._prepared: Publication | None = None  # the publication `prepare` made them from
         self.poller = Poller(config, clock, random.Random(rng.getrandbits(64)), on_peers)
         self.notifier = Notifier(config, random.Random(rng.getrandbits(64)))
         self.notifier.serial = self._serial
@@ -96,12 +97,21 @@ class Exchange:
     def peers(self) -> list[PeerState]:
         return self.poller.book.states()
 
+    def prepare(self, publication: Publication, config: Config | None = None) -> None:
+        """Make the exchange zones this site serves (no network): set `hook()` on the responder before
+        DNS binds, and a peer's first poll finds them (a peer that polls too early and finds none
+        falls back to polling name by name)."""
+        config = config if config is not None else self._config
+        if serves_exchange_zone(config):
+            self.zones = ExchangeZones(config, publication, self._clock.wall(), self.poller.carried)
+            self._prepared = publication
+
     async def start(self, publication: Publication, config: Config | None = None) -> None:
         """Start polling and beating; tell the peers about this site's publication (it may be new):
         `publication` is the generation's (zone -> localtargets name -> addresses), `config` its config."""
         self._started = True
         config = config if config is not None else self._config
-        if serves_exchange_zone(config):
+        if serves_exchange_zone(config) and (self.zones is None or self._prepared is not publication):
             self.zones = ExchangeZones(config, publication, self._clock.wall(), self.poller.carried)
         await self.poller.start()
         self._beat = asyncio.get_running_loop().create_task(self._beat_loop(), name="gslbd-heartbeat")
