@@ -22,7 +22,7 @@ from operator import attrgetter
 
 from gslbd.config.fields import SITE_NAME, TTL_MAX, Invalid
 from gslbd.config.loader import Map, Node, Scalar, Seq
-from gslbd.config.makers import EndpointDraft, new_endpoint, new_service
+from gslbd.config.makers import EndpointDraft, ServiceDraft, made_endpoint, made_service
 from gslbd.config.names import make_name, target_text
 from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
@@ -207,17 +207,19 @@ def _endpoint(
     admin = _ADMIN.get(item["admin"]) if "admin" in item else _OBEY  # type: ignore[call-overload]
     if admin is None:
         raise _SLOW
-    return new_endpoint(
-        name,
-        address,
-        kind,
-        site,
-        locality,
-        _int(item["weight"], 0, 1000) if "weight" in item else 1,
-        _int(item["priority"], 0, _MAX_INT) if "priority" in item else 0,
-        _check(index, item["check"], used) if "check" in item else default,
-        probe,
-        admin,
+    return made_endpoint(
+        EndpointDraft(
+            name,
+            address,
+            kind,
+            site,
+            locality,
+            _int(item["weight"], 0, 1000) if "weight" in item else 1,
+            _int(item["priority"], 0, _MAX_INT) if "priority" in item else 0,
+            _check(index, item["check"], used) if "check" in item else default,
+            probe,
+            admin,
+        )
     )
 
 
@@ -292,7 +294,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
             found = (
                 (site_of.get(item["site"]) or _site_of(ctx, index, item["site"])) if size == 2 else index.here
             )
-            # new_endpoint inline (400,000 calls fewer): a draft given the class Endpoint (makers.py)
+            # made_endpoint inline (400,000 calls fewer): a draft given the class Endpoint (makers.py)
             endpoint = draft(name, address, kind, found[0], found[1], 1, 0, default, None, _OBEY)
             endpoint.__class__ = _ENDPOINT  # type: ignore[assignment]
             add(endpoint)  # type: ignore[arg-type]
@@ -321,21 +323,23 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
     if keys is not None and keys != key_count + (len(weights) if weights else 0):
         raise _SLOW  # the text has more keys than the object: a key given twice
     origin = info.zone.origin
-    service = new_service(
-        name,
-        origin,
-        name[: len(name) - len(origin) - 1] if origin != "." else name[:-1],
-        policy,
-        order,
-        weights,
-        _int(obj["ttl"], 0, TTL_MAX) if "ttl" in obj else info.zone.ttl,
-        _int(obj["max_answers"], 1, _MAX_INT) if "max_answers" in obj else 8,
-        all_down,
-        fallback,
-        locality_names,
-        tuple(endpoints),
-        None,
-        None,
+    service = made_service(
+        ServiceDraft(
+            name,
+            origin,
+            name[: len(name) - len(origin) - 1] if origin != "." else name[:-1],
+            policy,
+            order,
+            weights,
+            _int(obj["ttl"], 0, TTL_MAX) if "ttl" in obj else info.zone.ttl,
+            _int(obj["max_answers"], 1, _MAX_INT) if "max_answers" in obj else 8,
+            all_down,
+            fallback,
+            locality_names,
+            tuple(endpoints),
+            None,
+            None,
+        )
     )
     sites = have
     if named:  # every site named, in the located validator's order

@@ -80,7 +80,7 @@ class EndpointDraft:
         self.admin = admin
 
 
-class _ServiceDraft:
+class ServiceDraft:
     """A Service under construction (see EndpointDraft)."""
 
     __slots__ = _SERVICE_FIELDS
@@ -129,59 +129,16 @@ def _same_layout(kind: type, draft: type) -> None:
 
 
 _same_layout(Endpoint, EndpointDraft)
-_same_layout(Service, _ServiceDraft)
+_same_layout(Service, ServiceDraft)
 
 
-def new_endpoint(
-    service: str,
-    address: str,
-    kind: EndpointKind,
-    site: str,
-    locality: Locality,
-    weight: int,
-    priority: int,
-    check: Check | None,
-    probe_address: str | None,
-    admin: AdminState,
-) -> Endpoint:
-    endpoint = EndpointDraft(
-        service, address, kind, site, locality, weight, priority, check, probe_address, admin
-    )
-    endpoint.__class__ = Endpoint  # type: ignore[assignment]
-    return endpoint  # type: ignore[return-value]
+def made_endpoint(draft: EndpointDraft) -> Endpoint:
+    """The draft, every slot set, as the Endpoint it is."""
+    draft.__class__ = Endpoint  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
 
 
-def new_service(
-    name: str,
-    zone: str,
-    label: str,
-    policy: PolicyName,
-    failover_order: tuple[str, ...],
-    weights: tuple[tuple[str, int], ...] | None,
-    ttl: int,
-    max_answers: int,
-    all_down: AllDown,
-    fallback: tuple[str, ...],
-    locality_names: bool,
-    endpoints: tuple[Endpoint, ...],
-    https: None,
-    srv: None,
-) -> Service:
-    service = _ServiceDraft(
-        name,
-        zone,
-        label,
-        policy,
-        failover_order,
-        weights,
-        ttl,
-        max_answers,
-        all_down,
-        fallback,
-        locality_names,
-        endpoints,
-        https,
-        srv,
-    )
-    service.__class__ = Service  # type: ignore[assignment]
-    return service  # type: ignore[return-value]
+def made_service(draft: ServiceDraft) -> Service:
+    """The draft, every slot set, as the Service it is."""
+    draft.__class__ = Service  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
