@@ -25,7 +25,7 @@ from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
 from gslbd.state.snapshot import Snapshot, effective_up
-from gslbd.types import AdminState, EndpointKind
+from gslbd.types import EndpointKind
 
 LOCALTARGETS_PREFIX = "localtargets-"
 HEARTBEAT_PREFIX = "heartbeat-"
@@ -62,9 +62,11 @@ def own_up_endpoints(config: Config, service: Service, snapshot: Snapshot) -> tu
     """This site's answerable address endpoints of `service`, in config order: what it publishes."""
     site = config.site.name
     return tuple(
-        e
-        for e in service.endpoints
-        if e.site == site and e.kind in _PUBLISHED_KINDS and effective_up(e, snapshot)
+        [
+            e
+            for e in service.endpoints
+            if e.site == site and e.kind in _PUBLISHED_KINDS and effective_up(e, snapshot)
+        ]
     )
 
 
@@ -72,23 +74,13 @@ def published(config: Config, snapshot: Snapshot) -> dict[str, dict[str, tuple[s
     """Zone origin -> localtargets name -> the addresses it answers (A and AAAA); names without any
     are left out. Comparing two of these tells which zones' publication changed (NOTIFY)."""
     out: dict[str, dict[str, tuple[str, ...]]] = {}
-    if not snapshot.plain:
-        for service in config.services:
-            addresses = tuple(e.address for e in own_up_endpoints(config, service, snapshot))
-            if addresses:
-                out.setdefault(service.zone, {})[localtargets_name(service)] = addresses
-        return out
-    # A first build (no verdict, no override): `own_up_endpoints` written out, for 100,000 services.
-    site, kinds, down = config.site.name, _PUBLISHED_KINDS, AdminState.DOWN
     for service in config.services:
-        addresses = tuple(
-            [e.address for e in service.endpoints if e.site == site and e.kind in kinds and e.admin != down]
-        )
+        addresses = tuple([e.address for e in own_up_endpoints(config, service, snapshot)])
         if addresses:
             zone = out.get(service.zone)
             if zone is None:
                 zone = out[service.zone] = {}
-            zone[f"{LOCALTARGETS_PREFIX}{service.label}.{service.zone}"] = addresses
+            zone[localtargets_name(service)] = addresses
     return out
 
 
