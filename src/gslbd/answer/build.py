@@ -420,6 +420,15 @@ class ViewBuilder:
         self._inputs[service.name] = service_inputs(service, snapshot)
         return made
 
+    def _ents_now(self, names: _Overlay) -> dict[str, NameData]:
+        """The empty non-terminals above the names in `names` and above the deferred services'."""
+        current = names.merged()
+        ents = empty_non_terminals(current)
+        for name, zone in self._deferred_ents.items():
+            if name not in current and name not in ents:
+                ents[name] = NameData(name, zone)
+        return ents
+
     def _view_zones(self) -> Mapping[str, Zone]:
         return self._view.zones if self._view is not None else {}
 
@@ -523,10 +532,8 @@ class ViewBuilder:
             owned = self._owned.get(service.name, ())
             for name in owned:
                 del names[name]
-            made = service_names(service, config, snapshot, env, self._base, names)
+            made = self._made(service, config, snapshot, env, names)
             names.update(made)
-            self._owned[service.name] = tuple(made)
-            self._inputs[service.name] = service_inputs(service, snapshot)
             old, now = frozenset(owned), frozenset(made)
             changed.update(now)
             gone.update(old - now)
@@ -539,11 +546,7 @@ class ViewBuilder:
                 names[name] = found_base
                 changed.add(name)
         if reshaped:
-            current = names.merged()
-            ents = empty_non_terminals(current)
-            for name, zone in self._deferred_ents.items():
-                if name not in current and name not in ents:
-                    ents[name] = NameData(name, zone)
+            ents = self._ents_now(names)
             clash = _deferred_owners(ents, self._deferred.services if self._deferred is not None else {})
             if clash:  # a name made below a deferred name: that service is built now
                 assert self._deferred is not None
@@ -553,11 +556,7 @@ class ViewBuilder:
                     changed.update(made)
                 self._deferred = self._deferred.without(clash)
                 built_too.update(clash)
-                current = names.merged()
-                ents = empty_non_terminals(current)
-                for name, zone in self._deferred_ents.items():
-                    if name not in current and name not in ents:
-                        ents[name] = NameData(name, zone)
+                ents = self._ents_now(names)
             changed.update(ents.keys() - self._ents)
             gone.update(self._ents - ents.keys())
             self._ents = frozenset(ents)
@@ -633,20 +632,8 @@ class ViewBuilder:
         base = self._base
         candidates: list[Service] = []
         others: list[Service] = []
-        hostname = _HOSTNAME
-        for service in services:  # as `deferrable`, written out: this looks at every service
-            if (
-                service.locality_names
-                or service.srv is not None
-                or service.https is not None
-                or service.fallback
-                or service.name in base
-                or service.name.startswith("*.")
-                or hostname in [e.kind for e in service.endpoints]
-            ):
-                others.append(service)
-            else:
-                candidates.append(service)
+        for service in services:
+            (candidates if deferrable(service, base) else others).append(service)
         if len(candidates) <= self._eager_services:
             return []
         targets = _cname_targets(others, base)
