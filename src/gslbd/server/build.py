@@ -52,6 +52,7 @@ class AnswerBuilder:
         self._eager_names = eager_names
         self._pending: list[str] = []  # names `fill` still has to compile, taken from the end
         self._grouped = True  # whether `_pending` is in shard order
+        self._filled: tuple[str, ...] = ()  # the deferred services the last `fill` built
         self._service_cost = 0.0005  # seconds to build and compile one deferred service (measured)
         self._view: View | None = None
         self._worker = worker  # the DNS worker's number (1..dns.workers), 0 without workers: dns.identity
@@ -120,7 +121,7 @@ class AnswerBuilder:
     @property
     def filled(self) -> tuple[str, ...]:
         """The deferred services the last `fill` built into the view (answer/build.py Deferred)."""
-        return self._views.filled
+        return self._filled
 
     @property
     def view(self) -> View | None:
@@ -158,6 +159,7 @@ class AnswerBuilder:
             began = time.perf_counter()
             with collector_paused():
                 made = self._views.fill(count if most is None else min(count, most))
+                self._filled = self._views.filled
                 view = self._views.view
                 assert view is not None
                 table = update_table(table, view, made, (), partial=True)
@@ -169,7 +171,7 @@ class AnswerBuilder:
                 table = replace(table, partial=False)
             self._table, self._view = table, view
             return table
-        self._views.filled = ()
+        self._filled = ()
         if not self._grouped:
             # By the CowMap shard of their keys: a step then touches a shard or two, and the new table
             # copies only those (in config order, a step of 100 names would copy most of 256 shards).
