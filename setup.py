@@ -2,7 +2,9 @@
 
 - `gslbd.server._mmsg`: batched UDP receive/send (recvmmsg/sendmmsg) for the Python UDP loop;
 - `gslbd.wire._cfast`: the answer table in C and the UDP loop that answers from it without the GIL
-  (wire/ctable.py, server/udp.py).
+  (wire/ctable.py, server/udp.py);
+- `gslbd.config._cshape`: the common shape of a service read in C (config/fast.py), for large services
+  files.
 
 Both are compiled with -Wall -Wextra -Werror. `optional=True`: where they cannot be compiled (no
 compiler, no recvmmsg), gslbd installs without them and answers in Python (tests/unit/wire/test_ctable.py
@@ -17,5 +19,8 @@ setup(
     ext_modules=[
         Extension("gslbd.server._mmsg", ["src/gslbd/server/_mmsg.c"], optional=True, extra_compile_args=STRICT),
         Extension("gslbd.wire._cfast", ["src/gslbd/wire/_cfast.c"], optional=True, extra_compile_args=STRICT),
+        Extension(
+            "gslbd.config._cshape", ["src/gslbd/config/_cshape.c"], optional=True, extra_compile_args=STRICT
+        ),
     ]
 )

@@ -1,7 +1,8 @@
 """The fast path of service validation (config/fast.py) against the located validator: for valid and
 broken services alike, a service the fast path makes is the very service the located validator makes
 (with no problem at all), and a whole configuration gives the same Config and the same located problems
-with the fast path as without it, inline (YAML) and in a services file (JSON Lines)."""
+with the fast path as without it, inline (YAML) and in a services file (JSON Lines). The C reader of the
+commonest shape (config/_cshape.c) makes what the Python fast path makes, or leaves the service to it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gslbd.config import check_config, check_config_text, service_file, services, validate
+from gslbd.config import fast as fastpath
 from gslbd.config.fast import _IPV4, fast_service, ipv6_text
 from gslbd.config.fields import MapReader, Report
 from gslbd.config.loader import Map
@@ -81,13 +83,16 @@ GOOD_ADDRESSES = st.one_of(
     st.ip_addresses(v=4).map(str),
     st.ip_addresses(v=6).map(str),
     st.ip_addresses(v=6).map(lambda a: a.exploded),
-    st.sampled_from(["192.0.2.1", "2001:db8::0:1", "::1:2:3:4:5:6:7"]),
+    st.sampled_from(["192.0.2.1", "2001:db8::0:1", "::1:2:3:4:5:6:7", "1:2:3:4:5:6:7::"]),
 )
 HOSTNAMES = st.sampled_from(["a.example.net.", "b.example.net.", "Host.Example.NET."])
 BAD_ADDRESSES = st.one_of(
     st.ip_addresses(v=6).map(lambda a: str(a).upper()),
     st.sampled_from(
-        [" 192.0.2.2", "010.0.0.1", "::ffff:192.0.2.1", "fe80::1%eth0", "host", ".", "", "1.2.3.4.5"]
+        [
+            *[" 192.0.2.2", "010.0.0.1", "::ffff:192.0.2.1", "fe80::1%eth0", "host", ".", "", "1.2.3.4.5"],
+            *["1:2:3:4:5:6::7:8", "::1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8::", "192.0.2.1\x00"],
+        ]
     ),
     st.sampled_from([None, 42, ["192.0.2.1"]]),
 )
@@ -251,6 +256,77 @@ def test_a_service_the_fast_path_makes_is_the_located_validators_without_a_probl
     assert fast_ctx.checks.used == slow_ctx.checks.used
 
 
+def _keys_of(obj: dict[str, Any]) -> int:
+    """How many keys the JSON text of `obj` has (what the services file passes as `keys`)."""
+    count = len(obj)
+    items, weights = obj.get("endpoints"), obj.get("weights")
+    if isinstance(items, list):
+        count += sum(len(item) for item in items if isinstance(item, dict))
+    return count + (len(weights) if isinstance(weights, dict) else 0)
+
+
+def _common(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with its endpoints cut to the commonest shape (address and site), where they are mappings."""
+    items = obj.get("endpoints")
+    if isinstance(items, list):
+        cut = [
+            {k: v for k, v in e.items() if k in ("address", "site")} if isinstance(e, dict) else e
+            for e in items
+        ]
+        obj = {**obj, "endpoints": cut}
+    return obj
+
+
+needs_c = pytest.mark.skipif(not fastpath.native_reader(), reason="gslbd.config._cshape is not compiled here")
+
+
+@needs_c
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(service_objects(), service_objects().map(_common)),
+    st.sampled_from([BASE, BROKEN_PROFILE, ONE_ZONE]),
+    st.sampled_from([None, 0, 0, 1]),
+)
+def test_the_c_reader_makes_what_the_python_fast_path_makes_or_leaves_the_service_to_it(
+    obj: dict[str, Any], base: str, extra_keys: int | None
+) -> None:
+    keys = None if extra_keys is None else _keys_of(obj) + extra_keys
+    c_ctx, py_ctx = context(base), context(base)
+    reader = fastpath._index(c_ctx).common
+    assert reader is not None
+    before = (list(c_ctx.sites_used), set(c_ctx.checks.used))
+    made = reader(obj, keys)
+    if made is None:  # left to the Python fast path: nothing of the context is changed
+        assert (list(c_ctx.sites_used), set(c_ctx.checks.used)) == before
+        return
+    try:
+        expected = fastpath._service(py_ctx, obj, keys)
+    except (fastpath._Slow, TypeError):
+        pytest.fail(f"the C reader made a service the Python fast path gives up on: {made!r}")
+    assert made == expected and repr(made) == repr(expected) and hash(made[0]) == hash(expected[0])
+    assert all(type(e) is type(x) for e, x in zip(made[0].endpoints, expected[0].endpoints, strict=True))
+    assert list(c_ctx.sites_used) == list(py_ctx.sites_used)
+    assert c_ctx.checks.used == py_ctx.checks.used
+
+
+@needs_c
+def test_the_c_reader_refuses_a_model_class_whose_slots_it_does_not_know() -> None:
+    class Other:
+        __slots__ = ("name", "zone")
+
+    ctx = context()
+    index = fastpath._index(ctx)
+    spec = fastpath._reader_spec(ctx, index)
+    spec.service_type = Other
+    with pytest.raises(TypeError, match="slots"):
+        fastpath._cshape.Reader(spec)
+
+
+def test_gslbd_native_0_reads_every_service_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GSLBD_NATIVE", "0")
+    assert fastpath._index(context()).common is None
+
+
 @pytest.mark.parametrize("policy", ["round_robin", "failover", "weighted", "geo", "random", "hash"])
 def test_the_common_shape_takes_the_fast_path(policy: str) -> None:
     obj: dict[str, Any] = {"name": "s1.gslb.example.com.", "policy": policy, "check": "none"}
@@ -264,9 +340,12 @@ def test_the_common_shape_takes_the_fast_path(policy: str) -> None:
         {"address": "10.12.0.1", "site": "ap"},
         {"address": "2001:db8::0:1", "site": "eu"},
     ]
-    fast = fast_service(context(), obj)
-    assert fast is not None
-    assert fast[0] == located(context(), obj)[0]
+    made = fast_service(context(), obj)
+    assert made is not None
+    assert made[0] == located(context(), obj)[0]
+    if fastpath.native_reader():  # and the commonest shape is read in C
+        reader = fastpath._index(context()).common
+        assert reader is not None and reader(obj, None) == made
 
 
 EP = [{"address": "192.0.2.1", "site": "us"}]
