@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shutil
 import socket
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -278,6 +280,14 @@ def _common(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 needs_c = pytest.mark.skipif(not fastpath.native_reader(), reason="gslbd.config._cshape is not compiled here")
+
+
+def test_the_c_reader_is_built_where_a_compiler_exists() -> None:
+    """setup.py builds it optionally (-Werror): a warning must fail here rather than skip the tests below."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip("no C compiler")
+    assert fastpath._cshape is not None
 
 
 @needs_c
