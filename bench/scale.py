@@ -15,6 +15,9 @@ For each size a config is generated (mixed policies: round_robin, failover, weig
     verdict ms     in process: one recorded verdict to the next generation with the changed answer
                    (median of 50): the control plane's share of verdict -> answer
 
+`--starts K` repeats `gslbd check` and the start to the first answer K more times per size (a fresh
+process each time) and prints each figure, since the load varies from start to start.
+
 `--shared` adds the config of N services over 1,000 HTTP backends (real loopback servers, one check
 profile): it prints how many probe targets the server runs (one per distinct target) and how long a
 backend failure takes to change an answer (probe interval + fall, then the verdict -> answer path).
@@ -38,6 +41,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import dns.message
 import dns.query
@@ -251,6 +255,31 @@ def measure(n: int, fmt: str, workdir: Path, timeout: float) -> dict[str, object
     }
 
 
+def measure_starts(n: int, fmt: str, workdir: Path, starts: int, timeout: float) -> dict[str, Any]:
+    """`gslbd check` and start -> first answer for the last service, `starts` times (fresh processes)."""
+    port, api_port = free_port(), free_port()
+    path = workdir / f"starts-{n}-{fmt}.yaml"
+    write_config(path, fmt, n, port, api_port)
+    last = f"s{n - 1}.{ZONE}"
+    checks: list[float] = []
+    firsts: list[float] = []
+    for _ in range(starts):
+        began = time.monotonic()
+        subprocess.run(gslbd("check", "--config", str(path)), capture_output=True, check=True)
+        checks.append(time.monotonic() - began)
+        began = time.monotonic()
+        proc = subprocess.Popen(
+            gslbd("serve", "--config", str(path)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            wait(lambda: answer(port, last, 0.2) is not None, timeout, 0.02)
+            firsts.append(time.monotonic() - began)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+    return {"services": n, "format": fmt, "check_s": checks, "first_answer_s": firsts}
+
+
 def measure_verdicts(path: Path, count: int = 50) -> float:
     """In process: the median time from a recorded verdict to a committed-ready generation whose table
     answers the change (book.record -> GenerationBuilder.next), in ms: the control plane's share of
@@ -332,15 +361,20 @@ def main() -> int:
     parser.add_argument(
         "--formats", default="yaml,jsonl", help="services inline (yaml) and/or in a services_file (jsonl)"
     )
+    parser.add_argument("--starts", type=int, default=0, help="more starts per size, check and first answer")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     rows = []
+    repeated: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gslbd-scale-") as tmp:
         for n in (int(x) for x in args.sizes.split(",") if x):
             for fmt in args.formats.split(","):
                 rows.append(measure(n, fmt, Path(tmp), args.timeout))
                 print(json.dumps(rows[-1]), flush=True)
+                if args.starts:
+                    repeated.append(measure_starts(n, fmt, Path(tmp), args.starts, args.timeout))
+                    print(json.dumps(repeated[-1]), flush=True)
         shared = measure_shared(args.shared, args.backends, Path(tmp), args.timeout) if args.shared else None
     print()
     print(
@@ -355,13 +389,20 @@ def main() -> int:
             f"{r['rss_mb']:.0f} ({r['peak_mb']:.0f}) | {r['reload_ms']:.0f} ({r['reload_cpu_s']:.2f}) | "
             f"{r['change_ms']:.1f} | {r['verdict_ms']:.2f} |"
         )
+    for r in repeated:
+        checks = ", ".join(f"{t:.1f}" for t in r["check_s"])
+        firsts = ", ".join(f"{t:.1f}" for t in r["first_answer_s"])
+        label = f"{r['services']:,} {r['format']}, {args.starts} more starts"
+        print(f"\n{label}: check s {checks}; first answer s {firsts}")
     if shared is not None:
         print(
             f"\nshared backends: {shared['services']:,} services, {shared['endpoints']:,} probed endpoints "
             f"over {shared['backends']:,} backends -> {shared['probes']:,} probes"
         )
     if args.json:
-        Path(args.json).write_text(json.dumps({"sizes": rows, "shared": shared}, indent=2))
+        Path(args.json).write_text(
+            json.dumps({"sizes": rows, "starts": repeated, "shared": shared}, indent=2)
+        )
     return 0
 
 
