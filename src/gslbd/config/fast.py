@@ -24,6 +24,7 @@ import socket
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from operator import attrgetter
 from types import SimpleNamespace
 
@@ -132,7 +133,7 @@ def _common_reader(
 def _reader_spec(ctx: ServiceContext, index: FastIndex) -> SimpleNamespace:
     """What the C reader is made of: the model classes and enum members it makes services of, the
     index's lookups and the context's records of the sites and profiles used (shared, not copied), and
-    `_site_of` for a site it has not met."""
+    `_new_site` for a site it has not met."""
     profiles = index.profiles
     return SimpleNamespace(
         service_type=Service,
@@ -156,7 +157,7 @@ def _reader_spec(ctx: ServiceContext, index: FastIndex) -> SimpleNamespace:
         here=index.here,
         peer_sites=index.peer_sites,
         can_locate=index.can_locate,
-        new_site=lambda value: _site_of(ctx, index, value),
+        new_site=partial(_new_site, index.site_of, ctx.site_locality),  # holds neither ctx nor index
         slow=(_Slow, TypeError),
         sites_used=ctx.sites_used,
         checks_used=ctx.checks.used,
@@ -202,11 +203,19 @@ def _site_of(ctx: ServiceContext, index: FastIndex, value: object) -> tuple[str,
     """A site name (validated, interned) and its locality."""
     found = index.site_of.get(value)  # type: ignore[call-overload]  # unhashable: TypeError
     if found is None:
-        if type(value) is not str or not SITE_NAME.match(value):
-            raise _SLOW
-        site = sys.intern(value)
-        found = index.site_of[site] = (site, ctx.site_locality(site))
+        found = _new_site(index.site_of, ctx.site_locality, value)
     return found  # type: ignore[no-any-return]
+
+
+def _new_site(
+    site_of: dict[str, tuple[str, Locality]], site_locality: Callable[[str], Locality], value: object
+) -> tuple[str, Locality]:
+    """A site not met before, validated, interned and recorded in `site_of`."""
+    if type(value) is not str or not SITE_NAME.match(value):
+        raise _SLOW
+    site = sys.intern(value)
+    found = site_of[site] = (site, site_locality(site))
+    return found
 
 
 def _int(value: object, lo: int, hi: int) -> int:
