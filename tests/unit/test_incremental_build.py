@@ -22,7 +22,7 @@ from gslbd.answer.exchange_names import published
 from gslbd.app.gauges import ServiceGauges
 from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, resolve
 from gslbd.config import load_config_text
-from gslbd.metrics import REGISTRY
+from gslbd.metrics import SERVICE_REGISTRY
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality
@@ -149,8 +149,8 @@ def step(cfg: Config, book: HealthBook, rng: random.Random) -> None:
 def gauge_values(cfg: Config) -> dict[str, tuple[float | None, float | None]]:
     return {
         s.name: (
-            REGISTRY.get_sample_value("gslbd_health_endpoints_up", {"service": s.name}),
-            REGISTRY.get_sample_value("gslbd_health_endpoints", {"service": s.name}),
+            SERVICE_REGISTRY.get_sample_value("gslbd_health_endpoints_up", {"service": s.name}),
+            SERVICE_REGISTRY.get_sample_value("gslbd_health_endpoints", {"service": s.name}),
         )
         for s in cfg.services
     }
@@ -250,7 +250,7 @@ def test_an_admin_forced_down_peer_endpoint_counts_nowhere() -> None:
     answer = generation.view.resolve(service, "A", 0, False, random.Random(1), 0)
     assert "203.0.113.50" not in [rr.rdata for rr in answer.answer]
     ServiceGauges().update(generation)
-    assert REGISTRY.get_sample_value("gslbd_health_endpoints_up", {"service": service}) == count.up
+    assert SERVICE_REGISTRY.get_sample_value("gslbd_health_endpoints_up", {"service": service}) == count.up
 
 
 def web_goes_down() -> tuple[tuple[View, AnswerTable], tuple[View, AnswerTable]]:

@@ -54,7 +54,8 @@ class DnsCollector(Collector):
 
 
 class MetricsExporter:
-    """Renders /metrics: the shared `metrics.REGISTRY` followed by this instance's DNS counters.
+    """Renders /metrics: the shared `metrics.REGISTRY`, the per-service gauges (written by
+    `metrics.SERVICE_ENDPOINTS.text()`, which keeps each service's lines) and this instance's DNS counters.
 
     The DNS collector lives in a registry of its own, so several API servers in one process (tests)
     never register the same names twice in the shared registry.
@@ -65,4 +66,6 @@ class MetricsExporter:
         self._own.register(DnsCollector(counters))
 
     def render(self) -> bytes:
-        return generate_latest(metrics.REGISTRY) + generate_latest(self._own)
+        return (
+            generate_latest(metrics.REGISTRY) + metrics.SERVICE_ENDPOINTS.text() + generate_latest(self._own)
+        )
