@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,6 +44,17 @@ def run(argv: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+def keygen(zone: str, directory: Path, *extra: str) -> Path:
+    """A key pair made by `gslbd dnssec keygen`; its base path."""
+    out = subprocess.run(
+        [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", zone, "--dir", str(directory), *extra],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
 def ds_of(key_file: Path) -> str:
     """The SHA-256 DS record of a BIND .key file, by dnssec-dsfromkey (one line of presentation form)."""
     return run(["dnssec-dsfromkey", "-2", str(key_file)], key_file.parent).strip()
@@ -50,28 +62,31 @@ def ds_of(key_file: Path) -> str:
 
 @dataclass(frozen=True)
 class Child:
-    """A delegation in the parent: the child zone and its DS lines (none: an insecure delegation)."""
+    """A delegation in the parent: the child zone, its DS lines (none: an insecure delegation) and its
+    nameservers as (name, address) (none: ns1.<zone> at 127.0.0.1)."""
 
     zone: str
     ds: tuple[str, ...] = ()
+    nameservers: tuple[tuple[str, str], ...] = ()
 
 
-def signed_parent(workdir: Path, children: list[Child]) -> tuple[str, str]:
-    """(signed zone text of example.com., its DS as the trust anchor)."""
+def signed_parent(workdir: Path, children: list[Child], parent: str = PARENT) -> tuple[str, str]:
+    """(signed zone text of `parent`, its DS as the trust anchor)."""
     workdir.mkdir(parents=True, exist_ok=True)
     key = run(
-        ["dnssec-keygen", "-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "-K", ".", PARENT], workdir
+        ["dnssec-keygen", "-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "-K", ".", parent], workdir
     ).strip()
     lines = [
         "$TTL 300",
-        f"{PARENT} IN SOA ns1.{PARENT} hostmaster.{PARENT} 1 3600 600 604800 60",
-        f"{PARENT} IN NS ns1.{PARENT}",
-        f"ns1.{PARENT} IN A 127.0.0.1",
+        f"{parent} IN SOA ns1.{parent} hostmaster.{parent} 1 3600 600 604800 60",
+        f"{parent} IN NS ns1.{parent}",
+        f"ns1.{parent} IN A 127.0.0.1",
         f"$INCLUDE {key}.key",
     ]
     for child in children:
-        lines.append(f"{child.zone} IN NS ns1.{child.zone}")
-        lines.append(f"ns1.{child.zone} IN A 127.0.0.1")
+        for name, address in child.nameservers or ((f"ns1.{child.zone}", "127.0.0.1"),):
+            lines.append(f"{child.zone} IN NS {name}")
+            lines.append(f"{name} IN A {address}")
         lines.extend(ds.replace(" IN DS ", " 300 IN DS ", 1) for ds in child.ds)
     (workdir / "parent.unsigned").write_text("\n".join(lines) + "\n")
     run(
@@ -80,7 +95,7 @@ def signed_parent(workdir: Path, children: list[Child]) -> tuple[str, str]:
             "-q",
             "-z",
             "-o",
-            PARENT,
+            parent,
             "-K",
             ".",
             "-f",

@@ -7,8 +7,6 @@ NXDOMAIN), which both resolvers validate too."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from dnssec_support import (
     dnsviz_grok,
     ds_of,
     grok_problems,
+    keygen,
     run,
     running_bind_resolver,
     signed_parent,
@@ -50,17 +49,6 @@ ORIGIN = "gslb.example.com."
 INSECURE = "insecure.example.com."
 BOGUS = "bogus.example.com."
 CHAIN = "chain.example.com."  # denial_signing_rate: 0: NXDOMAIN from the NSEC chain, never compact
-
-
-def keygen(zone: str, directory: Path, *extra: str) -> Path:
-    """A key pair made by `gslbd dnssec keygen`; its base path."""
-    out = subprocess.run(
-        [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", zone, "--dir", str(directory), *extra],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(out.stdout.strip())
 
 
 def bind_keygen(zone: str, directory: Path) -> Path:
