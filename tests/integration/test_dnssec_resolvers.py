@@ -88,12 +88,16 @@ zones:{zone(ORIGIN, [ksk, zsk])}
     records:
       - {{name: info, type: TXT, value: "chain"}}
       - {{name: a.b.deep, type: A, value: 192.0.2.98}}
+topology: {{networks: [{{cidr: 127.0.0.0/8, site: eu}}]}}
 checks:
   down: {{type: exec, command: ["/bin/false"], interval: 200ms, timeout: 150ms, rise: 1, fall: 1}}
 services:
 {svc(f"app.{ORIGIN}", "192.0.2.1", "192.0.2.2", '"2001:db8::1"')}
 {svc(f"sticky.{ORIGIN}", "192.0.2.11", "192.0.2.12", policy="hash")}
 {svc(f"primary.{ORIGIN}", "192.0.2.21", "192.0.2.22", policy="failover")}
+{svc(f"geo.{ORIGIN}", "192.0.2.71", '"2001:db8::71"', policy="geo")}
+{svc(f"weighted.{ORIGIN}", "192.0.2.72", "192.0.2.73", policy="weighted")}
+{svc(f"random.{ORIGIN}", "192.0.2.74", "192.0.2.75", policy="random")}
 {svc(f"alias.{ORIGIN}", f"app.{ORIGIN}")}
 {svc(f"nx.{ORIGIN}", "192.0.2.31", all_down="nxdomain", check="down")}
 {svc(f"nd.{ORIGIN}", "192.0.2.32", all_down="nodata", check="down")}
@@ -174,6 +178,11 @@ SECURE = [
     (f"app.{ORIGIN}", "AAAA", "NOERROR", True),
     (f"sticky.{ORIGIN}", "A", "NOERROR", True),
     (f"primary.{ORIGIN}", "A", "NOERROR", True),
+    # Every policy: geo, weighted and random vary by client or by chance, so only AD and rcode count.
+    (f"geo.{ORIGIN}", "A", "NOERROR", True),
+    (f"geo.{ORIGIN}", "AAAA", "NOERROR", True),
+    (f"weighted.{ORIGIN}", "A", "NOERROR", True),
+    (f"random.{ORIGIN}", "A", "NOERROR", True),
     (f"alias.{ORIGIN}", "A", "NOERROR", True),
     (f"www.{ORIGIN}", "A", "NOERROR", True),
     (f"info.{ORIGIN}", "TXT", "NOERROR", True),
@@ -181,6 +190,13 @@ SECURE = [
     (f"fb.{ORIGIN}", "A", "NOERROR", True),
     (f"loc.zone-a.region-1.{ORIGIN}", "A", "NOERROR", True),
     (f"loc.zone-c.region-2.{ORIGIN}", "A", "NOERROR", True),
+    # The names the multi-site exchange publishes (docs/multisite.md), also without peers.
+    (f"heartbeat-eu.{ORIGIN}", "TXT", "NOERROR", True),
+    (f"localtargets-app.{ORIGIN}", "A", "NOERROR", True),
+    (f"localtargets-app.{ORIGIN}", "AAAA", "NOERROR", True),
+    (f"localtargets-sticky.{ORIGIN}", "AAAA", "NOERROR", False),  # no IPv6 endpoint
+    (f"localtargets-nx.{ORIGIN}", "A", "NXDOMAIN", False),  # no endpoint up
+    (f"heartbeat-us.{ORIGIN}", "TXT", "NXDOMAIN", False),  # another site's
     (f"app.{ORIGIN}", "MX", "NOERROR", False),
     (f"nd.{ORIGIN}", "A", "NOERROR", False),
     (f"deep.{ORIGIN}", "A", "NOERROR", False),
