@@ -1,7 +1,8 @@
 """Signed answers validated by real resolvers: a signed parent (dnssec-signzone, served by NSD) holds
 the DS of gslbd's zone; a validating Unbound and a validating BIND named with the parent's trust anchor
 resolve every kind of answer with the AD bit; delv validates on its own; a zone whose DS does not match
-its keys is bogus (SERVFAIL) and one without a DS is insecure (no AD). A zone with
+its keys is bogus (SERVFAIL), so is an answer whose signature was altered on the way (a proxy in the
+test), and a zone without a DS is insecure (no AD). A zone with
 `denial_signing_rate: 0` answers every nonexistent name from its pre-signed NSEC chain (RFC 4035
 NXDOMAIN), which both resolvers validate too."""
 
@@ -29,6 +30,7 @@ from dnssec_support import (
     keygen,
     run,
     running_bind_resolver,
+    signature_breaking_proxy,
     signed_parent,
     tools_missing,
 )
@@ -275,6 +277,28 @@ def test_a_zone_without_ds_in_the_parent_is_insecure(world: World) -> None:
 def test_a_zone_whose_keys_do_not_match_the_parents_ds_is_bogus(world: World) -> None:
     assert world.unbound.ask(f"broken.{BOGUS}", "A", dnssec=True).rcode() == dns.rcode.SERVFAIL
     assert world.bind.ask(f"broken.{BOGUS}").rcode() == dns.rcode.SERVFAIL
+
+
+def test_an_answer_whose_signature_was_altered_on_the_way_is_bogus(world: World) -> None:
+    """A man in the middle between the resolvers and gslbd flips a byte of every RRSIG of one name: that
+    name is SERVFAIL, another name through the same path and the same name on the direct path are
+    secure."""
+    with signature_breaking_proxy(world.gslbd.port, f"app.{ORIGIN}") as proxy:
+        forwards = {**world.forwards, ORIGIN: proxy.port}
+        workdir = world.workdir / "tampered"
+        (workdir / "unbound").mkdir(parents=True)
+        with (
+            running_validating_unbound(workdir / "unbound", world.anchor, forwards, ORIGIN) as unbound,
+            running_bind_resolver(workdir / "bind", world.anchor, forwards, ORIGIN) as bind,
+        ):
+            for ask in (lambda n: unbound.ask(n, "A", dnssec=True), lambda n: bind.ask(n, "A")):
+                broken_before = proxy.broken
+                assert ask(f"app.{ORIGIN}").rcode() == dns.rcode.SERVFAIL
+                assert proxy.broken > broken_before  # it was the altered signature that failed
+                check_secure(ask(f"sticky.{ORIGIN}"), "NOERROR", has_data=True)
+            assert "signature crypto failed" in unbound.log()
+    check_secure(world.unbound.ask(f"app.{ORIGIN}", "A", dnssec=True), "NOERROR", has_data=True)
+    check_secure(world.bind.ask(f"app.{ORIGIN}"), "NOERROR", has_data=True)
 
 
 @pytest.mark.parametrize(
