@@ -45,7 +45,7 @@ pytestmark = [
 PARENT = "test."
 SITES = ("eu", "us")
 EU, US = "192.0.2.1", "198.51.100.1"
-ROUNDS = 8
+ROUNDS = 20
 POLICY_ANSWERS = "gslbd_dns_policy_answers_total"
 
 
