@@ -5,13 +5,17 @@ gslbd serves, makes its key with BIND's dnssec-keygen and signs it with dnssec-s
 (nsd_support.py). Its DS is the trust anchor of the validating resolvers: Unbound
 (unbound_support.running_validating_unbound) and BIND named as a validating resolver (here), which
 forwards each zone to its server on loopback. `delv` validates a name itself with the same anchor.
+`signature_breaking_proxy` sits between a resolver and gslbd and breaks the signatures of one name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,8 +23,10 @@ from pathlib import Path
 
 import dns.exception
 import dns.message
+import dns.name
 import dns.query
 import dns.rdatatype
+import dns.rrset
 from bind_harness import find_named
 from daemon_support import daemon
 from gslbd_harness import free_port
@@ -43,6 +49,17 @@ def run(argv: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+def keygen(zone: str, directory: Path, *extra: str) -> Path:
+    """A key pair made by `gslbd dnssec keygen`; its base path."""
+    out = subprocess.run(
+        [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", zone, "--dir", str(directory), *extra],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
 def ds_of(key_file: Path) -> str:
     """The SHA-256 DS record of a BIND .key file, by dnssec-dsfromkey (one line of presentation form)."""
     return run(["dnssec-dsfromkey", "-2", str(key_file)], key_file.parent).strip()
@@ -50,28 +67,31 @@ def ds_of(key_file: Path) -> str:
 
 @dataclass(frozen=True)
 class Child:
-    """A delegation in the parent: the child zone and its DS lines (none: an insecure delegation)."""
+    """A delegation in the parent: the child zone, its DS lines (none: an insecure delegation) and its
+    nameservers as (name, address) (none: ns1.<zone> at 127.0.0.1)."""
 
     zone: str
     ds: tuple[str, ...] = ()
+    nameservers: tuple[tuple[str, str], ...] = ()
 
 
-def signed_parent(workdir: Path, children: list[Child]) -> tuple[str, str]:
-    """(signed zone text of example.com., its DS as the trust anchor)."""
+def signed_parent(workdir: Path, children: list[Child], parent: str = PARENT) -> tuple[str, str]:
+    """(signed zone text of `parent`, its DS as the trust anchor)."""
     workdir.mkdir(parents=True, exist_ok=True)
     key = run(
-        ["dnssec-keygen", "-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "-K", ".", PARENT], workdir
+        ["dnssec-keygen", "-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "-K", ".", parent], workdir
     ).strip()
     lines = [
         "$TTL 300",
-        f"{PARENT} IN SOA ns1.{PARENT} hostmaster.{PARENT} 1 3600 600 604800 60",
-        f"{PARENT} IN NS ns1.{PARENT}",
-        f"ns1.{PARENT} IN A 127.0.0.1",
+        f"{parent} IN SOA ns1.{parent} hostmaster.{parent} 1 3600 600 604800 60",
+        f"{parent} IN NS ns1.{parent}",
+        f"ns1.{parent} IN A 127.0.0.1",
         f"$INCLUDE {key}.key",
     ]
     for child in children:
-        lines.append(f"{child.zone} IN NS ns1.{child.zone}")
-        lines.append(f"ns1.{child.zone} IN A 127.0.0.1")
+        for name, address in child.nameservers or ((f"ns1.{child.zone}", "127.0.0.1"),):
+            lines.append(f"{child.zone} IN NS {name}")
+            lines.append(f"{name} IN A {address}")
         lines.extend(ds.replace(" IN DS ", " 300 IN DS ", 1) for ds in child.ds)
     (workdir / "parent.unsigned").write_text("\n".join(lines) + "\n")
     run(
@@ -80,7 +100,7 @@ def signed_parent(workdir: Path, children: list[Child]) -> tuple[str, str]:
             "-q",
             "-z",
             "-o",
-            PARENT,
+            parent,
             "-K",
             ".",
             "-f",
@@ -239,3 +259,67 @@ def grok_problems(found: object, path: str = "") -> list[str]:
         for i, value in enumerate(found):
             out.extend(grok_problems(value, f"{path}[{i}]"))
     return out
+
+
+def break_signatures(wire: bytes, owner: dns.name.Name) -> tuple[bytes, int]:
+    """The DNS message `wire` with one byte flipped in the signature field of every RRSIG owned by
+    `owner` in its answer section (the rest re-rendered as it was), and how many it broke."""
+    message = dns.message.from_wire(wire, ignore_trailing=True)
+    broken = 0
+    for i, rrset in enumerate(message.answer):
+        if rrset.rdtype == dns.rdatatype.RRSIG and rrset.name == owner:
+            flipped = [
+                rd.replace(signature=rd.signature[:8] + bytes([rd.signature[8] ^ 0x5A]) + rd.signature[9:])
+                for rd in rrset
+            ]
+            message.answer[i] = dns.rrset.from_rdata_list(rrset.name, rrset.ttl, flipped)
+            broken += len(flipped)
+    return (message.to_wire() if broken else wire), broken
+
+
+@dataclass
+class SignatureBreaker:
+    """A UDP DNS forwarder on 127.0.0.1:`port` (signature_breaking_proxy); `broken`: RRSIGs broken."""
+
+    port: int
+    broken: int = 0
+
+
+@contextlib.contextmanager
+def signature_breaking_proxy(upstream_port: int, owner: str) -> Iterator[SignatureBreaker]:
+    """Forward every UDP query to 127.0.0.1:`upstream_port` and hand back its answer with the RRSIGs
+    of `owner` broken (break_signatures): a man in the middle for one name. UDP only, one query at a
+    time (a thread with a socket); stopped when the block ends."""
+    target = dns.name.from_text(owner)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    port = free_port()
+    listener.bind(("127.0.0.1", port))
+    listener.settimeout(0.05)
+    proxy = SignatureBreaker(port)
+    stopping = threading.Event()
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                query, client = listener.recvfrom(65535)
+            except TimeoutError:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as upstream:
+                upstream.settimeout(2.0)
+                upstream.sendto(query, ("127.0.0.1", upstream_port))
+                try:
+                    reply, _ = upstream.recvfrom(65535)
+                except TimeoutError:
+                    continue
+            reply, broken = break_signatures(reply, target)
+            proxy.broken += broken
+            listener.sendto(reply, client)
+
+    thread = threading.Thread(target=serve, name=f"signature-breaker-{port}", daemon=True)
+    thread.start()
+    try:
+        yield proxy
+    finally:
+        stopping.set()
+        thread.join(5)
+        listener.close()

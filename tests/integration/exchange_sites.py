@@ -46,8 +46,10 @@ def site_config(
     notify: bool = True,
     discover: bool = False,
     extra: str = "",
+    zone_extra: str = "",
 ) -> str:
-    """One site's config. `services` is the YAML list under `services:` (indented by two spaces)."""
+    """One site's config. `services` is the YAML list under `services:` (indented by two spaces);
+    `zone_extra`: more keys of the zone (indented by four spaces, e.g. its `dnssec`)."""
     ns = "\n".join(f"      - {{name: gslb-ns-{s}-gslb.test., address: {HOSTS[s]}}}" for s in sites)
     if discover:
         peer_lines = f"  discover: ns\n  port: {port}"
@@ -63,7 +65,7 @@ dns: {{listen: ["{HOSTS[site]}:{port}"], lame_duck: 0s}}
 zones:
   - origin: {ZONE}
     ttl: 5
-    nameservers:
+{zone_extra}    nameservers:
 {ns}
 sites:
 {localities}

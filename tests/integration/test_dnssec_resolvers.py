@@ -1,14 +1,13 @@
 """Signed answers validated by real resolvers: a signed parent (dnssec-signzone, served by NSD) holds
 the DS of gslbd's zone; a validating Unbound and a validating BIND named with the parent's trust anchor
 resolve every kind of answer with the AD bit; delv validates on its own; a zone whose DS does not match
-its keys is bogus (SERVFAIL) and one without a DS is insecure (no AD). A zone with
+its keys is bogus (SERVFAIL), so is an answer whose signature was altered on the way (a proxy in the
+test), and a zone without a DS is insecure (no AD). A zone with
 `denial_signing_rate: 0` answers every nonexistent name from its pre-signed NSEC chain (RFC 4035
 NXDOMAIN), which both resolvers validate too."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +27,10 @@ from dnssec_support import (
     dnsviz_grok,
     ds_of,
     grok_problems,
+    keygen,
     run,
     running_bind_resolver,
+    signature_breaking_proxy,
     signed_parent,
     tools_missing,
 )
@@ -50,17 +51,6 @@ ORIGIN = "gslb.example.com."
 INSECURE = "insecure.example.com."
 BOGUS = "bogus.example.com."
 CHAIN = "chain.example.com."  # denial_signing_rate: 0: NXDOMAIN from the NSEC chain, never compact
-
-
-def keygen(zone: str, directory: Path, *extra: str) -> Path:
-    """A key pair made by `gslbd dnssec keygen`; its base path."""
-    out = subprocess.run(
-        [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", zone, "--dir", str(directory), *extra],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(out.stdout.strip())
 
 
 def bind_keygen(zone: str, directory: Path) -> Path:
@@ -100,12 +90,16 @@ zones:{zone(ORIGIN, [ksk, zsk])}
     records:
       - {{name: info, type: TXT, value: "chain"}}
       - {{name: a.b.deep, type: A, value: 192.0.2.98}}
+topology: {{networks: [{{cidr: 127.0.0.0/8, site: eu}}]}}
 checks:
   down: {{type: exec, command: ["/bin/false"], interval: 200ms, timeout: 150ms, rise: 1, fall: 1}}
 services:
 {svc(f"app.{ORIGIN}", "192.0.2.1", "192.0.2.2", '"2001:db8::1"')}
 {svc(f"sticky.{ORIGIN}", "192.0.2.11", "192.0.2.12", policy="hash")}
 {svc(f"primary.{ORIGIN}", "192.0.2.21", "192.0.2.22", policy="failover")}
+{svc(f"geo.{ORIGIN}", "192.0.2.71", '"2001:db8::71"', policy="geo")}
+{svc(f"weighted.{ORIGIN}", "192.0.2.72", "192.0.2.73", policy="weighted")}
+{svc(f"random.{ORIGIN}", "192.0.2.74", "192.0.2.75", policy="random")}
 {svc(f"alias.{ORIGIN}", f"app.{ORIGIN}")}
 {svc(f"nx.{ORIGIN}", "192.0.2.31", all_down="nxdomain", check="down")}
 {svc(f"nd.{ORIGIN}", "192.0.2.32", all_down="nodata", check="down")}
@@ -186,6 +180,11 @@ SECURE = [
     (f"app.{ORIGIN}", "AAAA", "NOERROR", True),
     (f"sticky.{ORIGIN}", "A", "NOERROR", True),
     (f"primary.{ORIGIN}", "A", "NOERROR", True),
+    # Every policy: geo, weighted and random vary by client or by chance, so only AD and rcode count.
+    (f"geo.{ORIGIN}", "A", "NOERROR", True),
+    (f"geo.{ORIGIN}", "AAAA", "NOERROR", True),
+    (f"weighted.{ORIGIN}", "A", "NOERROR", True),
+    (f"random.{ORIGIN}", "A", "NOERROR", True),
     (f"alias.{ORIGIN}", "A", "NOERROR", True),
     (f"www.{ORIGIN}", "A", "NOERROR", True),
     (f"info.{ORIGIN}", "TXT", "NOERROR", True),
@@ -193,6 +192,13 @@ SECURE = [
     (f"fb.{ORIGIN}", "A", "NOERROR", True),
     (f"loc.zone-a.region-1.{ORIGIN}", "A", "NOERROR", True),
     (f"loc.zone-c.region-2.{ORIGIN}", "A", "NOERROR", True),
+    # The names the multi-site exchange publishes (docs/multisite.md), also without peers.
+    (f"heartbeat-eu.{ORIGIN}", "TXT", "NOERROR", True),
+    (f"localtargets-app.{ORIGIN}", "A", "NOERROR", True),
+    (f"localtargets-app.{ORIGIN}", "AAAA", "NOERROR", True),
+    (f"localtargets-sticky.{ORIGIN}", "AAAA", "NOERROR", False),  # no IPv6 endpoint
+    (f"localtargets-nx.{ORIGIN}", "A", "NXDOMAIN", False),  # no endpoint up
+    (f"heartbeat-us.{ORIGIN}", "TXT", "NXDOMAIN", False),  # another site's
     (f"app.{ORIGIN}", "MX", "NOERROR", False),
     (f"nd.{ORIGIN}", "A", "NOERROR", False),
     (f"deep.{ORIGIN}", "A", "NOERROR", False),
@@ -271,6 +277,28 @@ def test_a_zone_without_ds_in_the_parent_is_insecure(world: World) -> None:
 def test_a_zone_whose_keys_do_not_match_the_parents_ds_is_bogus(world: World) -> None:
     assert world.unbound.ask(f"broken.{BOGUS}", "A", dnssec=True).rcode() == dns.rcode.SERVFAIL
     assert world.bind.ask(f"broken.{BOGUS}").rcode() == dns.rcode.SERVFAIL
+
+
+def test_an_answer_whose_signature_was_altered_on_the_way_is_bogus(world: World) -> None:
+    """A man in the middle between the resolvers and gslbd flips a byte of every RRSIG of one name: that
+    name is SERVFAIL, another name through the same path and the same name on the direct path are
+    secure."""
+    with signature_breaking_proxy(world.gslbd.port, f"app.{ORIGIN}") as proxy:
+        forwards = {**world.forwards, ORIGIN: proxy.port}
+        workdir = world.workdir / "tampered"
+        (workdir / "unbound").mkdir(parents=True)
+        with (
+            running_validating_unbound(workdir / "unbound", world.anchor, forwards, ORIGIN) as unbound,
+            running_bind_resolver(workdir / "bind", world.anchor, forwards, ORIGIN) as bind,
+        ):
+            for ask in (lambda n: unbound.ask(n, "A", dnssec=True), lambda n: bind.ask(n, "A")):
+                broken_before = proxy.broken
+                assert ask(f"app.{ORIGIN}").rcode() == dns.rcode.SERVFAIL
+                assert proxy.broken > broken_before  # it was the altered signature that failed
+                check_secure(ask(f"sticky.{ORIGIN}"), "NOERROR", has_data=True)
+            assert "signature crypto failed" in unbound.log()
+    check_secure(world.unbound.ask(f"app.{ORIGIN}", "A", dnssec=True), "NOERROR", has_data=True)
+    check_secure(world.bind.ask(f"app.{ORIGIN}"), "NOERROR", has_data=True)
 
 
 @pytest.mark.parametrize(

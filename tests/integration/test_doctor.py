@@ -178,7 +178,7 @@ def test_doctor_passes_a_correct_delegation_and_fails_each_broken_one_with_its_h
         "NS ns-eu.gslb.example.com., ns-us.gslb.example.com.",
         "PASS  glue of gslb.example.com. in example.com.: "
         "ns-eu.gslb.example.com. 127.0.0.1, ns-us.gslb.example.com. 127.0.0.2",
-        "PASS  no DS record for gslb.example.com. in example.com. (gslbd zones are unsigned): NOERROR, none",
+        "PASS  no DS record for gslb.example.com. in example.com. (the zone is unsigned): NOERROR, none",
         "PASS  nameserver ns-eu.gslb.example.com. (127.0.0.1:@EU@) answers SOA "
         "gslb.example.com. with AA: serial 1",
         "PASS  nameserver ns-us.gslb.example.com. (127.0.0.2:@US@) answers SOA "
@@ -191,7 +191,7 @@ def test_doctor_passes_a_correct_delegation_and_fails_each_broken_one_with_its_h
         "      hint: resolvers reach wrong.example.com. through these "
         "addresses: set them in the zone example.com. "
         "to ns1.wrong.example.com. A 127.0.0.1 (and remove the wrong ones)",
-        "PASS  no DS record for wrong.example.com. in example.com. (gslbd zones are unsigned): NOERROR, none",
+        "PASS  no DS record for wrong.example.com. in example.com. (the zone is unsigned): NOERROR, none",
         "PASS  nameserver ns1.wrong.example.com. (127.0.0.1:@EU@) answers SOA "
         "wrong.example.com. with AA: serial 1",
         "zone missing.example.com.",
@@ -208,8 +208,7 @@ def test_doctor_passes_a_correct_delegation_and_fails_each_broken_one_with_its_h
         "exactly the configured nameservers: "
         "ns1.partial.example.com., ns2.partial.example.com. (add ns2.partial.example.com.)",
         "PASS  glue of partial.example.com. in example.com.: ns1.partial.example.com. 127.0.0.1",
-        "PASS  no DS record for partial.example.com. in example.com. (gslbd zones are unsigned): "
-        "NOERROR, none",
+        "PASS  no DS record for partial.example.com. in example.com. (the zone is unsigned): NOERROR, none",
         "PASS  nameserver ns1.partial.example.com. (127.0.0.1:@EU@) answers "
         "SOA partial.example.com. with AA: serial 1",
         "PASS  nameserver ns2.partial.example.com. (127.0.0.1:@EU@) answers "

@@ -24,6 +24,8 @@ from gslbd_harness import free_port
 
 STARTUP_TIMEOUT = 15.0
 
+Stub = int | tuple[str, ...]  # where a stub-zone's queries go: a port on 127.0.0.1, or "host@port"s
+
 
 def unbound_binary() -> str | None:
     return shutil.which("unbound") or ("/usr/sbin/unbound" if Path("/usr/sbin/unbound").exists() else None)
@@ -60,20 +62,29 @@ stub-zone:
 
 
 def validating_unbound_conf(
-    workdir: Path, port: int, trust_anchor: str, stubs: dict[str, int], aggressive: bool = False
+    workdir: Path,
+    port: int,
+    trust_anchor: str,
+    stubs: dict[str, Stub],
+    aggressive: bool = False,
+    control: bool = False,
 ) -> str:
     """A validating Unbound (validator + iterator) with one trust anchor (a DS record in presentation
-    form) and a stub-zone per zone name -> port on 127.0.0.1. With `aggressive`, it answers from cached
-    NSEC records (RFC 8198 aggressive-nsec) and takes `unbound-control` on a socket in `workdir` (for
-    `Resolver.stats`)."""
+    form) and a stub-zone per zone name -> port on 127.0.0.1 (or a tuple of "host@port" addresses, which
+    Unbound picks from per query). With `aggressive`, it answers from cached NSEC records (RFC 8198
+    aggressive-nsec); with `aggressive` or `control` it takes `unbound-control` on a socket in `workdir`
+    (for `Resolver.stats` and `Resolver.control`)."""
     base = unbound_conf(workdir, port, "invalid.", 9).split("stub-zone:")[0]
     base = base.replace('module-config: "iterator"', 'module-config: "validator iterator"')
     base = base.replace(
         "remote-control:",
         f'    trust-anchor: "{trust_anchor}"\n    val-log-level: 2\n    qname-minimisation: no\n'
-        f"    aggressive-nsec: {'yes' if aggressive else 'no'}\nremote-control:",
+        f"    aggressive-nsec: {'yes' if aggressive else 'no'}\n"
+        # a stub-zone under a zone Unbound serves itself by default (RFC 6761's test.) is asked instead
+        + "".join(f'    local-zone: "{zone}" nodefault\n' for zone in stubs)
+        + "remote-control:",
     )
-    if aggressive:
+    if aggressive or control:
         base = base.replace(
             "    control-enable: no",
             f'    control-enable: yes\n    control-interface: "{workdir}/control.sock"\n'
@@ -84,15 +95,21 @@ def validating_unbound_conf(
             "    verbosity: 1\n    extended-statistics: yes",
         )
     stanzas = "".join(
-        f'stub-zone:\n    name: "{zone}"\n    stub-addr: 127.0.0.1@{stub_port}\n'
-        for zone, stub_port in stubs.items()
+        f'stub-zone:\n    name: "{zone}"\n'
+        + "".join(f"    stub-addr: {a}\n" for a in ((f"127.0.0.1@{to}",) if isinstance(to, int) else to))
+        for zone, to in stubs.items()
     )
     return base + stanzas
 
 
 @contextlib.contextmanager
 def running_validating_unbound(
-    workdir: Path, trust_anchor: str, stubs: dict[str, int], ready_zone: str, aggressive: bool = False
+    workdir: Path,
+    trust_anchor: str,
+    stubs: dict[str, Stub],
+    ready_zone: str,
+    aggressive: bool = False,
+    control: bool = False,
 ) -> Iterator[Resolver]:
     """Start a validating `unbound -d` (validating_unbound_conf); waits for SOA of `ready_zone`."""
     binary = unbound_binary()
@@ -100,7 +117,7 @@ def running_validating_unbound(
         raise RuntimeError("unbound is not installed (scripts/test installs the Debian package unbound)")
     port = free_port()
     conf = workdir / "unbound.conf"
-    conf.write_text(validating_unbound_conf(workdir, port, trust_anchor, stubs, aggressive))
+    conf.write_text(validating_unbound_conf(workdir, port, trust_anchor, stubs, aggressive, control))
     log_path = workdir / "unbound.log"
     with daemon([binary, "-d", "-c", str(conf)], log_path) as proc:
         resolver = Resolver(proc, port, log_path)
@@ -126,16 +143,21 @@ class Resolver:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stats(self) -> dict[str, float]:
-        """`unbound-control stats_noreset` (a resolver started with `aggressive`), name -> value."""
+    def control(self, *command: str) -> str:
+        """The output of `unbound-control COMMAND...` (a resolver started with `aggressive` or
+        `control`)."""
         conf = self.log_path.with_name("unbound.conf")
-        out = subprocess.run(
-            ["unbound-control", "-c", str(conf), "stats_noreset"],
+        return subprocess.run(
+            ["unbound-control", "-c", str(conf), *command],
             capture_output=True,
             text=True,
             timeout=10,
             check=True,
         ).stdout
+
+    def stats(self) -> dict[str, float]:
+        """`unbound-control stats_noreset` (a resolver started with `aggressive`), name -> value."""
+        out = self.control("stats_noreset")
         return {k: float(v) for k, _, v in (line.partition("=") for line in out.splitlines()) if v}
 
 

@@ -186,7 +186,7 @@ def test_a_peer_with_a_stale_or_missing_heartbeat_fails() -> None:
     assert down.text == "peer us at 127.0.0.1:5300: no answer to SOA gslb.example.com. (timeout after 1 s)"
 
 
-def test_a_ds_record_in_the_parent_fails_because_gslbd_zones_are_unsigned() -> None:
+def test_a_ds_record_in_the_parent_of_an_unsigned_zone_fails() -> None:
     assert judge_ds(ZONE, PARENT, reply(aa=True)).ok
     ds = "gslb.example.com. 60 DS 12345 13 2 " + "ab" * 32
     result = judge_ds(ZONE, PARENT, reply(aa=True, answer=(ds,)))

@@ -4,7 +4,8 @@
 
 Prints the base name of the files written (`DIR/Kgslb.example.com.+013+12345`, with `.key` and
 `.private`), which is what the config lists. Without --zsk the key has the SEP flag (257): a KSK, or a
-combined signing key when it is the zone's only key. Exit 0 on success, 2 on bad arguments or I/O.
+combined signing key when it is the zone's only key. Exit 0 on success, 2 on bad arguments (an invalid
+zone name, --dir not a directory) or a file that cannot be written, with `... keygen: error: ...`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import sys
 from pathlib import Path
 
 from gslbd.config.dnssec import generate_key_pair
-from gslbd.config.names import absolute
+from gslbd.config.fields import Invalid
+from gslbd.config.names import absolute, check_absolute
 
 ALGORITHM_NAMES = {"ecdsap256sha256": 13, "ed25519": 15}
 
@@ -45,17 +47,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     keygen.set_defaults(run=run_keygen)
 
 
+def _fail(message: str) -> int:
+    """Say what is wrong the way argparse does for this command (`prog: error: ...`); exit code 2."""
+    print(f"gslbd dnssec keygen: error: {message}", file=sys.stderr)
+    return 2
+
+
 def run_keygen(args: argparse.Namespace) -> int:
+    if not args.zone.strip():
+        return _fail("--zone is empty")
+    try:
+        origin = check_absolute(absolute(args.zone))
+    except Invalid as e:
+        return _fail(f"--zone: {e.message}")
     directory = Path(args.dir)
     if not directory.is_dir():
-        print(f"gslbd dnssec keygen: --dir {args.dir!r} is not a directory", file=sys.stderr)
-        return 2
+        return _fail(f"--dir {args.dir!r} is not a directory")
     try:
-        base = generate_key_pair(
-            absolute(args.zone.lower()), ALGORITHM_NAMES[args.algorithm], not args.zsk, directory
-        )
+        base = generate_key_pair(origin, ALGORITHM_NAMES[args.algorithm], not args.zsk, directory)
     except OSError as e:
-        print(f"gslbd dnssec keygen: {e}", file=sys.stderr)
-        return 2
+        return _fail(f"cannot write {e.filename or args.dir}: {e.strerror or e}")
     print(base)
     return 0

@@ -5,9 +5,10 @@ Kubernetes Federation's troubleshooting guide ends with "clients are unable to r
 every zone of the config, and prints one PASS/FAIL line per check with a hint under every failure:
 
 1. the parent zone delegates the zone to exactly the configured nameservers (NS set), the parent's
-   addresses (glue) of the nameservers inside it are the configured ones, and it holds no DS record
-   (gslbd zones are unsigned);
-2. every configured nameserver answers the zone's SOA with AA;
+   addresses (glue) of the nameservers inside it are the configured ones, and its DS records fit the
+   zone: none for an unsigned zone, one matching a served key for a signed zone (docs/dnssec.md);
+2. every configured nameserver answers the zone's SOA with AA (and, for a signed zone, signatures made by
+   its keys that do not expire soon);
 3. this instance answers every service name and every locality name (A or AAAA, a CNAME chain counts);
 4. every peer site's nameserver answers the zone's SOA with AA and publishes a fresh heartbeat.
 

@@ -192,7 +192,7 @@ def judge_ds(zone: Zone, parent: str, reply: Reply) -> Result:
     signed zone needs a DS that matches one of its SEP keys (docs/dnssec.md)."""
     if zone.dnssec is not None:
         return judge_signed_ds(zone, parent, reply)
-    where = f"no DS record for {zone.origin} in {parent} (gslbd zones are unsigned)"
+    where = f"no DS record for {zone.origin} in {parent} (the zone is unsigned)"
     if isinstance(reply, str):
         return Result(
             False, f"{where}: no answer to DS ({reply})", "ask again; the parent answered NS before"
