@@ -27,9 +27,12 @@ import dns.name
 import dns.query
 import dns.rdatatype
 import dns.rrset
+import pytest
 from bind_harness import find_named
 from daemon_support import daemon
 from gslbd_harness import free_port
+from nsd_support import nsd_binary
+from unbound_support import unbound_binary
 
 PARENT = "example.com."
 STARTUP_TIMEOUT = 20.0
@@ -40,6 +43,14 @@ def tools_missing() -> list[str]:
     tools = ("dnssec-keygen", "dnssec-signzone", "dnssec-dsfromkey", "delv")
     missing = [t for t in tools if shutil.which(t) is None]
     return missing + ([] if find_named() else ["named"])
+
+
+def resolver_test_marks() -> list[pytest.MarkDecorator]:
+    """The `pytestmark` of a module that runs a signed parent on NSD and validating resolvers: an
+    integration test, skipped where one of the tools is missing."""
+    missing = bool(tools_missing()) or unbound_binary() is None or nsd_binary() is None
+    reason = "needs bind9, bind9-dnsutils (delv), unbound and nsd (scripts/test installs them)"
+    return [pytest.mark.integration, pytest.mark.skipif(missing, reason=reason)]
 
 
 def run(argv: list[str], cwd: Path) -> str:

@@ -28,24 +28,18 @@ from dnssec_support import (
     ds_of,
     grok_problems,
     keygen,
+    resolver_test_marks,
     run,
     running_bind_resolver,
     signature_breaking_proxy,
     signed_parent,
-    tools_missing,
 )
 from gslbd_harness import Running, running_gslbd
 from health_app_support import wait_until
-from nsd_support import nsd_binary, running_nsd
-from unbound_support import Resolver, running_validating_unbound, unbound_binary
+from nsd_support import running_nsd
+from unbound_support import Resolver, running_validating_unbound
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        bool(tools_missing()) or unbound_binary() is None or nsd_binary() is None,
-        reason="needs bind9, bind9-dnsutils (delv), unbound and nsd (scripts/test installs them)",
-    ),
-]
+pytestmark = resolver_test_marks()
 
 ORIGIN = "gslb.example.com."
 INSECURE = "insecure.example.com."

@@ -15,21 +15,15 @@ import dns.exception
 import dns.flags
 import dns.rdatatype
 import pytest
-from dnssec_support import Child, ds_of, signed_parent, tools_missing
+from dnssec_support import Child, ds_of, resolver_test_marks, signed_parent
 from gslbd_harness import Running, running_gslbd
 from health_app_support import wait_until
-from nsd_support import nsd_binary, running_nsd
-from unbound_support import Resolver, running_validating_unbound, unbound_binary
+from nsd_support import running_nsd
+from unbound_support import Resolver, running_validating_unbound
 
 from gslbd.config.dnssec import generate_key_pair
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        bool(tools_missing()) or unbound_binary() is None or nsd_binary() is None,
-        reason="needs bind9, bind9-dnsutils, unbound and nsd (scripts/test installs them)",
-    ),
-]
+pytestmark = resolver_test_marks()
 
 ORIGIN = "gslb.example.com."
 APP = f"app.{ORIGIN}"

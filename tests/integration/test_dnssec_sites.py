@@ -18,7 +18,7 @@ import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
 import pytest
-from dnssec_support import Child, ds_of, keygen, signed_parent, tools_missing
+from dnssec_support import Child, ds_of, keygen, resolver_test_marks, signed_parent
 from exchange_sites import (
     HOSTS,
     ZONE,
@@ -31,16 +31,10 @@ from exchange_sites import (
     wait_for,
 )
 from gslbd_harness import Running, free_port
-from nsd_support import nsd_binary, running_nsd
-from unbound_support import Resolver, running_validating_unbound, unbound_binary
+from nsd_support import running_nsd
+from unbound_support import Resolver, running_validating_unbound
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        bool(tools_missing()) or unbound_binary() is None or nsd_binary() is None,
-        reason="needs bind9 (dnssec-signzone), unbound and nsd (scripts/test installs them)",
-    ),
-]
+pytestmark = resolver_test_marks()
 
 PARENT = "test."
 SITES = ("eu", "us")
