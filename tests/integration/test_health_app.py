@@ -19,7 +19,7 @@ from gslbd.app import App
 from gslbd.cli.demo_backends import Backend
 from gslbd.clock import SystemClock
 from gslbd.config import load_config, load_config_text
-from gslbd.metrics import REGISTRY
+from gslbd.metrics import REGISTRY, SERVICE_REGISTRY
 from gslbd.state.store import FileStateStore
 from gslbd.types import AdminState
 
@@ -39,7 +39,9 @@ async def backends() -> AsyncIterator[tuple[Backend, Backend]]:
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:
-    return REGISTRY.get_sample_value(name, labels or {}) or 0.0
+    """A sample of the shared registry, or of the per-service gauges' (metrics.SERVICE_REGISTRY)."""
+    registry = SERVICE_REGISTRY if name.startswith("gslbd_health_endpoints") else REGISTRY
+    return registry.get_sample_value(name, labels or {}) or 0.0
 
 
 def test_a_failing_backend_changes_the_answer_after_fall_probes_within_100ms_of_the_verdict() -> None:
