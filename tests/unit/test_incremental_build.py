@@ -460,14 +460,49 @@ def many_services() -> str:
     return text.replace("services:\n", f"services:\n{services}\n", 1)
 
 
+@pytest.mark.parametrize("kind", ["service", "localtargets", "two labels down"])
+def test_the_next_fill_step_compiles_the_names_clients_asked_for_first(kind: str) -> None:
+    """Past a large start, a name not compiled yet is answered by the slow path; the responder keeps
+    the names it was asked for (Responder.take_wanted) and the next fill step builds their services and
+    compiles them before any other, so a name clients use leaves the slow path at once."""
+    cfg = load_config_text(many_services())
+
+    def started() -> tuple[GenerationBuilder, Generation]:
+        builder = GenerationBuilder(eager_names=20)
+        return builder, builder.first(resolve(cfg, random.Random(1)), HealthBook().snapshot())
+
+    # A deferred service that a step without asked-for names would not build (the fill's own order).
+    other, first = started()
+    plain = other.fill(first, 0.0, most=1)
+    assert plain is not None and first.view.deferred is not None
+    later = sorted(n for n in first.view.deferred.services if wire_key(n) not in plain.table.names)
+    service = next(n for n in later if n.startswith("d" if kind == "two labels down" else "s"))
+    name = f"localtargets-{service}" if kind == "localtargets" else service
+
+    builder, generation = started()
+    responder = Responder(generation.table, generation.view, random.Random(3), native=False)
+    assert wire_key(name) not in generation.table.names
+    before = responder.slow_count
+    assert responder.handle(dns.message.make_query(name, "A").to_wire(), 0x0A000001, False) is not None
+    assert responder.slow_count == before + 1
+    wanted = responder.take_wanted()
+    assert wanted == [name] and responder.take_wanted() == []  # taken once
+    filled = builder.fill(generation, 0.0, most=1, wanted=[f"nothing.{ZONE}", *wanted])
+    assert filled is not None and wire_key(name) in filled.table.names
+    responder.swap(filled.table, filled.view)
+    responder.handle(dns.message.make_query(name, "A").to_wire(), 0x0A000001, False)
+    assert responder.slow_count == before + 1  # answered by the fast path now
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_a_view_built_in_steps_answers_like_a_whole_one_through_verdicts_and_reloads(seed: int) -> None:
     """A large view's first build defers most services (answer/build.py Deferred) and its first table
     leaves the names of the services it did build out (server/build.py): the fast paths (C and Python)
     send what they do not hold to the slow path, which makes a deferred service's names when they are
     asked for, and fill steps build them into the view and compile the names into the table.
-    Fill steps, verdicts, peers' endpoints and service reloads (changed, added and removed
-    services, deferred or not) interleave at random: every answer, at every name of a whole build and
+    Fill steps (given the names the slow path was asked for, and others, to compile first), verdicts,
+    peers' endpoints and service reloads (changed, added and removed services, deferred or not)
+    interleave at random: every answer, at every name of a whole build and
     at names that do not exist, equals a whole build's all along, and once filled the view and the
     table equal a whole build's."""
     rng = random.Random(seed)
@@ -485,7 +520,12 @@ def test_a_view_built_in_steps_answers_like_a_whole_one_through_verdicts_and_rel
     for serial in range(25):
         what = rng.random()
         if what < 0.4:
-            filled = builder.fill(generation, 0.0, most=rng.choice((1, 3, 8)))
+            # What clients asked the slow path for (the live responder is asked every name each step),
+            # and a few names more: a service's, its localtargets name, a name of nothing.
+            some = rng.choice(cfg.services).name
+            wanted = [*live.take_wanted(), some, f"localtargets-{some}", f"nothing.{ZONE}"]
+            rng.shuffle(wanted)
+            filled = builder.fill(generation, 0.0, most=rng.choice((1, 3, 8)), wanted=wanted)
             if filled is None:
                 assert not generation.table.partial
                 continue

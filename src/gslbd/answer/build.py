@@ -432,10 +432,11 @@ class ViewBuilder:
     def _view_zones(self) -> Mapping[str, Zone]:
         return self._view.zones if self._view is not None else {}
 
-    def fill(self, most: int) -> frozenset[str]:
+    def fill(self, most: int, first: Iterable[str] = ()) -> frozenset[str]:
         """Build `most` deferred services (fewer when fewer are left) into the view: the names made
         (their nodes are in `view`), none when nothing is deferred. The view's answers do not change,
-        only where they come from."""
+        only where they come from. `first`: names clients asked for; the deferred services owning them
+        (their name or localtargets name) are built before the others, within `most`."""
         view, deferred, config, env = self._view, self._deferred, self._config, self._env
         self.filled = ()
         if view is None or deferred is None or config is None or env is None:
@@ -449,10 +450,22 @@ class ViewBuilder:
             self._fill_sorted = True
         built: list[str] = []
         made: dict[str, NameData] = {}
+        asked = dict.fromkeys(
+            owner
+            for name in first
+            if (owner := name if name in services else name[_PREFIX_LENGTH:]) in services
+            and (owner == name or name.startswith(LOCALTARGETS_PREFIX))
+        )
+        for name in asked:  # still in `order`: skipped there once built
+            if len(built) == most:
+                break
+            made.update(self._made(services[name], config, snapshot, env, ()))
+            built.append(name)
+        done = set(built)
         while order and len(built) != most:
             name = order.pop()
             service = services.get(name)
-            if service is None:  # built by a build since, or removed
+            if service is None or name in done:  # built by a build since, removed, or just now
                 continue
             made.update(self._made(service, config, snapshot, env, ()))
             built.append(name)

@@ -351,7 +351,8 @@ class App:
     def _fill_tick(self) -> None:
         self._fill_handle = None
         try:
-            generation = self._builder.fill(self._generation, FILL_SECONDS)
+            wanted = self._front.responder.take_wanted()  # the names clients asked for, first
+            generation = self._builder.fill(self._generation, FILL_SECONDS, wanted=wanted)
         except Exception:
             log.exception("compiling names failed; the slow path answers them until the next full build")
             return

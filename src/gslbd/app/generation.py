@@ -244,13 +244,16 @@ class GenerationBuilder:
         """How many names `fill` may still compile (0 when the last table is whole)."""
         return self._answers.pending
 
-    def fill(self, previous: Generation, seconds: float, most: int | None = None) -> Generation | None:
+    def fill(
+        self, previous: Generation, seconds: float, most: int | None = None, wanted: Collection[str] = ()
+    ) -> Generation | None:
         """`previous` with more of its names compiled, for about `seconds` (the answers are the same:
         names not compiled yet are answered by the slow path); None when its table is whole or is not
-        the last one this builder built. `most`: compile at most that many names."""
+        the last one this builder built. `most`: compile at most that many names. `wanted`: names
+        clients asked for, compiled first (AnswerBuilder.fill)."""
         if previous.table is not self._answers.table:
             return None
-        table = self._answers.fill(seconds, most)
+        table = self._answers.fill(seconds, most, wanted)
         if table is None:
             return None
         view = self._answers.view

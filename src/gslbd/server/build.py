@@ -144,11 +144,15 @@ class AnswerBuilder:
         """Whether the last table is partial: `fill` has names to compile."""
         return self._table is not None and self._table.partial
 
-    def fill(self, seconds: float, most: int | None = None) -> AnswerTable | None:
+    def fill(
+        self, seconds: float, most: int | None = None, wanted: Collection[str] = ()
+    ) -> AnswerTable | None:
         """Compile names the last table left out, for about `seconds` (at least one batch), and return
         the table with them (partial until every name is in); None when nothing is left to compile.
         Names that a build compiled in the meantime, or that are no longer in the view, are skipped.
-        `most`: compile at most that many names."""
+        `most`: compile at most that many names (or build that many deferred services). `wanted`: names
+        clients asked for (Responder.take_wanted), compiled first (their services built first) within
+        the same budget; names of the view only, others are ignored."""
         table, view = self._table, self._view
         if table is None or view is None or not table.partial:
             return None
@@ -158,11 +162,15 @@ class AnswerBuilder:
             count = max(1, int(seconds / self._service_cost))
             began = time.perf_counter()
             with collector_paused():
-                made = self._views.fill(count if most is None else min(count, most))
+                made = self._views.fill(count if most is None else min(count, most), first=wanted)
                 self._filled = self._views.filled
                 view = self._views.view
                 assert view is not None
-                table = update_table(table, view, made, (), partial=True)
+                names, known = view.names, table.names
+                # Asked-for names of the view not compiled yet (a service built before): as many as
+                # services fit in the step.
+                asked = [n for n in wanted if n in names and n not in made and wire_key(n) not in known]
+                table = update_table(table, view, [*made, *asked[:count]], (), partial=True)
             built = len(self._views.filled)
             if built:
                 spent = (time.perf_counter() - began) / built
@@ -178,20 +186,33 @@ class AnswerBuilder:
             self._pending.sort(key=lambda name: hash(wire_key(name)) & SHARD_MASK, reverse=True)
             self._grouped = True
         with collector_paused():  # every node made here lives on
-            table = update_table(table, view, self._next_names(view, table, seconds, most), (), partial=True)
+            next_names = self._next_names(view, table, seconds, most, wanted)
+            table = update_table(table, view, next_names, (), partial=True)
         if not self._pending:
             table = replace(table, partial=False)  # the same serial: still derived from the table before
         self._table = table
         return table
 
-    def _next_names(self, view: View, table: AnswerTable, seconds: float, most: int | None) -> Iterator[str]:
-        """Pending names to compile, until about `seconds` have passed (at least one batch)."""
+    def _next_names(
+        self, view: View, table: AnswerTable, seconds: float, most: int | None, wanted: Collection[str]
+    ) -> Iterator[str]:
+        """Names to compile, the `wanted` ones first, then pending ones, until about `seconds` have
+        passed (at least one batch)."""
         pending, names, known = self._pending, view.names, table.names
         deadline = time.perf_counter() + seconds
+        first = [name for name in wanted if name in names and wire_key(name) not in known]
         count = 0
+        for name in first:  # popped from `pending` later, and skipped then: compiled by then
+            if count == most:
+                return
+            yield name
+            count += 1
+            if count % _FILL_BATCH == 0 and time.perf_counter() >= deadline:
+                return
+        done = set(first)
         while pending and count != most:
             name = pending.pop()
-            if name in names and wire_key(name) not in known:
+            if name in names and wire_key(name) not in known and name not in done:
                 yield name
                 count += 1
                 if count % _FILL_BATCH == 0 and time.perf_counter() >= deadline:

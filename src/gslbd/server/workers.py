@@ -549,7 +549,7 @@ async def _serve(conn: Connection, index: int) -> None:
         nonlocal fill_handle
         fill_handle = None
         try:
-            table = builder.fill(FILL_SECONDS)
+            table = builder.fill(FILL_SECONDS, wanted=responder.take_wanted())  # asked-for names first
         except Exception:
             log.exception("compiling names failed; the slow path answers them until the next full build")
             return

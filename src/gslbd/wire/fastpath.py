@@ -18,6 +18,9 @@ import random
 import time
 from dataclasses import replace
 
+import dns.exception
+import dns.name
+
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire import ctable
@@ -48,7 +51,20 @@ _CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80)
 
 
 _CO_FLAGS = b"\xc0"  # DO and CO, the high byte of the OPT flags
+# Names the slow path answered while the table was partial, kept for the next fill step to compile first
+# (server/build.py): at most this many between two steps.
+WANTED_MAX = 4096
 _CO_HEADS: dict[Heads, Heads] = {}
+
+
+def question_name(data: bytes) -> str | None:
+    """The question's name as the view writes names (absolute text, lower case), or None when the
+    message has none that can be read."""
+    try:
+        name, _ = dns.name.from_wire(data, 12)
+    except (dns.exception.DNSException, IndexError, ValueError):
+        return None
+    return name.to_text().lower()
 
 
 def co_heads(heads: Heads) -> Heads:
@@ -272,6 +288,7 @@ class Responder:
         "_policy_totals",
         "_slow_seq",
         "_state",
+        "_wanted",
         "cookie_secret",
         "on_notify",
         "rng",
@@ -284,6 +301,7 @@ class Responder:
     ) -> None:
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
+        self._wanted: dict[str, None] = {}  # see take_wanted
         self._slow_seq = itertools.count()
         self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
         self.on_notify: NotifyHook | None = None  # answers DNS NOTIFY when set (wire/notify.py)
@@ -435,11 +453,22 @@ class Responder:
                 return own if tcp or self.guard is None else self.guard.apply(data, own, src_ip, src_v6, tcp)
         if out is None:
             self.slow_count += 1
+            if table.partial and len(self._wanted) < WANTED_MAX:
+                name = question_name(data)
+                if name is not None:
+                    self._wanted[name] = None
             out = self._slow(table, view, data, src_ip, src_v6, tcp)
         guard = self.guard
         if guard is None:
             return out
         return guard.apply(data, out, src_ip, src_v6, tcp)
+
+    def take_wanted(self) -> list[str]:
+        """The names the slow path was asked for while the table was partial (not compiled yet, or not
+        in the view at all), since the last call, at most WANTED_MAX: the next fill step compiles those
+        first, so the names clients ask for leave the slow path first after a large start."""
+        wanted, self._wanted = list(self._wanted), {}
+        return wanted
 
     def guard_counts(self) -> dict[str, int]:
         """RRL and cookie counters (empty when both are off)."""
