@@ -272,14 +272,17 @@ class Deferred:
     base: Mapping[str, NameData]
     memo: dict[str, dict[str, NameData]] = field(default_factory=dict)
 
-    def node(self, name: str) -> NameData | None:
+    def owner(self, name: str) -> Service | None:
+        """The deferred service whose name or localtargets name `name` is."""
         service = self.services.get(name)
-        if service is None:
-            if not name.startswith(LOCALTARGETS_PREFIX):
-                return None
+        if service is None and name.startswith(LOCALTARGETS_PREFIX):
             service = self.services.get(name[_PREFIX_LENGTH:])
-            if service is None:
-                return None
+        return service
+
+    def node(self, name: str) -> NameData | None:
+        service = self.owner(name)
+        if service is None:
+            return None
         made = self.memo.get(service.name)
         if made is None:
             made = service_names(service, self.config, self.snapshot, self.env, self.base, ())
@@ -450,16 +453,11 @@ class ViewBuilder:
             self._fill_sorted = True
         built: list[str] = []
         made: dict[str, NameData] = {}
-        asked = dict.fromkeys(
-            owner
-            for name in first
-            if (owner := name if name in services else name[_PREFIX_LENGTH:]) in services
-            and (owner == name or name.startswith(LOCALTARGETS_PREFIX))
-        )
-        for name in asked:  # still in `order`: skipped there once built
+        asked = {service.name: service for name in first if (service := deferred.owner(name)) is not None}
+        for name, service in asked.items():  # still in `order`: skipped there once built
             if len(built) == most:
                 break
-            made.update(self._made(services[name], config, snapshot, env, ()))
+            made.update(self._made(service, config, snapshot, env, ()))
             built.append(name)
         done = set(built)
         while order and len(built) != most:
