@@ -17,6 +17,7 @@ hundreds of thousands of names to be compiled.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Collection, Iterator
 from dataclasses import replace
@@ -166,10 +167,9 @@ class AnswerBuilder:
                 self._filled = self._views.filled
                 view = self._views.view
                 assert view is not None
-                names, known = view.names, table.names
                 # Asked-for names of the view not compiled yet (a service built before): as many as
                 # services fit in the step.
-                asked = [n for n in wanted if n in names and n not in made and wire_key(n) not in known]
+                asked = [n for n in _uncompiled(wanted, view, table) if n not in made]
                 table = update_table(table, view, [*made, *asked[:count]], (), partial=True)
             built = len(self._views.filled)
             if built:
@@ -200,23 +200,19 @@ class AnswerBuilder:
         passed (at least one batch)."""
         pending, names, known = self._pending, view.names, table.names
         deadline = time.perf_counter() + seconds
-        first = [name for name in wanted if name in names and wire_key(name) not in known]
-        count = 0
-        for name in first:  # popped from `pending` later, and skipped then: compiled by then
-            if count == most:
-                return
-            yield name
-            count += 1
-            if count % _FILL_BATCH == 0 and time.perf_counter() >= deadline:
-                return
+        first = _uncompiled(wanted, view, table)  # popped from `pending` later, and skipped then
         done = set(first)
-        while pending and count != most:
-            name = pending.pop()
-            if name in names and wire_key(name) not in known and name not in done:
-                yield name
-                count += 1
-                if count % _FILL_BATCH == 0 and time.perf_counter() >= deadline:
-                    return
+
+        def popped() -> Iterator[str]:  # a name is taken from `pending` only when it is wanted next
+            while pending:
+                name = pending.pop()
+                if name in names and wire_key(name) not in known and name not in done:
+                    yield name
+
+        for count, name in enumerate(itertools.chain(first, popped()), 1):
+            yield name
+            if count == most or (count % _FILL_BATCH == 0 and time.perf_counter() >= deadline):
+                return
 
     def rebase(self, config: Config, env: PolicyEnv, services: ServiceDiff) -> bool:
         """Take `config`, which differs from the last build's only in `services`, without compiling
@@ -241,6 +237,12 @@ class AnswerBuilder:
         self.signer.forget_due(self._clock.wall())
         self._resign = True
         return True
+
+
+def _uncompiled(names: Collection[str], view: View, table: AnswerTable) -> list[str]:
+    """The names of `names` that the view has and the table has not compiled."""
+    have, known = view.names, table.names
+    return [name for name in names if name in have and wire_key(name) not in known]
 
 
 def compile_answers(config: Config, snapshot: Snapshot, env: PolicyEnv) -> tuple[View, AnswerTable]:
