@@ -638,6 +638,11 @@ def wire_key(name: str) -> bytes:
     return _wire_key(name)
 
 
+def key_name(key: bytes) -> str:
+    """The name a table key stands for (wire_key's inverse), as the view writes names."""
+    return dns.name.from_wire(key, 0)[0].to_text()
+
+
 def _sig_records(sigs: tuple[bytes, ...], ttl: int) -> bytes:
     """RRSIG records owned by the question's name (a pointer to offset 12)."""
     return b"".join(struct.pack("!HHHIH", 0xC00C, RRSIG, IN, ttl, len(sig)) + sig for sig in sigs)

@@ -18,13 +18,10 @@ import random
 import time
 from dataclasses import replace
 
-import dns.exception
-import dns.name
-
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire import ctable
-from gslbd.wire.compile import AnswerTable, Entry, Heads, count_answers, nx_soa
+from gslbd.wire.compile import AnswerTable, Entry, Heads, count_answers, key_name, nx_soa
 from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.notify import NotifyHook
@@ -57,14 +54,18 @@ WANTED_MAX = 4096
 _CO_HEADS: dict[Heads, Heads] = {}
 
 
-def question_name(data: bytes) -> str | None:
-    """The question's name as the view writes names (absolute text, lower case), or None when the
-    message has none that can be read."""
-    try:
-        name, _ = dns.name.from_wire(data, 12)
-    except (dns.exception.DNSException, IndexError, ValueError):
-        return None
-    return name.to_text().lower()
+def _question_key(data: bytes) -> bytes | None:
+    """The question name's table key (its wire form in lower case), or None when it cannot be read
+    without parsing the message (a label too long, a pointer, no end)."""
+    pos, end = 12, min(len(data), _NAME_MAX_END)
+    while pos < end:
+        length = data[pos]
+        if length == 0:
+            return data[12 : pos + 1].lower()
+        if length > 63:
+            return None
+        pos += length + 1
+    return None
 
 
 def co_heads(heads: Heads) -> Heads:
@@ -301,7 +302,7 @@ class Responder:
     ) -> None:
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
-        self._wanted: dict[str, None] = {}  # see take_wanted
+        self._wanted: dict[bytes, None] = {}  # table keys of names asked for: see take_wanted
         self._slow_seq = itertools.count()
         self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
         self.on_notify: NotifyHook | None = None  # answers DNS NOTIFY when set (wire/notify.py)
@@ -454,9 +455,9 @@ class Responder:
         if out is None:
             self.slow_count += 1
             if table.partial and len(self._wanted) < WANTED_MAX:
-                name = question_name(data)
-                if name is not None:
-                    self._wanted[name] = None
+                key = _question_key(data)  # its name is made by take_wanted, off the query path
+                if key is not None:
+                    self._wanted[key] = None
             out = self._slow(table, view, data, src_ip, src_v6, tcp)
         guard = self.guard
         if guard is None:
@@ -467,8 +468,8 @@ class Responder:
         """The names the slow path was asked for while the table was partial (not compiled yet, or not
         in the view at all), since the last call, at most WANTED_MAX: the next fill step compiles those
         first, so the names clients ask for leave the slow path first after a large start."""
-        wanted, self._wanted = list(self._wanted), {}
-        return wanted
+        wanted, self._wanted = self._wanted, {}
+        return [key_name(key) for key in wanted]
 
     def guard_counts(self) -> dict[str, int]:
         """RRL and cookie counters (empty when both are off)."""
