@@ -68,6 +68,7 @@ class ServiceEndpoints(Collector):
         self._lines: dict[str, tuple[int, int, str, str]] = {}  # service -> (up, known, its two lines)
         up, known = self._families()
         self._heads = (_head(up), _head(known))
+        self._names = (up.name, known.name)
 
     def describe(self) -> Iterator[Metric]:
         yield from self._families()
@@ -87,7 +88,7 @@ class ServiceEndpoints(Collector):
         before, now = self._lines, {}
         ups: list[str] = [self._heads[0]]
         knowns: list[str] = [self._heads[1]]
-        source = self.source
+        source, (up_name, known_name) = self.source, self._names
         for name, up, known in source() if source is not None else ():
             lines = before.get(name)
             if lines is None or lines[0] != up or lines[1] != known:
@@ -97,8 +98,8 @@ class ServiceEndpoints(Collector):
                 lines = (
                     up,
                     known,
-                    f"gslbd_health_endpoints_up{label}{_number(up)}\n",
-                    f"gslbd_health_endpoints{label}{_number(known)}\n",
+                    f"{up_name}{label}{_number(up)}\n",
+                    f"{known_name}{label}{_number(known)}\n",
                 )
             now[name] = lines
             ups.append(lines[2])
