@@ -391,7 +391,8 @@ static int starts_reserved(Reader *r, PyObject *name, Py_ssize_t first_len) {
 
 /* Holds what a read made until it returns. */
 typedef struct {
-    PyObject *name, *order, *weights, *check_used, *endpoints_list, *addresses, *have, *sites;
+    PyObject *name, *order, *weights, *check_used, *endpoints_list, *addresses, *have;
+    PyObject *named; /* dict: the sites failover_order or weights name, in order (NULL: none) */
 } Held;
 
 static void held_clear(Held *h) {
@@ -402,7 +403,14 @@ static void held_clear(Held *h) {
     Py_XDECREF(h->endpoints_list);
     Py_XDECREF(h->addresses);
     Py_XDECREF(h->have);
-    Py_XDECREF(h->sites);
+    Py_XDECREF(h->named);
+}
+
+/* Records a site named by failover_order or weights in h->named (made on first use); 0 or -1. */
+static int name_site(Held *h, PyObject *site) {
+    if (h->named == NULL && (h->named = PyDict_New()) == NULL)
+        return -1;
+    return PyDict_SetDefault(h->named, site, Py_None) == NULL ? -1 : 0;
 }
 
 #define GIVE_UP(status_value)                                                                            \
@@ -479,7 +487,6 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
     if (locality_names == Py_True && text[0] == '*')
         GIVE_UP(NOT_HERE); /* an error: a wildcard service has no locality names */
 
-    Py_ssize_t named = 0; /* sites named by failover_order and weights */
     if ((value = GET(obj, r->k_order)) != NULL) {
         if (policy != r->failover || !PyList_CheckExact(value) || PyList_GET_SIZE(value) == 0)
             GIVE_UP(NOT_HERE);
@@ -491,12 +498,12 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
             if (found == NULL)
                 goto done;
             PyObject *site = PyTuple_GET_ITEM(found, 0);
-            for (Py_ssize_t j = 0; j < i; j++)
-                if (PyTuple_GET_ITEM(h.order, j) == site) /* sites are interned: one object per name */
-                    GIVE_UP(NOT_HERE);
+            if (name_site(&h, site) < 0)
+                GIVE_UP(FAILED);
+            if (PyDict_GET_SIZE(h.named) != i + 1)
+                GIVE_UP(NOT_HERE); /* an error: a site listed twice */
             PyTuple_SET_ITEM(h.order, i, Py_NewRef(site));
         }
-        named += n;
     }
     if ((value = GET(obj, r->k_weights)) != NULL) {
         if (policy != r->weighted || !PyDict_CheckExact(value) || PyDict_GET_SIZE(value) == 0)
@@ -514,13 +521,14 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
                 GIVE_UP(NOT_HERE);
             some |= PyObject_IsTrue(weight);
             PyObject *pair = PyTuple_Pack(2, PyTuple_GET_ITEM(found, 0), weight);
-            if (pair == NULL)
+            if (pair == NULL || name_site(&h, PyTuple_GET_ITEM(found, 0)) < 0) {
+                Py_XDECREF(pair);
                 GIVE_UP(FAILED);
+            }
             PyTuple_SET_ITEM(h.weights, i++, pair);
         }
         if (!some)
             GIVE_UP(NOT_HERE); /* a warning: every weight is 0 */
-        named += i;
     }
     PyObject *check = Py_None; /* borrowed */
     if ((value = GET(obj, r->k_check)) != NULL) {
@@ -604,19 +612,13 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
     if (count == 0 && PySet_GET_SIZE(r->peer_sites) == 0)
         GIVE_UP(NOT_HERE); /* a warning: no endpoints */
     /* a warning: no endpoint has a site of failover_order or weights */
-    for (int part = 0; part < 2; part++) {
-        PyObject *sites = part == 0 ? h.order : h.weights;
-        for (Py_ssize_t i = 0; sites != NULL && i < PyTuple_GET_SIZE(sites); i++) {
-            PyObject *site = PyTuple_GET_ITEM(sites, i);
-            if (part == 1)
-                site = PyTuple_GET_ITEM(site, 0);
-            int have = PyDict_Contains(h.have, site);
-            int peer = have ? 1 : PySet_Contains(r->peer_sites, site);
-            if (have < 0 || peer < 0)
-                GIVE_UP(FAILED);
-            if (!peer)
-                GIVE_UP(NOT_HERE);
-        }
+    for (pos = 0; h.named != NULL && PyDict_Next(h.named, &pos, &key, &value);) {
+        int have = PyDict_Contains(h.have, key);
+        int peer = have ? 1 : PySet_Contains(r->peer_sites, key);
+        if (have < 0 || peer < 0)
+            GIVE_UP(FAILED);
+        if (!peer)
+            GIVE_UP(NOT_HERE);
     }
     if (locality_names == Py_True && !some_region)
         GIVE_UP(NOT_HERE); /* a warning: no locality names are made */
@@ -672,31 +674,12 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         GIVE_UP(FAILED);
     /* Every site named, in the located validator's order: failover_order, weights, then endpoints. */
     PyObject *sites = h.have;
-    if (named) {
-        if ((h.sites = PyDict_New()) == NULL) {
+    if (h.named != NULL) {
+        if (PyDict_Update(h.named, h.have) < 0) {
             Py_DECREF(service);
             GIVE_UP(FAILED);
         }
-        for (int part = 0; part < 3; part++) {
-            PyObject *seq = part == 0 ? h.order : part == 1 ? h.weights : NULL;
-            if (part == 2) {
-                if (PyDict_Update(h.sites, h.have) < 0) {
-                    Py_DECREF(service);
-                    GIVE_UP(FAILED);
-                }
-                break;
-            }
-            for (Py_ssize_t i = 0; seq != NULL && i < PyTuple_GET_SIZE(seq); i++) {
-                PyObject *site = PyTuple_GET_ITEM(seq, i);
-                if (part == 1)
-                    site = PyTuple_GET_ITEM(site, 0);
-                if (PyDict_SetDefault(h.sites, site, Py_None) == NULL) {
-                    Py_DECREF(service);
-                    GIVE_UP(FAILED);
-                }
-            }
-        }
-        sites = h.sites;
+        sites = h.named;
     }
     PyObject *named_sites = PySequence_Tuple(sites);
     if (named_sites == NULL) {
