@@ -55,9 +55,11 @@ from gslbd.answer import (
     wildcard_at,
 )
 from gslbd.model.tsig import TsigKey
+from gslbd.model.zone import Zone
 from gslbd.types import Rcode
 from gslbd.wire.compile import SignedZone
 from gslbd.wire.dnssec import CO, NXNAME, Signer
+from gslbd.wire.metatypes import meta_reply
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
     DO,
@@ -220,8 +222,27 @@ def _respond(
         qname = question.name.canonicalize().to_text()
         compact_ok = bool(query.ednsflags & CO)
         deniers = {k: z.denier for k, z in signed_zones.items()} if signed_zones else None
-        data = view.get(qname)
-        signed = signer.signed_reply(qname, data, answer, compact_ok=compact_ok, deniers=deniers)
+        data, _, synthesized = answering_node(view, question.name) or (None, None, False)
+
+        def signatures_of(rdtype: int) -> list[dns.rrset.RRset]:
+            found = resolve(
+                view, question.name, dns.rdatatype.RdataType.make(rdtype), ip=ip, v6=v6, rng=rng, seq=seq
+            )
+            reply = signer.signed_reply(qname, data, found, synthesized=synthesized)
+            return reply.answer if reply is not None else []
+
+        signed = meta_reply(
+            signer,
+            qname,
+            question.rdtype,
+            data,
+            answer,
+            synthesized=synthesized,
+            deniers=deniers,
+            signatures_of=signatures_of,
+        ) or signer.signed_reply(
+            qname, data, answer, compact_ok=compact_ok, deniers=deniers, synthesized=synthesized
+        )
         if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx:
             edns = EdnsReply(edns.payload, edns.flags | CO, edns.options)
     if signed is not None:
@@ -284,20 +305,32 @@ def resolve(
 ) -> Answer:
     """The view's answer for a question (any letter case), like `View.resolve`, but finding the zone
     of a nonexistent name label by label, so that an escaped dot inside a label is not a boundary."""
+    found = answering_node(view, qname)
+    if found is None:
+        return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
+    data, zone, synthesized = found
+    if data is None:
+        return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
+    answer = render(data, data.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
+    return wildcard_at(answer, data.name, qname.canonicalize().to_text()) if synthesized else answer
+
+
+def answering_node(view: View, qname: dns.name.Name) -> tuple[NameData | None, Zone, bool] | None:
+    """The node that answers `qname` (any letter case), its zone, and whether that node is the
+    wildcard that makes the name (RFC 4592); the node is None when the name does not exist, and the
+    whole None when no zone holds it. The zone of a nonexistent name is found label by label, so that
+    an escaped dot inside a label is not a boundary."""
     name = qname.canonicalize()
     data = view.get(name.to_text())
     if data is not None:
-        return render(data, data.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
+        return data, data.zone, False
     while True:
         zone = view.zones.get(name.to_text())
         if zone is not None:
             wild = _wildcard(view, qname.canonicalize(), zone.origin)
-            if wild is not None:
-                answer = render(wild, wild.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
-                return wildcard_at(answer, wild.name, qname.canonicalize().to_text())
-            return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
+            return wild, zone, wild is not None
         if name == dns.name.root:
-            return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
+            return None
         name = name.parent()
 
 
