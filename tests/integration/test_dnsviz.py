@@ -1,4 +1,5 @@
-"""dnsviz (probe + grok) on a signed gslbd zone delegated from a signed parent on NSD.
+"""dnsviz (probe + grok) on a signed gslbd zone delegated from a signed parent on NSD, and validating
+Unbound and BIND resolvers asked the questions that broke: names made by a wildcard, NSEC and RRSIG.
 
 The zone holds the contents that broke signed answers before (issue 20): static records of several
 types, a CNAME, an empty non-terminal, a wildcard service (`*.apps`: names made by it, asked for types it
@@ -17,19 +18,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import dns.flags
+import dns.rcode
 import pytest
 from dnssec_support import _GROK as GROK
 from dnssec_support import (
+    BindResolver,
     Child,
     dnsviz_binary,
     ds_of,
     keygen,
     resolver_test_marks,
     run,
+    running_bind_resolver,
     signed_parent,
 )
 from gslbd_harness import Running, running_gslbd
 from nsd_support import Nsd, running_nsd
+from unbound_support import Resolver, running_validating_unbound
 
 pytestmark = [
     *resolver_test_marks(),
@@ -84,6 +90,8 @@ class World:
     parent_key: Path
     parent_ds: str
     workdir: Path
+    unbound: Resolver
+    bind: BindResolver
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +108,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         running_gslbd(base, config(key), zone=ORIGIN) as gslbd,
         running_nsd(base / "nsd", PARENT, zone_text) as nsd,
     ):
-        yield World(gslbd, nsd, parent_key, anchor, base)
+        forwards = {PARENT: nsd.port, ORIGIN: gslbd.port}
+        (base / "unbound").mkdir()
+        with (
+            running_validating_unbound(base / "unbound", anchor, forwards, ORIGIN) as unbound,
+            running_bind_resolver(base / "bind", anchor, forwards, ORIGIN) as bind,
+        ):
+            yield World(gslbd, nsd, parent_key, anchor, base, unbound, bind)
 
 
 def grok(world: World, names: list[str]) -> dict[str, object]:
@@ -155,3 +169,38 @@ def test_dnsviz_finds_no_error_in_a_signed_zone_with_a_wildcard_and_static_recor
     zone = found[ORIGIN]
     assert isinstance(zone, dict) and zone["delegation"]["status"] == "SECURE"
     assert all(isinstance(found[n], dict) for n in names)  # every name was analysed
+
+
+# (name, type, rcode, whether the answer section has data): every one validated (AD), none SERVFAIL.
+RESOLVED = [
+    ("x.apps", "A", "NOERROR", True),
+    ("x.apps", "TXT", "NOERROR", False),  # was a denial of the name (NXNAME)
+    ("y.x.apps", "AAAA", "NOERROR", False),
+    ("app", "NSEC", "NOERROR", True),  # NSEC and RRSIG questions got a self-contradicting NODATA
+    ("www", "NSEC", "NOERROR", True),
+    ("deep", "NSEC", "NOERROR", True),
+    ("x.apps", "NSEC", "NOERROR", True),
+    ("nothing", "NSEC", "NXDOMAIN", False),
+    ("app", "RRSIG", "NOERROR", True),
+    ("x.apps", "RRSIG", "NOERROR", True),
+    ("nothing", "RRSIG", "NXDOMAIN", False),
+    ("app", "ANY", "NOERROR", True),
+]
+
+
+@pytest.mark.parametrize("resolver", ["unbound", "bind"])
+@pytest.mark.parametrize(("name", "rtype", "rcode", "has_data"), RESOLVED)
+def test_validating_resolvers_accept_wildcard_and_meta_type_answers(
+    world: World, resolver: str, name: str, rtype: str, rcode: str, has_data: bool
+) -> None:
+    qname = f"{name}.{ORIGIN}"
+    if resolver == "unbound":
+        reply = world.unbound.ask(qname, rtype, dnssec=True)
+    else:
+        reply = world.bind.ask(qname, rtype)
+    assert dns.rcode.to_text(reply.rcode()) == rcode, reply.to_text()
+    # Unbound never sets AD on an RRSIG answer (RRSIGs carry no signature of their own to validate);
+    # the rcode and the records are checked as for BIND.
+    if not (resolver == "unbound" and rtype == "RRSIG" and has_data):
+        assert reply.flags & dns.flags.AD, reply.to_text()
+    assert bool(reply.answer) == has_data, reply.to_text()
