@@ -9,12 +9,15 @@ import random
 from pathlib import Path
 
 import dns.dnssec
+import dns.flags
 import dns.message
 import dns.name
 import dns.rcode
 import dns.rdatatype
 import dns.rrset
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_ctable import with_co
 from test_wire_dnssec import World, bitmap_types, nsec_of, signed_config, signed_services_config
 from test_wire_services import ZONE as SERVICES_ZONE
@@ -216,3 +219,57 @@ def test_c_and_the_python_fast_path_hand_these_questions_to_the_slow_path(
         signed_zones=services.table.signed_zones,
     )
     assert got == expected
+
+
+LABELS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=10)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_every_path_gives_the_same_bytes_for_wildcard_and_meta_type_questions(
+    services: Services, data: st.DataObject
+) -> None:
+    """Random names (of the zone, below `*.apps`, below other names, nonexistent) asked for NSEC,
+    RRSIG or a type a wildcard-made name lacks, with DO (and CO): the responder (C first, when built)
+    leaves them to the slow path, whose bytes it sends as they are."""
+    pool = sorted(n for n in services.view.names if n.endswith(SERVICES_ZONE))
+    parents = st.sampled_from([*pool, f"apps.{SERVICES_ZONE}"])
+    below = st.tuples(st.lists(LABELS, min_size=1, max_size=2), parents).map(
+        lambda t: ".".join([*t[0], t[1]])
+    )
+    rtype = data.draw(st.sampled_from(["NSEC", "RRSIG", "TXT"]), "rtype")
+    if rtype == "TXT":  # a type the wildcard lacks, at a name it makes
+        name = data.draw(LABELS, "label") + f".apps.{SERVICES_ZONE}"
+    else:
+        name = data.draw(st.one_of(st.sampled_from(pool), below), "name")
+    payload = data.draw(st.sampled_from([512, 1232, 4096]), "payload")
+    wire = query(name, rtype, dnssec_ok=True, payload=payload)
+    if data.draw(st.booleans(), "co"):
+        wire = with_co(wire)
+    native = ctable.AVAILABLE and data.draw(st.booleans(), "native")
+    responder = Responder(services.table, services.view, random.Random(3), native=native)
+    ip, v6 = client("203.0.113.5")
+    got = responder.handle(wire, ip, v6)
+    assert responder.slow_count == 1
+    assert got == slow_response(
+        wire,
+        services.view,
+        ip,
+        v6,
+        tcp=False,
+        max_udp_payload=services.table.max_udp_payload,
+        use_client_subnet=services.table.use_client_subnet,
+        rng=random.Random(3),
+        seq=0,
+        signer=services.table.signer,
+        signed_zones=services.table.signed_zones,
+    )
+    msg = dns.message.from_wire(got or b"")
+    assert msg.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN)
+    nsecs = [r for r in (*msg.answer, *msg.authority) if r.rdtype == NSEC]
+    if msg.rcode() == dns.rcode.NXDOMAIN:  # from the chain: no NSEC at the name asked
+        assert all(r.name != dns.name.from_text(name) for r in nsecs)
+    elif rtype == "TXT":  # NODATA proved at the name, never its denial
+        assert not msg.answer and nsecs and NXNAME not in bitmap_types(nsecs[0])
+    elif not msg.flags & dns.flags.TC:
+        assert msg.answer and not msg.authority  # the records at the name
