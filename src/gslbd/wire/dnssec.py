@@ -424,16 +424,21 @@ class Signer:
                 return self.chain_reply(soa, links, ttl)
         types = existing_types(data) if exists and data is not None else (NXNAME,)
         rcode = Rcode.NXDOMAIN if not exists and compact_ok else Rcode.NOERROR
-        nsec = self.nsec_rrset(qname, ttl, types)
         if exists:
-            denial = self.with_rrsigs([nsec], synthesized=synthesized)
-        else:  # the same signatures as the fast path's (wire/compile.py SignedZone)
-            sigs = dns.rrset.RRset(nsec.name, IN, dns.rdatatype.RRSIG, dns.rdatatype.NSEC)
-            for sig in self._denial(zone, nsec.name.to_wire() or b"", ttl)[1]:
-                sigs.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), ttl)
-            denial = [nsec, sigs]
+            denial = self.with_rrsigs([self.nsec_rrset(qname, ttl, types)], synthesized=synthesized)
+        else:
+            denial = list(self.nxname_rrsets(zone, qname, ttl))
         authority = [*self.with_rrsigs(to_rrsets(soa)), *denial]
         return SignedReply(rcode, [], authority, [], compact_nx=not exists)
+
+    def nxname_rrsets(self, zone: ZoneKeys, qname: str, ttl: int) -> tuple[dns.rrset.RRset, dns.rrset.RRset]:
+        """The compact denial of the nonexistent `qname` (lower-case text): its NSEC (bitmap RRSIG NSEC
+        NXNAME) and RRSIG RRsets, with the signatures of the fast path's (the signer's denial cache)."""
+        nsec = self.nsec_rrset(qname, ttl, (NXNAME,))
+        sigs = dns.rrset.RRset(nsec.name, IN, dns.rdatatype.RRSIG, dns.rdatatype.NSEC)
+        for sig in self._denial(zone, nsec.name.to_wire() or b"", ttl)[1]:
+            sigs.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), ttl)
+        return nsec, sigs
 
     def chain_reply(self, soa: Sequence[Rr], links: Sequence[Link], ttl: int) -> SignedReply:
         """NXDOMAIN from the NSEC chain (RFC 4035 3.1.3.2): the SOA and the links that deny the name,

@@ -11,6 +11,8 @@ gslbd does the same with the records it serves at the name:
     answer section. Type RRSIG: the RRSIGs of every RRset at the name as this client would get each
     type (RFC 4035 3.1.1; Knot answers with all the RRSIGs of the node too), and that NSEC's RRSIG;
     RRSIGs are not signed themselves.
+  - a name that answers as if it did not exist (`all_down: nxdomain`, every endpoint down): the
+    compact NXNAME NSEC its other answers carry (and its RRSIG), in the answer section.
   - a name that does not exist: NXDOMAIN from the zone's NSEC chain (RFC 4035 3.1.3.2), whatever the
     budget: a compact denial would put an NSEC at the name asked, the very type it denies. The chain
     links are signed already, so these answers sign nothing on the query path.
@@ -27,7 +29,7 @@ from collections.abc import Callable, Mapping
 import dns.name
 import dns.rrset
 
-from gslbd.answer import Answer, NameData, negative_soa
+from gslbd.answer import Answer, NameData, Negative, negative_soa
 from gslbd.types import Rcode
 from gslbd.wire.denial import Denier
 from gslbd.wire.dnssec import NSEC, RRSIG, SignedReply, Signer, existing_types
@@ -65,9 +67,14 @@ def meta_reply(
             return None
         links = denier.chain_links(dns_name(qname).to_wire() or b"")
         return signer.chain_reply(soa, links, soa[0].ttl) if links is not None else None
-    nsec = signer.nsec_rrset(qname, negative_soa(node.zone).ttl, existing_types(node))
-    nsec_sigs = signer.rrsig_rrset(nsec, synthesized)
-    assert nsec_sigs is not None  # the zone is signed
+    ttl = negative_soa(node.zone).ttl
+    if _denied(node):  # its answers deny the name (all_down: nxdomain): the NSEC they carry
+        nsec, nsec_sigs = signer.nxname_rrsets(zone, qname, ttl)
+        return SignedReply(Rcode.NOERROR, [nsec, nsec_sigs] if rdtype == NSEC else [nsec_sigs], [], [])
+    nsec = signer.nsec_rrset(qname, ttl, existing_types(node))
+    found = signer.rrsig_rrset(nsec, synthesized)
+    assert found is not None  # the zone is signed
+    nsec_sigs = found
     if rdtype == NSEC:
         return SignedReply(Rcode.NOERROR, [nsec, nsec_sigs], [], [])
     owner = dns.name.from_text(qname)
@@ -78,3 +85,12 @@ def meta_reply(
         if rrset.rdtype == RRSIG and rrset.name == owner
     ]
     return SignedReply(Rcode.NOERROR, [*sigs, nsec_sigs], [], [])
+
+
+def _denied(node: NameData) -> bool:
+    """Whether the name answers as if it did not exist now: no data, and NXDOMAIN for a type (a
+    service whose endpoints are all down, with `all_down: nxdomain`)."""
+    outcomes = node.outcomes.values()
+    return not existing_types(node) and any(
+        isinstance(o, Negative) and o.rcode == Rcode.NXDOMAIN for o in outcomes
+    )

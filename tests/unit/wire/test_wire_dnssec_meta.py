@@ -168,6 +168,20 @@ def test_a_meta_question_at_a_nonexistent_name_gets_nxdomain_from_the_chain(worl
     assert world.table.signer is not None and world.table.signer.signatures_made == made
 
 
+@pytest.mark.parametrize("rtype", ["NSEC", "RRSIG"])
+def test_a_name_that_answers_nxdomain_gets_the_nsec_its_denial_carries(world: World, rtype: str) -> None:
+    """`nx` (all_down: nxdomain, every endpoint down) denies itself with NXNAME: an NSEC question gets
+    that same NSEC, an RRSIG question its RRSIG (never an NSEC without NXNAME beside the denial)."""
+    name = f"nx.{ORIGIN}"
+    denial = ask(world.responder, query(name, "A", dnssec_ok=True))
+    nsec = nsec_of(denial)
+    assert NXNAME in bitmap_types(nsec)
+    msg = ask(world.responder, query(name, rtype, dnssec_ok=True))
+    assert msg.rcode() == dns.rcode.NOERROR and not msg.authority
+    [sigs] = [r for r in denial.authority if r.rdtype == RRSIG and r.covers == NSEC]
+    assert msg.answer == ([nsec, sigs] if rtype == "NSEC" else [sigs])
+
+
 def test_meta_questions_without_do_are_answered_as_before(services: Services) -> None:
     wire = query(f"web.{SERVICES_ZONE}", "NSEC", edns=0)
     msg = ask(services.responder, wire)
