@@ -199,19 +199,10 @@ def _respond(
         answer = Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
     else:
         answer = resolve(view, question.name, question.rdtype, ip=ip, v6=v6, rng=rng, seq=seq)
-    if edns is not None:
-        options: list[dns.edns.Option] = []
-        if ecs is not None:
-            scope = ecs.srclen if answer.location_dependent else 0
-            options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
-        if ident.identity is not None and any(o.otype == dns.edns.NSID for o in query.options):
-            options.append(dns.edns.NSIDOption(ident.identity.encode("utf-8")))
-        if answer.ede is not None:
-            options.append(dns.edns.EDEOption(dns.edns.EDECode.make(answer.ede[0]), answer.ede[1] or None))
-        if options:
-            edns = EdnsReply(edns.payload, edns.flags, tuple(options))
     flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
     signed = None
+    located = answer.location_dependent  # the ECS scope: whether what is sent depends on the client
+    co_echo = False
     if (
         signer is not None
         and edns is not None
@@ -225,9 +216,11 @@ def _respond(
         data, _, synthesized = answering_node(view, question.name) or (None, None, False)
 
         def signatures_of(rdtype: int) -> list[dns.rrset.RRset]:
+            nonlocal located
             found = resolve(
                 view, question.name, dns.rdatatype.RdataType.make(rdtype), ip=ip, v6=v6, rng=rng, seq=seq
             )
+            located = located or found.location_dependent
             reply = signer.signed_reply(qname, data, found, synthesized=synthesized)
             return reply.answer if reply is not None else []
 
@@ -243,7 +236,19 @@ def _respond(
         ) or signer.signed_reply(
             qname, data, answer, compact_ok=compact_ok, deniers=deniers, synthesized=synthesized
         )
-        if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx:
+        co_echo = signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx
+    if edns is not None:
+        options: list[dns.edns.Option] = []
+        if ecs is not None:
+            scope = ecs.srclen if located else 0
+            options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
+        if ident.identity is not None and any(o.otype == dns.edns.NSID for o in query.options):
+            options.append(dns.edns.NSIDOption(ident.identity.encode("utf-8")))
+        if answer.ede is not None:
+            options.append(dns.edns.EDEOption(dns.edns.EDECode.make(answer.ede[0]), answer.ede[1] or None))
+        if options:
+            edns = EdnsReply(edns.payload, edns.flags, tuple(options))
+        if co_echo:
             edns = EdnsReply(edns.payload, edns.flags | CO, edns.options)
     if signed is not None:
         msg = build_message(qid, flags, [question], rcode=signed.rcode, edns=edns)

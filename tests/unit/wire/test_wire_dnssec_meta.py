@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import dns.dnssec
+import dns.edns
 import dns.flags
 import dns.message
 import dns.name
@@ -287,3 +288,17 @@ def test_every_path_gives_the_same_bytes_for_wildcard_and_meta_type_questions(
         assert not msg.answer and nsecs and NXNAME not in bitmap_types(nsecs[0])
     elif not msg.flags & dns.flags.TC:
         assert msg.answer and not msg.authority  # the records at the name
+
+
+def test_an_rrsig_answer_has_the_ecs_scope_of_the_rrsets_it_signs(world: World) -> None:
+    """The RRSIGs of a location-dependent answer depend on the client's location too (ECS scope = its
+    source prefix, RFC 7871); the NSEC at the name does not (scope 0)."""
+
+    def scope(rtype: str) -> int:
+        wire = query(f"sticky.{ORIGIN}", rtype, dnssec_ok=True, ecs="198.51.100.0/24")
+        [option] = [o for o in ask(world.responder, wire).options if isinstance(o, dns.edns.ECSOption)]
+        return int(option.scopelen)
+
+    assert scope("A") == 24  # a hash policy: picked per client
+    assert scope("RRSIG") == 24
+    assert scope("NSEC") == 0
