@@ -28,6 +28,7 @@ import pytest
 from gslbd_harness import running_gslbd
 from knot_support import knotd_binary, running_knot
 from nsd_support import nsd_binary, running_nsd
+from parity_signed import running_signed, signed_line
 
 pytestmark = [
     pytest.mark.integration,
@@ -72,12 +73,18 @@ zones:
     f"      - {{name: {name}, type: {rtype}, value: '{value}', ttl: {ttl}}}\n"
     for name, rtype, value, ttl in RECORDS
 )
-ZONE_FILE = (
-    f"$ORIGIN {ORIGIN}\n$TTL 300\n"
-    f"@ 300 IN SOA ns1.{ORIGIN} hostmaster.{ORIGIN} 1 3600 600 604800 60\n"
-    f"@ 300 IN NS ns1.{ORIGIN}\nns1 300 IN A 127.0.0.1\n"
-    + "".join(f"{name} {ttl} IN {rtype} {value}\n" for name, rtype, value, ttl in RECORDS)
-)
+
+
+def zone_file(origin: str, records: list[tuple[str, str, str, int]]) -> str:
+    return (
+        f"$ORIGIN {origin}\n$TTL 300\n"
+        f"@ 300 IN SOA ns1.{origin} hostmaster.{origin} 1 3600 600 604800 60\n"
+        f"@ 300 IN NS ns1.{origin}\nns1 300 IN A 127.0.0.1\n"
+        + "".join(f"{name} {ttl} IN {rtype} {value}\n" for name, rtype, value, ttl in records)
+    )
+
+
+ZONE_FILE = zone_file(ORIGIN, RECORDS)
 KNOT_EXTRA = f'    identity: "{IDENTITY}"\n    version: "{VERSION}"\n    nsid: "{IDENTITY}"\n'
 NSD_EXTRA = (
     f'    identity: "{IDENTITY}"\n    version: "{VERSION}"\n    nsid: "ascii_{IDENTITY}"\n'
@@ -163,6 +170,29 @@ CASES: list[tuple[str, Callable[[], bytes]]] = [
     ("TSIG, unknown key", tsig_unknown_key),
 ]
 
+# The same questions with DO at a signed zone of the same records plus a wildcard (parity_signed.py).
+SIGNED = "signed.test."
+SIGNED_RECORDS = [(name, rtype, value.replace(ORIGIN, SIGNED), ttl) for name, rtype, value, ttl in RECORDS]
+DO = {"want_dnssec": True, "payload": 1232}
+SIGNED_CASES: list[tuple[str, Callable[[], bytes]]] = [
+    ("DO: A, existing name", lambda: make(f"app.{SIGNED}", **DO)),
+    ("DO: NODATA (TXT at an A name)", lambda: make(f"app.{SIGNED}", "TXT", **DO)),
+    ("DO: NXDOMAIN", lambda: make(f"nope.{SIGNED}", **DO)),
+    ("DO: CNAME chain in zone", lambda: make(f"www.{SIGNED}", **DO)),
+    ("DO: DNSKEY", lambda: make(SIGNED, "DNSKEY", **DO)),
+    ("DO: ANY", lambda: make(f"app.{SIGNED}", "ANY", **DO)),
+    ("DO: wildcard-made name, A", lambda: make(f"x.apps.{SIGNED}", **DO)),
+    ("DO: wildcard-made name, a type it lacks", lambda: make(f"x.apps.{SIGNED}", "TXT", **DO)),
+    ("DO: NSEC at an existing name", lambda: make(f"app.{SIGNED}", "NSEC", **DO)),
+    ("DO: NSEC at a CNAME", lambda: make(f"www.{SIGNED}", "NSEC", **DO)),
+    ("DO: NSEC at an empty non-terminal", lambda: make(f"deep.{SIGNED}", "NSEC", **DO)),
+    ("DO: NSEC at a wildcard-made name", lambda: make(f"x.apps.{SIGNED}", "NSEC", **DO)),
+    ("DO: NSEC at a nonexistent name", lambda: make(f"nope.{SIGNED}", "NSEC", **DO)),
+    ("DO: RRSIG at an existing name", lambda: make(f"app.{SIGNED}", "RRSIG", **DO)),
+    ("DO: RRSIG at a wildcard-made name", lambda: make(f"x.apps.{SIGNED}", "RRSIG", **DO)),
+    ("DO: RRSIG at a nonexistent name", lambda: make(f"nope.{SIGNED}", "RRSIG", **DO)),
+]
+
 # Where gslbd's answer differs from Knot's or NSD's, and why (the test requires exactly these).
 KNOWN_DIFFERENCES: dict[str, str] = {
     "class ANY": "gslbd serves class IN only and refuses every other query class (EDE 20 with EDNS); "
@@ -182,11 +212,44 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "does; Knot (without its geoip module) and NSD ignore ECS and send no option",
     "TSIG, unknown key": "the same NOTAUTH with the TSIG error BADKEY; gslbd adds EDE 0 'TSIG error "
     "BADKEY' for clients that show EDE (wire.md)",
+    # The signed zone: gslbd signs online with compact denial (RFC 9824), Knot and NSD serve a zone
+    # signed by dnssec-signzone (a classic NSEC chain). Same key, rcodes and flags; the proofs differ.
+    "DO: NODATA (TXT at an A name)": "the same NODATA and bitmap; gslbd's NSEC is its compact one at the "
+    "name (next name `\\000.app`), theirs the chain's. gslbd signs the SOA of negative answers at the TTL "
+    "it has there (RRSIG original TTL 60), the zone file's signature is of the SOA at 300",
+    "DO: NXDOMAIN": "RFC 9824 compact denial: NOERROR with one NSEC at the name listing NXNAME (NXDOMAIN "
+    "when the query has CO), where Knot and NSD send NXDOMAIN with two chain NSECs; past the zone's "
+    "`denial_signing_rate` gslbd answers as they do (dnssec.md)",
+    "DO: wildcard-made name, A": "gslbd signs a wildcard's answer at the name asked (RRSIG labels 4, an "
+    "online signer's choice: no proof of no closer match needed); Knot and NSD send the wildcard's "
+    "signature (labels 3) and the NSEC proving no closer name (RFC 4035 3.1.3.3). Both validate",
+    "DO: wildcard-made name, a type it lacks": "NODATA in all three (gslbd no longer denies the name "
+    "with NXNAME): gslbd's proof is the compact NSEC at the name listing the wildcard's types, signed "
+    "there; Knot and NSD send the wildcard's own NSEC (RFC 4035 3.1.3.4)",
+    "DO: NSEC at an existing name": "the NSEC at the name in all three: gslbd's is the compact one its "
+    "NODATA answers carry (next name `\\000.app`, nothing to walk), theirs the chain's",
+    "DO: NSEC at a CNAME": "as at any existing name (the NSEC, not the CNAME: RFC 4035 2.5): gslbd's "
+    "compact NSEC, their chain NSEC",
+    "DO: NSEC at an empty non-terminal": "gslbd answers the compact NSEC its NODATA answers at the name "
+    "carry (bitmap RRSIG NSEC); Knot and NSD have no NSEC there: NODATA with the chain NSEC covering it",
+    "DO: NSEC at a wildcard-made name": "an NSEC at the name in all three: Knot and NSD expand the "
+    "wildcard's chain NSEC (NSD adds the wildcard's NSEC as proof), gslbd gives the compact NSEC its "
+    "NODATA answers there carry",
+    "DO: NSEC at a nonexistent name": "the same NXDOMAIN from the NSEC chain (gslbd never puts an NSEC "
+    "at the name: it would list the type it denies); the apex's bitmap also lists CDS and CDNSKEY, "
+    "which gslbd publishes, and the SOA's RRSIG has original TTL 60 as in NODATA",
+    "DO: RRSIG at an existing name": "every RRSIG at the name (A, AAAA, NSEC) as NSD answers; Knot "
+    "answers one RRset's RRSIGs ('some RRSIGs, not all', knot/nameserver/internet.c)",
+    "DO: RRSIG at a wildcard-made name": "gslbd answers the RRSIGs at the name asked (the wildcard's "
+    "RRsets and compact NSEC signed there); Knot and NSD expand the wildcard's (Knot the A RRset's only) "
+    "and add the wildcard's NSEC as proof",
+    "DO: RRSIG at a nonexistent name": "as NSEC at a nonexistent name: the chain's NXDOMAIN in all three",
 }
 
 
-def summary(wire: bytes | None) -> str:
-    """A response as the table compares it: rcode, flags, sections (sorted), OPT, EDE, TSIG error."""
+def summary(wire: bytes | None, line: Callable[[str], str] = str) -> str:
+    """A response as the table compares it: rcode, flags, sections (sorted), OPT, EDE, TSIG error;
+    `line` writes each record (parity_signed.signed_line for the signed zone)."""
     if wire is None:
         return "no response"
     try:
@@ -201,7 +264,7 @@ def summary(wire: bytes | None) -> str:
     )
     parts = [dns.rcode.to_text(msg.rcode()), f"[{flags}]"]
     for section, rrsets in (("an", msg.answer), ("ns", msg.authority), ("ar", msg.additional)):
-        lines = sorted(line.lower() for rrset in rrsets for line in rrset.to_text().splitlines())
+        lines = sorted(line(text.lower()) for rrset in rrsets for text in rrset.to_text().splitlines())
         parts.append(f"{section}: {'; '.join(lines) if lines else '-'}")
     if msg.edns >= 0:
         options = []
@@ -255,12 +318,19 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]
         yield {"gslbd": gslbd.port, "Knot": knot.port, "NSD": nsd.port}
 
 
+@pytest.fixture(scope="module")
+def signed_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
+    tmp = tmp_path_factory.mktemp("parity-signed")
+    with running_signed(tmp, SIGNED, SIGNED_RECORDS, zone_file, KNOT_EXTRA, NSD_EXTRA) as ports:
+        yield ports
+
+
 def render(results: dict[str, dict[str, str]]) -> str:
     rows = [
         "| query | gslbd | Knot 3.2 | NSD 4.6 | difference |",
         "|---|---|---|---|---|",
     ]
-    for label, _ in CASES:
+    for label, _ in CASES + SIGNED_CASES:
         got = results[label]
         same = got["gslbd"] == got["Knot"] == got["NSD"]
         note = "" if same else KNOWN_DIFFERENCES.get(label, "**unexplained**")
@@ -269,11 +339,18 @@ def render(results: dict[str, dict[str, str]]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def test_gslbd_answers_like_knot_and_nsd_or_the_difference_is_explained(servers: dict[str, int]) -> None:
+def test_gslbd_answers_like_knot_and_nsd_or_the_difference_is_explained(
+    servers: dict[str, int], signed_servers: dict[str, int]
+) -> None:
     results: dict[str, dict[str, str]] = {}
     for label, build in CASES:
         wire = build()
         results[label] = {name: summary(send(port, wire)) for name, port in servers.items()}
+    for label, build in SIGNED_CASES:
+        wire = build()
+        results[label] = {
+            name: summary(send(port, wire), signed_line) for name, port in signed_servers.items()
+        }
     differing = {
         label for label, got in results.items() if got["gslbd"] != got["Knot"] or got["gslbd"] != got["NSD"]
     }

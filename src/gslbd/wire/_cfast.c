@@ -758,6 +758,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if ((data[rest + 7] & 0xC0) && (flags & FB_DO)) return R_FALLBACK; /* DO or CO: Python's */
         if ((data[rest + 7] & 0x40) && (flags & FB_CO)) return R_FALLBACK; /* CO: Python's */
         co = dobit && (data[rest + 7] & 0x40) && (flags & S_SIGNER); /* changes signed answers only */
+        if (dobit && (flags & S_SIGNER) && (qtype == 46 || qtype == 47)) return R_FALLBACK; /* RRSIG/NSEC */
         uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
         if (end != n) return R_FALLBACK;
         uint32_t at = rest + 11;

@@ -421,6 +421,12 @@ class Denier:
         (the slow path's choice, the same as the fast path's)."""
         if qname in self._signer.denial_wire or self._budget.take():
             return None
+        return self.chain_links(qname)
+
+    def chain_links(self, qname: bytes) -> list[Link] | None:
+        """The links that deny `qname` (lower-case wire form) whatever the budget: the NSEC covering
+        it and the one covering the wildcard at its closest encloser (one when the same); None when
+        the chain cannot deny it (NsecChain.cover)."""
         found = self.chain.cover(qname)
         if found is None:
             return None

@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from gslbd.answer import Answer, NameData, Negative
+from gslbd.answer import Answer, NameData, Negative, Rr
 from gslbd.clock import SystemClock
 from gslbd.model.dnssec import Dnssec, DnssecKey
 from gslbd.types import Rcode
@@ -47,7 +47,7 @@ except ImportError:  # not compiled here: the C tables are not used either
     _cfast = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from gslbd.wire.denial import Denier
+    from gslbd.wire.denial import Denier, Link
 
 RRSIG = 46
 NSEC = 47
@@ -392,18 +392,25 @@ class Signer:
         *,
         compact_ok: bool = False,
         deniers: Mapping[bytes, Denier] | None = None,
+        synthesized: bool = False,
     ) -> SignedReply | None:
         """The signed form of an answer to a DO query for `qname` (lower-case text), or None when it
         is not signed (outside the signed zones, or an rcode other than NOERROR/NXDOMAIN).
-        `data` is the name's node (None: the name does not exist). `deniers` (the table's, by zone
-        origin in wire form) answer a nonexistent name from the NSEC chain past the signing budget."""
+        `data` is the node that answers the name (None: the name does not exist); `synthesized`: that
+        node is the wildcard that answers `qname` (RFC 4592), and the name is no name of the view.
+        `deniers` (the table's, by zone origin in wire form) answer a nonexistent name from the NSEC
+        chain past the signing budget.
+
+        A wildcard-made name exists (RFC 4592): a type it lacks gets NODATA with the compact NSEC at
+        the name asked whose bitmap is the wildcard's types, signed there like its positive answers;
+        never a denial of the name (NXNAME), which a resolver would apply to the wildcard's answers."""
         zone = self.zone_of(qname)
         if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
             return None
-        if answer.answer:  # `data` None: synthesized at the query name (a wildcard's answer)
+        if answer.answer:
             return SignedReply(
                 Rcode.NOERROR,
-                self.with_rrsigs(to_rrsets(answer.answer), synthesized=data is None),
+                self.with_rrsigs(to_rrsets(answer.answer), synthesized=synthesized),
                 self.with_rrsigs(to_rrsets(answer.authority)),
                 self.with_rrsigs(to_rrsets(answer.additional)),
             )
@@ -414,21 +421,31 @@ class Signer:
             denier = deniers.get(zone.origin_wire)
             links = denier.chain_denial(dns_name(qname).to_wire() or b"") if denier is not None else None
             if links is not None:  # RFC 4035 3.1.3.2, as the fast path answers past the budget
-                chain = [self._chain_rrsets(link.owner, link.rdata, link.sigs, ttl) for link in links]
-                authority = [*self.with_rrsigs(to_rrsets(soa)), *(r for pair in chain for r in pair)]
-                return SignedReply(Rcode.NXDOMAIN, [], authority, [])
+                return self.chain_reply(soa, links, ttl)
         types = existing_types(data) if exists and data is not None else (NXNAME,)
         rcode = Rcode.NXDOMAIN if not exists and compact_ok else Rcode.NOERROR
-        nsec = self.nsec_rrset(qname, ttl, types)
         if exists:
-            denial = self.with_rrsigs([nsec])
-        else:  # the same signatures as the fast path's (wire/compile.py SignedZone)
-            sigs = dns.rrset.RRset(nsec.name, IN, dns.rdatatype.RRSIG, dns.rdatatype.NSEC)
-            for sig in self._denial(zone, nsec.name.to_wire() or b"", ttl)[1]:
-                sigs.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), ttl)
-            denial = [nsec, sigs]
+            denial = self.with_rrsigs([self.nsec_rrset(qname, ttl, types)], synthesized=synthesized)
+        else:
+            denial = list(self.nxname_rrsets(zone, qname, ttl))
         authority = [*self.with_rrsigs(to_rrsets(soa)), *denial]
         return SignedReply(rcode, [], authority, [], compact_nx=not exists)
+
+    def nxname_rrsets(self, zone: ZoneKeys, qname: str, ttl: int) -> tuple[dns.rrset.RRset, dns.rrset.RRset]:
+        """The compact denial of the nonexistent `qname` (lower-case text): its NSEC (bitmap RRSIG NSEC
+        NXNAME) and RRSIG RRsets, with the signatures of the fast path's (the signer's denial cache)."""
+        nsec = self.nsec_rrset(qname, ttl, (NXNAME,))
+        sigs = dns.rrset.RRset(nsec.name, IN, dns.rdatatype.RRSIG, dns.rdatatype.NSEC)
+        for sig in self._denial(zone, nsec.name.to_wire() or b"", ttl)[1]:
+            sigs.add(dns.rdata.from_wire(IN, dns.rdatatype.RRSIG, sig, 0, len(sig)), ttl)
+        return nsec, sigs
+
+    def chain_reply(self, soa: Sequence[Rr], links: Sequence[Link], ttl: int) -> SignedReply:
+        """NXDOMAIN from the NSEC chain (RFC 4035 3.1.3.2): the SOA and the links that deny the name,
+        each with its RRSIGs."""
+        chain = [self._chain_rrsets(link.owner, link.rdata, link.sigs, ttl) for link in links]
+        authority = [*self.with_rrsigs(to_rrsets(soa)), *(r for pair in chain for r in pair)]
+        return SignedReply(Rcode.NXDOMAIN, [], authority, [])
 
     @staticmethod
     def _chain_rrsets(

@@ -44,6 +44,7 @@ _COOKIE = 10
 _NSID = 3
 _ZONE_TRANSFERS = (251, 252)
 _NXNAME = 128  # RFC 9824's meta-type
+_META_TYPES = (46, 47)  # RRSIG, NSEC
 _CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
 
 
@@ -191,6 +192,8 @@ def fast_answer(
         return None
 
     # The answer.
+    if do and qtype in _META_TYPES and table.signer is not None:
+        return None  # NSEC, RRSIG: answered from the records at the name by the slow path (wire/metatypes.py)
     if node is not None:
         if do and table.signed_names:  # DNSSEC: the signed variants of the same entries
             signed_node = table.signed_names.get(key)

@@ -55,9 +55,11 @@ from gslbd.answer import (
     wildcard_at,
 )
 from gslbd.model.tsig import TsigKey
+from gslbd.model.zone import Zone
 from gslbd.types import Rcode
 from gslbd.wire.compile import SignedZone
 from gslbd.wire.dnssec import CO, NXNAME, Signer
+from gslbd.wire.metatypes import meta_reply
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.render import (
     DO,
@@ -197,19 +199,10 @@ def _respond(
         answer = Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
     else:
         answer = resolve(view, question.name, question.rdtype, ip=ip, v6=v6, rng=rng, seq=seq)
-    if edns is not None:
-        options: list[dns.edns.Option] = []
-        if ecs is not None:
-            scope = ecs.srclen if answer.location_dependent else 0
-            options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
-        if ident.identity is not None and any(o.otype == dns.edns.NSID for o in query.options):
-            options.append(dns.edns.NSIDOption(ident.identity.encode("utf-8")))
-        if answer.ede is not None:
-            options.append(dns.edns.EDEOption(dns.edns.EDECode.make(answer.ede[0]), answer.ede[1] or None))
-        if options:
-            edns = EdnsReply(edns.payload, edns.flags, tuple(options))
     flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
     signed = None
+    located = answer.location_dependent  # the ECS scope: whether what is sent depends on the client
+    co_echo = False
     if (
         signer is not None
         and edns is not None
@@ -220,9 +213,42 @@ def _respond(
         qname = question.name.canonicalize().to_text()
         compact_ok = bool(query.ednsflags & CO)
         deniers = {k: z.denier for k, z in signed_zones.items()} if signed_zones else None
-        data = view.get(qname)
-        signed = signer.signed_reply(qname, data, answer, compact_ok=compact_ok, deniers=deniers)
-        if signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx:
+        data, _, synthesized = answering_node(view, question.name) or (None, None, False)
+
+        def signatures_of(rdtype: int) -> list[dns.rrset.RRset]:
+            nonlocal located
+            found = resolve(
+                view, question.name, dns.rdatatype.RdataType.make(rdtype), ip=ip, v6=v6, rng=rng, seq=seq
+            )
+            located = located or found.location_dependent
+            reply = signer.signed_reply(qname, data, found, synthesized=synthesized)
+            return reply.answer if reply is not None else []
+
+        signed = meta_reply(
+            signer,
+            qname,
+            question.rdtype,
+            data,
+            answer,
+            synthesized=synthesized,
+            deniers=deniers,
+            signatures_of=signatures_of,
+        ) or signer.signed_reply(
+            qname, data, answer, compact_ok=compact_ok, deniers=deniers, synthesized=synthesized
+        )
+        co_echo = signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx
+    if edns is not None:
+        options: list[dns.edns.Option] = []
+        if ecs is not None:
+            scope = ecs.srclen if located else 0
+            options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
+        if ident.identity is not None and any(o.otype == dns.edns.NSID for o in query.options):
+            options.append(dns.edns.NSIDOption(ident.identity.encode("utf-8")))
+        if answer.ede is not None:
+            options.append(dns.edns.EDEOption(dns.edns.EDECode.make(answer.ede[0]), answer.ede[1] or None))
+        if options:
+            edns = EdnsReply(edns.payload, edns.flags, tuple(options))
+        if co_echo:
             edns = EdnsReply(edns.payload, edns.flags | CO, edns.options)
     if signed is not None:
         msg = build_message(qid, flags, [question], rcode=signed.rcode, edns=edns)
@@ -284,20 +310,32 @@ def resolve(
 ) -> Answer:
     """The view's answer for a question (any letter case), like `View.resolve`, but finding the zone
     of a nonexistent name label by label, so that an escaped dot inside a label is not a boundary."""
+    found = answering_node(view, qname)
+    if found is None:
+        return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
+    data, zone, synthesized = found
+    if data is None:
+        return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
+    answer = render(data, data.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
+    return wildcard_at(answer, data.name, qname.canonicalize().to_text()) if synthesized else answer
+
+
+def answering_node(view: View, qname: dns.name.Name) -> tuple[NameData | None, Zone, bool] | None:
+    """The node that answers `qname` (any letter case), its zone, and whether that node is the
+    wildcard that makes the name (RFC 4592); the node is None when the name does not exist, and the
+    whole None when no zone holds it. The zone of a nonexistent name is found label by label, so that
+    an escaped dot inside a label is not a boundary."""
     name = qname.canonicalize()
     data = view.get(name.to_text())
     if data is not None:
-        return render(data, data.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
+        return data, data.zone, False
     while True:
         zone = view.zones.get(name.to_text())
         if zone is not None:
             wild = _wildcard(view, qname.canonicalize(), zone.origin)
-            if wild is not None:
-                answer = render(wild, wild.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
-                return wildcard_at(answer, wild.name, qname.canonicalize().to_text())
-            return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
+            return wild, zone, wild is not None
         if name == dns.name.root:
-            return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
+            return None
         name = name.parent()
 
 

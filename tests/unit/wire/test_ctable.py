@@ -640,7 +640,7 @@ def test_a_signed_table_answers_do_queries_in_c_as_python_does(
     co = edns is not None and data.draw(st.booleans(), "co")
     wire = query(
         name,
-        data.draw(st.sampled_from([*QTYPES, "DNSKEY", "CDS", "NSEC"]), "rtype"),
+        data.draw(st.sampled_from([*QTYPES, "DNSKEY", "CDS", "NSEC", "RRSIG"]), "rtype"),
         edns=edns,
         dnssec_ok=do,
         payload=data.draw(PAYLOADS, "payload"),

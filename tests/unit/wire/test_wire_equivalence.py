@@ -36,6 +36,8 @@ QTYPES: list[str | int] = [
     "HTTPS",
     "SRV",
     "PTR",
+    "NSEC",  # meta-types: NODATA without a signer (wire/metatypes.py answers them with DO when signed)
+    "RRSIG",
     "AXFR",
     "IXFR",
     0,
