@@ -28,6 +28,13 @@ class AdminState(StrEnum):
     DOWN = "down"
 
 
+class InitialState(StrEnum):
+    """A check's `initial`: the verdict of its endpoints before their first result."""
+
+    UP = "up"
+    DOWN = "down"
+
+
 class CheckType(StrEnum):
     HTTP = "http"
     HTTPS = "https"

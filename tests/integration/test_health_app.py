@@ -4,10 +4,12 @@ DNS answers within 100 ms, admin states persist across a restart, reloads carry 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
+import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -130,8 +132,9 @@ def test_admin_state_set_at_run_time_survives_a_restart_with_a_state_file(tmp_pa
                     await first.set_admin(f"nope.{ZONE}", "192.0.2.10", AdminState.DOWN)
             finally:
                 await first.stop()
-            assert json.loads(state.read_text()) == {
-                "admin": {f"{APP}|192.0.2.10": "down", f"drained.{ZONE}|192.0.2.99": "obey"}
+            assert json.loads(state.read_text())["admin"] == {
+                f"{APP}|192.0.2.10": "down",
+                f"drained.{ZONE}|192.0.2.99": "obey",
             }
 
             second = App(config, SystemClock(), random.Random(2))
@@ -193,6 +196,107 @@ def test_reload_carries_the_health_of_unchanged_endpoints_and_resets_rechecked_o
                 assert view is not None
                 assert [e.health for e in view.endpoints] == [Health.UNKNOWN, Health.UP]
                 assert app.book.known(US) is not None
+            finally:
+                await app.stop()
+
+    asyncio.run(body())
+
+
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A TCP port that accepts connections (the kernel's backlog) and never answers: a probe of it
+    ends only at its timeout, so the verdict an endpoint starts from is what the answers show."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield listener.getsockname()[1]
+
+
+def test_a_restart_starts_from_the_kept_verdicts_until_the_first_results(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    extra = f"state: {{file: {state}}}"
+
+    async def body() -> None:
+        async with backends() as (eu, us):
+            eu.healthy = False  # eu answers 503: down at its first result
+            text = health_config('["127.0.0.1:0"]', eu.port, us.port, extra=extra)
+            first = App(load_config_text(text), SystemClock(), random.Random(1))
+            await first.start()
+            try:
+                port = dns_port(first.bound)
+                await wait_for(lambda: first.book.status(EU).healthy is False)
+                assert await addresses(port) == ["198.51.100.10"]
+            finally:
+                await first.stop()  # saves the verdicts once more
+            kept = json.loads(state.read_text())["verdicts"]
+            assert kept[f"{APP}|192.0.2.10"]["up"] is False
+            assert kept[f"{APP}|198.51.100.10"]["up"] is True
+
+            with silent_port() as quiet:  # eu's probes now hang: no result for 10 s
+                text = health_config('["127.0.0.1:0"]', quiet, us.port, extra=extra)
+                text = text.replace("interval: 200ms", "interval: 20s").replace(
+                    "timeout: 100ms", "timeout: 10s"
+                )
+                second = App(load_config_text(text), SystemClock(), random.Random(2))
+                await second.start()
+                try:
+                    assert await addresses(dns_port(second.bound)) == ["198.51.100.10"]  # eu still down
+                    status = second.book.status(EU)
+                    assert status.provisional and status.last_change_reason.startswith(
+                        "kept from before the restart: down"
+                    )
+                finally:
+                    await second.stop()
+
+                # Verdicts older than a few intervals are not used: eu counts as up (no verdict) again.
+                aged = json.loads(state.read_text())
+                for verdict in aged["verdicts"].values():
+                    verdict["checked"] -= 3600
+                state.write_text(json.dumps(aged))
+                third = App(load_config_text(text), SystemClock(), random.Random(3))
+                await third.start()
+                try:
+                    assert await addresses(dns_port(third.bound)) == ["192.0.2.10"]
+                    assert third.book.known(EU) is None
+                finally:
+                    await third.stop()
+
+    asyncio.run(body())
+
+
+def test_initial_down_keeps_an_endpoint_out_of_the_answers_until_its_first_success() -> None:
+    async def body() -> None:
+        async with backends() as (eu, us):
+            with silent_port() as quiet:
+                text = health_config('["127.0.0.1:0"]', quiet, us.port)
+                text = text.replace(
+                    f"eu: {{type: http, port: {quiet},", f"eu: {{type: http, initial: down, port: {quiet},"
+                )
+                config = load_config_text(
+                    text.replace("interval: 200ms", "interval: 20s", 1).replace(
+                        "timeout: 100ms", "timeout: 10s", 1
+                    )
+                )
+                app = App(config, SystemClock(), random.Random(1))
+                await app.start()
+                try:
+                    port = dns_port(app.bound)
+                    assert await addresses(port) == ["198.51.100.10"]  # eu held down, no result yet
+                    assert app.book.status(EU).last_change_reason == "initial: down (no check result yet)"
+                finally:
+                    await app.stop()
+            # The same check answering: the first success decides at once.
+            text = health_config('["127.0.0.1:0"]', eu.port, us.port).replace(
+                f"eu: {{type: http, port: {eu.port},", f"eu: {{type: http, initial: down, port: {eu.port},"
+            )
+            app = App(load_config_text(text), SystemClock(), random.Random(2))
+            await app.start()
+            try:
+                port = dns_port(app.bound)
+                await wait_for(
+                    lambda: app.book.status(EU).healthy is True and not app.book.status(EU).provisional
+                )
+                assert await addresses(port) == ["192.0.2.10"]
             finally:
                 await app.stop()
 

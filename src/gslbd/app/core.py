@@ -54,6 +54,7 @@ from gslbd.app.privileges import drop_after_bind
 from gslbd.app.reconcile import endpoint_key, unchanged_keys
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.app.usable import unusable, zone_problems
+from gslbd.app.verdicts import VerdictSaver, seed
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
@@ -148,6 +149,9 @@ class App:
         self.stats = self._front.stats
         self._api: ApiServer | None = None
         self._scheduler: HealthScheduler | None = None
+        # A single node keeps its verdicts in its state file (app/verdicts.py); cluster mode in Redis.
+        self._verdicts_store = local if isinstance(local, FileStateStore) and self.cluster is None else None
+        self._saver: VerdictSaver | None = None
         self._rebuild_handle: asyncio.Handle | None = None
         self._fill_handle: asyncio.Handle | None = None  # compiling a large view's names in steps
         self._fill_began: float | None = None
@@ -226,6 +230,8 @@ class App:
             return
         for key, state in self.store.load_admin().items():
             self.book.set_admin(key, state)
+        kept = self._verdicts_store.load_verdicts() if self._verdicts_store is not None else {}
+        seed(self.book, self._generation.resolved, kept, self.clock.wall())
         self._rebuild()
         try:
             if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
@@ -255,6 +261,9 @@ class App:
         )
         await scheduler.start(self._probes())
         self._scheduler = scheduler
+        if self._verdicts_store is not None:
+            self._saver = VerdictSaver(self._verdicts_store, self.book)
+            self._saver.start()
         self._loop = asyncio.get_running_loop()
         self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
         if self.workers is not None:  # the workers answer NOTIFY themselves and pass it on
@@ -294,6 +303,9 @@ class App:
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:
             await scheduler.stop()
+        saver, self._saver = self._saver, None
+        if saver is not None:
+            await saver.close()
         await self.exchange.stop()
         if self.cluster is not None:
             await self.cluster.stop()
@@ -429,13 +441,15 @@ class App:
             return  # a result for an endpoint that a reload removed or re-checked
         sharing = resolved.targets.get(endpoint.key, (endpoint.key,))
         before = self.book.status(endpoint.key)
-        after = step(before, result, self.clock.wall(), check.rise, check.fall)
+        after = step(before, result, self.clock.wall(), check.rise, check.fall, check.window)
         changed = False
         for key in sharing:
             changed |= self.book.record(key, after)
         if not changed:
             return
         TRANSITIONS.labels(to="up" if after.healthy else "down").inc()
+        if self._saver is not None:
+            self._saver.changed()
         for key in sharing:  # the console's change log: every endpoint the verdict applies to
             self.changes.verdict(key, after.healthy, after.last_change_reason)
         if before.healthy is not None or not after.healthy:
@@ -581,6 +595,7 @@ class App:
                 for member in group:
                     if self.book.known(member) != status:
                         self.book.record(member, status)
+        seed(self.book, resolved, {}, self.clock.wall())  # new targets whose check starts them down
         try:
             if self.exchange.update(config):  # peers came or went
                 self.book.set_peer_endpoints(self.exchange.endpoints())

@@ -23,9 +23,10 @@ from gslbd.config.fields import (
 from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.names import origin_name
 from gslbd.model.check import Check
-from gslbd.types import CheckType
+from gslbd.types import CheckType, InitialState
 
-_COMMON = ("type", "port", "interval", "timeout", "rise", "fall")
+_COMMON = ("type", "port", "interval", "timeout", "rise", "fall", "window", "initial")
+MAX_WINDOW = 64  # results a window holds (a bit each)
 _HTTP = ("path", "host", "expect_status", "expect_body", "headers")
 KEYS_BY_TYPE: Mapping[CheckType, tuple[str, ...]] = {
     CheckType.HTTP: _HTTP,
@@ -165,6 +166,13 @@ def read_check(r: MapReader, name: str) -> Check | None:
             r.error("ca_file", f"CA file {ca_file!r} is not a file that exists")
     if kind is CheckType.EXEC and not r.has("command"):
         r.missing("command")
+    fall = r.get("fall", integer(1), 3)
+    window = r.get("window", integer(1, MAX_WINDOW), 0)
+    if window and window < fall:
+        r.error(
+            "window",  # down when `fall` of the last `window` results failed
+            f"window ({window}) must be at least fall ({fall})",
+        )
     check = Check(
         name=name,
         type=kind,
@@ -172,7 +180,9 @@ def read_check(r: MapReader, name: str) -> Check | None:
         interval=interval,
         timeout=timeout,
         rise=r.get("rise", integer(1), 2),
-        fall=r.get("fall", integer(1), 3),
+        fall=fall,
+        window=window,
+        initial=r.get("initial", enum(InitialState, "initial state"), InitialState.UP) is InitialState.UP,
         path=r.get("path", _path, "/"),
         host=r.opt("host", nonempty_string),
         expect_status=r.get("expect_status", _statuses, ()),

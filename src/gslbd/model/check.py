@@ -18,6 +18,8 @@ class Check:
     timeout: float = 2.0
     rise: int = 2
     fall: int = 3
+    window: int = 0  # the last N results of which `fall` failed make it down; 0: fall (consecutive)
+    initial: bool = True  # the verdict before the first result: up (True) or down
     # http / https
     path: str = "/"
     host: str | None = None

@@ -3,7 +3,11 @@
     StateStore          the protocol: load_admin() and save_admin(key, state)
     MemoryStateStore    in this process only (the embedded default without `state.file`)
     FileStateStore      a JSON file, rewritten atomically (temporary file, fsync, rename):
-                        {"admin": {"<service>|<address>": "down", ...}}
+                        {"admin": {"<service>|<address>": "down", ...},
+                         "verdicts": {"<service>|<address>": {"up": false, "checked": 1764650000.5}, ...}}
+
+The verdicts are this node's last health verdicts with the time of the result that last confirmed
+each (`save_verdicts`, written in batches: app/verdicts.py); a restart starts from the recent ones.
 
 An explicit `obey` is stored like `up` and `down`: it overrides the config's `admin:` of the endpoint.
 Errors are `StateError` with a message that names the file.
@@ -15,6 +19,9 @@ import json
 import logging
 import os
 import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -25,6 +32,14 @@ from gslbd.types import AdminState
 log = logging.getLogger(__name__)
 
 SEPARATOR = "|"
+
+
+@dataclass(frozen=True, slots=True)
+class KeptVerdict:
+    """A verdict as stored: up or down, and the wall time of the result that last confirmed it."""
+
+    up: bool
+    checked: float
 
 
 class StateStore(Protocol):
@@ -64,11 +79,15 @@ def decode_key(text: str) -> EndpointKey:
 
 
 class FileStateStore:
-    """Admin states in a JSON file. A missing file is an empty store; it is created on the first save."""
+    """Admin states and kept verdicts in a JSON file. A missing file is an empty store; it is created
+    on the first save. Saves may come from a thread (the verdicts' batches): one lock orders them, and
+    each writes the newest of both parts."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._admin: dict[EndpointKey, AdminState] | None = None
+        self._verdicts: dict[EndpointKey, KeptVerdict] = {}
+        self._lock = threading.Lock()
 
     def load_admin(self) -> dict[EndpointKey, AdminState]:
         """Read the file (again). StateError when it exists but cannot be read or is not a state file."""
@@ -79,15 +98,37 @@ class FileStateStore:
             return {}
         except (OSError, UnicodeDecodeError) as exc:
             raise StateError(f"cannot read state file {self.path}: {_why(exc)}") from exc
-        self._admin = _parse(text, self.path)
+        self._admin, self._verdicts = _parse(text, self.path)
         return dict(self._admin)
 
+    def load_verdicts(self) -> dict[EndpointKey, KeptVerdict]:
+        """The verdicts kept by the last run (read with `load_admin`, which must come first)."""
+        return dict(self._verdicts)
+
     def save_admin(self, key: EndpointKey, state: AdminState) -> None:
-        admin = dict(self._admin) if self._admin is not None else self.load_admin()
-        admin[key] = state
-        data = {"admin": {encode_key(k): v.value for k, v in sorted(admin.items())}}
-        self._write(json.dumps(data, indent=2) + "\n")
-        self._admin = admin
+        with self._lock:
+            admin = dict(self._admin) if self._admin is not None else self.load_admin()
+            admin[key] = state
+            self._write(self._text(admin, self._verdicts))
+            self._admin = admin
+
+    def save_verdicts(self, verdicts: Mapping[EndpointKey, KeptVerdict]) -> None:
+        """Replace the kept verdicts (every endpoint's latest; the admin states stay as they are)."""
+        with self._lock:
+            admin = dict(self._admin) if self._admin is not None else self.load_admin()
+            kept = dict(verdicts)
+            self._write(self._text(admin, kept))
+            self._admin, self._verdicts = admin, kept
+
+    @staticmethod
+    def _text(admin: Mapping[EndpointKey, AdminState], verdicts: Mapping[EndpointKey, KeptVerdict]) -> str:
+        data: dict[str, object] = {"admin": {encode_key(k): v.value for k, v in sorted(admin.items())}}
+        if verdicts:
+            data["verdicts"] = {
+                encode_key(k): {"up": v.up, "checked": round(v.checked, 3)}
+                for k, v in sorted(verdicts.items())
+            }
+        return json.dumps(data, indent=2) + "\n"
 
     def _write(self, text: str) -> None:
         directory = self.path.parent
@@ -111,7 +152,7 @@ def _why(exc: Exception) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
-def _parse(text: str, path: Path) -> dict[EndpointKey, AdminState]:
+def _parse(text: str, path: Path) -> tuple[dict[EndpointKey, AdminState], dict[EndpointKey, KeptVerdict]]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -125,6 +166,26 @@ def _parse(text: str, path: Path) -> dict[EndpointKey, AdminState]:
             out[decode_key(name)] = AdminState(value)
         except ValueError as exc:
             raise StateError(f"state file {path}: admin entry {name!r}: {exc}") from exc
+    return out, _verdicts(data.get("verdicts", {}), path)
+
+
+def _verdicts(found: object, path: Path) -> dict[EndpointKey, KeptVerdict]:
+    """The kept verdicts; one that cannot be read is left out with a warning (they only bridge the
+    time to the first probes, unlike admin states, which must never be dropped silently)."""
+    out: dict[EndpointKey, KeptVerdict] = {}
+    if not isinstance(found, dict):
+        log.warning("state file %s: 'verdicts' is not a mapping; starting without kept verdicts", path)
+        return out
+    for name, value in found.items():
+        try:
+            key = decode_key(name)
+            up, checked = value["up"], value["checked"]
+            if not isinstance(up, bool) or not isinstance(checked, int | float):
+                raise ValueError("expected {'up': true|false, 'checked': <unix time>}")
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("state file %s: verdict %r left out: %s", path, name, exc)
+            continue
+        out[key] = KeptVerdict(up, float(checked))
     return out
 
 

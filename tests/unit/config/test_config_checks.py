@@ -145,3 +145,39 @@ services:
         "<string>:5: services[0].endpoints[0].check: unknown check profile 'web'; "
         "no profiles are defined under checks",
     ]
+
+
+def test_window_and_initial_are_read_and_window_defaults_to_consecutive_failures() -> None:
+    config = load_config_text(
+        """\
+zones: [{origin: gslb.example.com., nameservers: [{name: ns1, address: 127.0.0.2}]}]
+checks:
+  web: {type: http, port: 8080, fall: 3, window: 10, initial: down}
+  plain: {type: tcp, port: 5432}
+services:
+  - {name: app, check: web, endpoints: [{address: 192.0.2.1}, {address: 192.0.2.2, check: plain}]}
+"""
+    )
+    web, plain = (e.check for e in config.services[0].endpoints)
+    assert web is not None and (web.fall, web.window, web.initial) == (3, 10, False)
+    assert plain is not None and (plain.window, plain.initial) == (0, True)
+
+
+def test_a_window_smaller_than_fall_or_too_large_and_an_unknown_initial_are_located_errors() -> None:
+    _, problems = check_config_text(
+        """\
+zones: [{origin: gslb.example.com., nameservers: [{name: ns1, address: 127.0.0.2}]}]
+checks:
+  a: {type: tcp, port: 1, fall: 3, window: 2}
+  b: {type: tcp, port: 1, window: 65}
+  c: {type: tcp, port: 1, initial: sideways}
+services:
+  - {name: app, endpoints: [{address: 192.0.2.1, check: a}, {address: 192.0.2.2, check: b},
+                            {address: 192.0.2.3, check: c}]}
+"""
+    )
+    assert [str(p) for p in problems] == [
+        "<string>:3: checks.a.window: window (2) must be at least fall (3)",
+        "<string>:4: checks.b.window: must be between 1 and 64, got 65",
+        "<string>:5: checks.c.initial: unknown initial state 'sideways'; valid: up | down",
+    ]

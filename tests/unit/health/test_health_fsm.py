@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gslbd.clock import FakeClock
-from gslbd.health.fsm import changed, step
+from gslbd.health.fsm import changed, initial, step
 from gslbd.state.status import EndpointStatus, ProbeResult
 
 OK = ProbeResult(ok=True, detail="HTTP 200")
@@ -94,3 +94,50 @@ def test_changed_reports_first_verdicts_and_flips_only() -> None:
     assert not changed(up, still_up)
     down = step(step(still_up, FAIL, 3.0, 2, 3), FAIL, 4.0, 2, 3)
     assert changed(step(still_up, FAIL, 3.0, 2, 3), down)
+
+
+def test_a_window_makes_it_down_when_fall_of_the_last_window_results_failed() -> None:
+    clock = FakeClock()
+    status = EndpointStatus()
+    healthy = []
+    for result in [OK, FAIL, OK, FAIL, OK, FAIL]:  # never two failures in a row
+        clock.advance(1.0)
+        status = step(status, result, clock.wall(), 2, 3, 5)
+        healthy.append(status.healthy)
+    assert healthy == [True, True, True, True, True, False]
+    assert status.last_change_reason == "3 of the last 5 checks failed: timeout after 2s"
+
+
+def test_failures_older_than_the_window_do_not_count() -> None:
+    status = EndpointStatus()
+    for at, result in enumerate([OK, FAIL, OK, OK, OK, FAIL, OK, OK, OK, FAIL]):
+        status = step(status, result, float(at), 2, 2, 4)  # at most one failure in any 4 results
+    assert status.healthy is True
+
+
+def test_without_a_window_only_consecutive_failures_count() -> None:
+    status = EndpointStatus()
+    for at, result in enumerate([OK, FAIL, OK, FAIL, OK, FAIL, OK, FAIL]):
+        status = step(status, result, float(at), 2, 2)
+    assert status.healthy is True
+
+
+def test_coming_up_forgets_the_failures_before_it() -> None:
+    status = EndpointStatus()
+    for at, result in enumerate([OK, FAIL, FAIL, OK, OK]):  # down after 2 of 5, up after 2 successes
+        status = step(status, result, float(at), 2, 2, 5)
+    assert status.healthy is True
+    status = step(status, FAIL, 5.0, 2, 2, 5)  # the two failures before it no longer count
+    assert status.healthy is True
+    assert step(status, FAIL, 6.0, 2, 2, 5).healthy is False
+
+
+def test_a_provisional_verdict_holds_until_the_first_result_which_decides_at_once() -> None:
+    held = initial(False, 1.0, "initial: down (no check result yet)")
+    assert held.healthy is False and held.provisional
+    up = step(held, OK, 2.0, 3, 3)
+    assert up.healthy is True and not up.provisional
+    assert up.last_change_reason == "first check: HTTP 200"
+    kept_up = initial(True, 1.0, "kept from before the restart: up, checked 3s before")
+    down = step(kept_up, FAIL, 2.0, 3, 3)
+    assert down.healthy is False and down.last_change_reason == "first check: timeout after 2s"

@@ -69,3 +69,47 @@ def test_default_state_dir_follows_xdg_state_home(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_state_dir() == tmp_path / "home" / ".local" / "state" / "gslbd"
+
+
+def test_kept_verdicts_and_admin_states_share_the_file_and_neither_save_drops_the_other(
+    tmp_path: Path,
+) -> None:
+    from gslbd.state.store import KeptVerdict
+
+    path = tmp_path / "state.json"
+    store = FileStateStore(path)
+    store.load_admin()
+    store.save_admin(A, AdminState.DOWN)
+    store.save_verdicts({A: KeptVerdict(False, 100.25), B: KeptVerdict(True, 101.0)})
+    store.save_admin(B, AdminState.OBEY)
+    again = FileStateStore(path)
+    assert again.load_admin() == {A: AdminState.DOWN, B: AdminState.OBEY}
+    assert again.load_verdicts() == {A: KeptVerdict(False, 100.25), B: KeptVerdict(True, 101.0)}
+    assert json.loads(path.read_text())["verdicts"]["app.gslb.example.com.|192.0.2.1"] == {
+        "up": False,
+        "checked": 100.25,
+    }
+
+
+def test_an_unreadable_kept_verdict_is_left_out_but_admin_states_still_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from gslbd.state.store import KeptVerdict
+
+    path = tmp_path / "state.json"
+    path.write_text(
+        json.dumps(
+            {
+                "admin": {"app.gslb.example.com.|192.0.2.1": "down"},
+                "verdicts": {
+                    "app.gslb.example.com.|192.0.2.1": {"up": "yes", "checked": 1},
+                    "no-separator": {"up": True, "checked": 1},
+                    "app.gslb.example.com.|2001:db8::1": {"up": True, "checked": 5},
+                },
+            }
+        )
+    )
+    store = FileStateStore(path)
+    assert store.load_admin() == {A: AdminState.DOWN}
+    assert store.load_verdicts() == {B: KeptVerdict(True, 5.0)}
+    assert "verdict 'no-separator' left out" in caplog.text
