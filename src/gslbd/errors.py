@@ -44,6 +44,10 @@ class StateError(GslbdError):
     """The state store could not do what was asked."""
 
 
+class NotPushed(GslbdError):
+    """A result was pushed for an endpoint whose check is not a push check here (the API: 409)."""
+
+
 class WireError(GslbdError):
     """A DNS message could not be parsed or rendered."""
 

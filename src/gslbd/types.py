@@ -43,6 +43,7 @@ class CheckType(StrEnum):
     GRPC = "grpc"
     ICMP = "icmp"
     EXEC = "exec"
+    PUSH = "push"
 
 
 class SyncMode(StrEnum):

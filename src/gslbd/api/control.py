@@ -205,6 +205,11 @@ class Control(Protocol):
         """Re-read the config file and apply it; returns the error lines (empty = applied)."""
         ...
 
+    def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
+        """A result for a `type: push` endpoint, applied now (app/push.py). KeyError for an unknown
+        service or endpoint, errors.NotPushed when the endpoint is not push-checked here."""
+        ...
+
     def dns_counters(self) -> DnsCounters:
         """The DNS query counters, cumulative since start."""
         ...

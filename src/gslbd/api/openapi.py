@@ -114,6 +114,20 @@ _SCHEMAS: dict[str, Any] = {
             "endpoint": {"$ref": "#/components/schemas/Endpoint"},
         },
     },
+    "PushRequest": {
+        "type": "object",
+        "required": ["ok"],
+        "properties": {"ok": {"type": "boolean"}, "detail": {"type": "string"}},
+    },
+    "PushResult": {
+        "type": "object",
+        "properties": {
+            "service": {"type": "string"},
+            "address": {"type": "string"},
+            "ok": {"type": "boolean"},
+            "endpoint": {"$ref": "#/components/schemas/Endpoint"},
+        },
+    },
     "ReloadResult": {
         "type": "object",
         "properties": {
@@ -183,6 +197,21 @@ _PATHS: dict[str, Any] = {
                 "400": _error('The body is not JSON like {"state": "up"|"down"|"obey"}.'),
                 **_AUTH_ERRORS,
                 "404": _error("No such service or endpoint."),
+            },
+        }
+    },
+    "/api/v1/health/{name}/{address}": {
+        "post": {
+            "summary": "A result for an endpoint with a push check (a missing push fails after its ttl)",
+            "security": [{"bearer": []}],
+            "parameters": [SERVICE_NAME, _ADDRESS],
+            "requestBody": {"required": True, "content": _json("PushRequest")},
+            "responses": {
+                "200": {"description": "Applied", "content": _json("PushResult")},
+                "400": _error('The body is not JSON like {"ok": false, "detail": "disk full"}.'),
+                **_AUTH_ERRORS,
+                "404": _error("No such service or endpoint."),
+                "409": _error("The endpoint's check is not a push check here."),
             },
         }
     },

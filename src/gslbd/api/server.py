@@ -50,6 +50,7 @@ from gslbd.api.events import DEFAULT_MAX_CLIENTS, EventStreams
 from gslbd.api.hardening import HTTP_LIMITS, BodyError, count_connections, json_body, quiet_http_logger
 from gslbd.api.openapi import openapi_document
 from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
+from gslbd.errors import NotPushed
 from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.model.config import ListenAddress
 from gslbd.types import AdminState, choices
@@ -206,6 +207,7 @@ class ApiServer:
         app.router.add_get("/api/v1/events", self.events.handle)
         app.router.add_put("/api/v1/services/{name}/endpoints/{address}/admin", self._set_admin)
         app.router.add_post("/api/v1/reload", self._reload)
+        app.router.add_post("/api/v1/health/{name}/{address}", self._push_health)
         return app
 
     def _find_service(self, name: str) -> ServiceStatus | None:
@@ -346,6 +348,38 @@ class ApiServer:
         except KeyError:
             return _error(404, f"service {service.name} has no endpoint {address}")
         result: dict[str, Any] = {"service": service.name, "address": endpoint.address, "state": state.value}
+        after = self._control.service(service.name)
+        updated = None if after is None else next((e for e in after.endpoints if e.address == wanted), None)
+        if updated is not None:
+            result["endpoint"] = endpoint_json(updated)
+        return web.json_response(result)
+
+    async def _push_health(self, request: web.Request) -> web.Response:
+        """A `type: push` result: {"ok": true|false, "detail": "..."} (detail optional)."""
+        refused = self._authorize(request)
+        if refused is not None:
+            return refused
+        name, address = request.match_info["name"], request.match_info["address"]
+        usage = 'the body must be JSON like {"ok": false, "detail": "disk full"}'
+        try:
+            body = await json_body(request)
+        except BodyError:
+            return _error(400, usage)
+        ok = body.get("ok") if isinstance(body, dict) else None
+        detail = body.get("detail", "") if isinstance(body, dict) else None
+        if not isinstance(ok, bool) or not isinstance(detail, str):
+            return _error(400, usage)
+        service = self._find_service(name)
+        if service is None:
+            return _error(404, f"no service {_absolute(name)}")
+        wanted = _normal_address(address)
+        try:
+            self._control.push_health(service.name, wanted, ok, detail)
+        except KeyError:
+            return _error(404, f"service {service.name} has no endpoint {address}")
+        except NotPushed as exc:
+            return _error(409, str(exc))
+        result: dict[str, Any] = {"service": service.name, "address": wanted, "ok": ok}
         after = self._control.service(service.name)
         updated = None if after is None else next((e for e in after.endpoints if e.address == wanted), None)
         if updated is not None:

@@ -69,6 +69,9 @@ class AppControl:
     async def reload(self) -> list[str]:
         return await self._app.reload_file()
 
+    def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
+        self._app.push_health(service, address, ok, detail)
+
     def dns_counters(self) -> DnsCounters:
         """The listeners' counters of this process, or with worker processes the sum of what they last
         reported (at most a second old)."""

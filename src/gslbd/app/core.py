@@ -51,6 +51,7 @@ from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
 from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, Resolved, resolve
 from gslbd.app.privileges import drop_after_bind
+from gslbd.app.push import PushWatch, is_push
 from gslbd.app.reconcile import endpoint_key, unchanged_keys
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.app.usable import unusable, zone_problems
@@ -58,7 +59,7 @@ from gslbd.app.verdicts import VerdictSaver, seed
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config
-from gslbd.errors import ConfigError, GslbdError, Problem, StateError
+from gslbd.errors import ConfigError, GslbdError, NotPushed, Problem, StateError
 from gslbd.exchange import Exchange
 from gslbd.gcpause import keep_long_lived
 from gslbd.health.fsm import step
@@ -152,6 +153,7 @@ class App:
         # A single node keeps its verdicts in its state file (app/verdicts.py); cluster mode in Redis.
         self._verdicts_store = local if isinstance(local, FileStateStore) and self.cluster is None else None
         self._saver: VerdictSaver | None = None
+        self._push = PushWatch(self.clock, self._on_result)  # checks of type push (app/push.py)
         self._rebuild_handle: asyncio.Handle | None = None
         self._fill_handle: asyncio.Handle | None = None  # compiling a large view's names in steps
         self._fill_began: float | None = None
@@ -261,6 +263,8 @@ class App:
         )
         await scheduler.start(self._probes())
         self._scheduler = scheduler
+        self._push.update(self._generation.resolved.probed.values())
+        self._push.start()
         if self._verdicts_store is not None:
             self._saver = VerdictSaver(self._verdicts_store, self.book)
             self._saver.start()
@@ -277,9 +281,10 @@ class App:
         log.info("ready: %d endpoints probed by %d probes", len(resolved.probed), len(resolved.targets))
 
     def _probes(self) -> list[Endpoint]:
-        """One endpoint per probe target: the scheduler and the cluster gate run these only."""
+        """One endpoint per probe target: the scheduler and the cluster gate run these only (push
+        checks are fed by the API: app/push.py)."""
         resolved = self._generation.resolved
-        return [resolved.probed[key] for key in resolved.targets]
+        return [resolved.probed[key] for key in resolved.targets if not is_push(resolved.probed[key])]
 
     def lame_duck(self) -> None:
         """Stop being ready (/readyz answers 503) while DNS keeps answering; `stop` follows."""
@@ -300,6 +305,7 @@ class App:
         self._ready = False
         await self._front.close()
         await self._stop_api()
+        self._push.stop()
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:
             await scheduler.stop()
@@ -537,6 +543,23 @@ class App:
 
     # -- reload ----------------------------------------------------------------------------------
 
+    def push_health(self, service: str, address: str, ok: bool, detail: str) -> EndpointKey:
+        """A result pushed for a `type: push` endpoint (POST /api/v1/health/...), applied now.
+        KeyError for an unknown service or endpoint, NotPushed when the endpoint's check is not a push
+        check here (another type, none, or an endpoint of a peer site)."""
+        resolved = self._generation.resolved
+        found = resolved.services.get(service)
+        endpoint = None if found is None else next((e for e in found.endpoints if e.address == address), None)
+        if found is None or endpoint is None:
+            raise KeyError((service, address))
+        probed = resolved.probed.get(endpoint.key)
+        if probed is None or not is_push(probed):
+            check = None if probed is None else probed.check
+            what = "not checked at this site" if check is None else f"checked by type {check.type}"
+            raise NotPushed(f"{service} {address} is {what}, not by a push check")
+        self._push.push(endpoint.key, ok, detail)
+        return endpoint.key
+
     def reload(self, config: Config) -> None:
         """Answer from a new config from now on (see `_apply_config`). ConfigError when it cannot be
         used; the committed generation then keeps serving."""
@@ -606,6 +629,7 @@ class App:
                 self.cluster.update(config, self._probes())
             if self._scheduler is not None:
                 self._scheduler.update(self._probes())
+            self._push.update(resolved.probed.values())
         except Exception:
             log.exception("following the new configuration failed in part; its answers are served")
         self._rebuild()

@@ -69,11 +69,11 @@ def normal_address(address: str) -> str:
 
 
 def target_key(endpoint: Endpoint) -> TargetKey:
-    """The probe an endpoint needs. Exec checks see the service name, so they are never shared across
-    services."""
+    """The probe an endpoint needs. Exec checks see the service name and push checks are fed per
+    endpoint, so neither is shared across services."""
     check = endpoint.check
     assert check is not None
-    owner = endpoint.service if check.type is CheckType.EXEC else ""
+    owner = endpoint.service if check.type in (CheckType.EXEC, CheckType.PUSH) else ""
     return (probe_host(endpoint), answered_host(endpoint), owner, replace(check, name=""))
 
 

@@ -26,6 +26,7 @@ from gslbd.model.check import Check
 from gslbd.types import CheckType, InitialState
 
 _COMMON = ("type", "port", "interval", "timeout", "rise", "fall", "window", "initial")
+PUSH_TTL = 30.0  # seconds: a push check's default ttl
 MAX_WINDOW = 64  # results a window holds (a bit each)
 _HTTP = ("path", "host", "expect_status", "expect_body", "headers")
 KEYS_BY_TYPE: Mapping[CheckType, tuple[str, ...]] = {
@@ -36,6 +37,7 @@ KEYS_BY_TYPE: Mapping[CheckType, tuple[str, ...]] = {
     CheckType.GRPC: ("service",),
     CheckType.ICMP: ("count",),
     CheckType.EXEC: ("command",),
+    CheckType.PUSH: ("ttl",),
 }
 _ALL_KEYS = frozenset(_COMMON).union(*KEYS_BY_TYPE.values())
 _NEEDS_PORT = (CheckType.TCP, CheckType.GRPC)
@@ -142,6 +144,8 @@ def read_check(r: MapReader, name: str) -> Check | None:
     allowed = set(_COMMON) | set(KEYS_BY_TYPE[kind])
     if kind is CheckType.ICMP:
         allowed.discard("port")
+    if kind is CheckType.PUSH:  # nothing is probed: results come by POST /api/v1/health, or their ttl ends
+        allowed -= {"port", "interval", "timeout"}
     errors_before = len(r.rep.problems)
     for entry in r.node.entries:
         if entry.key in _ALL_KEYS and entry.key not in allowed:
@@ -155,7 +159,10 @@ def read_check(r: MapReader, name: str) -> Check | None:
         r.rep.error(r.line, r.at("port"), f"required key is missing (type {kind} has no default port)")
     interval = r.get("interval", duration(), 5.0)
     timeout = r.get("timeout", duration(), 2.0)
-    if timeout >= interval:
+    if kind is CheckType.PUSH:  # a missing push is a failed result every ttl: the check's interval
+        interval = r.get("ttl", duration(), PUSH_TTL)
+        timeout = 0.0
+    elif timeout >= interval:
         key = "timeout" if r.has("timeout") else "interval"
         r.error(key, f"timeout ({timeout:g}s) must be shorter than interval ({interval:g}s)")
     ca_file = r.opt("ca_file", nonempty_string)

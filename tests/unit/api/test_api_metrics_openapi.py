@@ -84,7 +84,8 @@ def test_openapi_document_describes_every_route_and_method() -> None:
     paths = doc["paths"]
     assert isinstance(paths, dict)
     routes = [(r.method, r.resource.canonical) for r in server.app.router.routes() if r.method != "HEAD"]
-    assert len(routes) == 17  # 9 + GET /api/v1/peers + the console (page, assets, /status and 5 JSON routes)
+    # 10 (POST /api/v1/health among them) + GET /api/v1/peers + the console (page, assets, /status, 5 JSON)
+    assert len(routes) == 18
     for method, path in routes:
         assert path in paths, path
         assert method.lower() in paths[path], (method, path)

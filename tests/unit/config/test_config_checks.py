@@ -181,3 +181,31 @@ services:
         "<string>:4: checks.b.window: must be between 1 and 64, got 65",
         "<string>:5: checks.c.initial: unknown initial state 'sideways'; valid: up | down",
     ]
+
+
+def test_a_push_check_has_a_ttl_that_is_its_interval_and_takes_no_probe_keys() -> None:
+    config = load_config_text(
+        """\
+zones: [{origin: gslb.example.com., nameservers: [{name: ns1, address: 127.0.0.2}]}]
+checks:
+  pushed: {type: push, ttl: 20s, fall: 2}
+services:
+  - {name: app, check: pushed, endpoints: [{address: 192.0.2.1}, {address: 192.0.2.2, check: {type: push}}]}
+"""
+    )
+    first, second = (e.check for e in config.services[0].endpoints)
+    assert first is not None and (first.type, first.interval, first.fall) == (CheckType.PUSH, 20.0, 2)
+    assert second is not None and second.interval == 30.0
+    _, problems = check_config_text(
+        """\
+zones: [{origin: gslb.example.com., nameservers: [{name: ns1, address: 127.0.0.2}]}]
+checks:
+  pushed: {type: push, interval: 5s, port: 80}
+services:
+  - {name: app, check: pushed, endpoints: [{address: 192.0.2.1}]}
+"""
+    )
+    assert [str(p) for p in problems] == [
+        "<string>:3: checks.pushed.interval: 'interval' does not apply to type push",
+        "<string>:3: checks.pushed.port: 'port' does not apply to type push",
+    ]

@@ -54,7 +54,7 @@ INVALID: list[tuple[str, str, list[str]]] = [
         ZONE + "checks:\n  web: {type: htp}\n",
         [
             "c.yaml:5: checks.web.type: unknown check type 'htp'; "
-            "valid: http | https | tcp | dns | grpc | icmp | exec"
+            "valid: http | https | tcp | dns | grpc | icmp | exec | push"
         ],
     ),
     (
