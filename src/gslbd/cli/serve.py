@@ -16,7 +16,7 @@ from collections.abc import Callable
 from gslbd import __version__
 from gslbd.app import ApiBindError, App, privilege_problems, unusable
 from gslbd.app.startup import server_file_store
-from gslbd.cli.configs import config_path, load_or_report
+from gslbd.cli.configs import config_path, load_or_report, problem_report
 from gslbd.cli.sdnotify import Notifier
 from gslbd.config.overrides import set_listen
 from gslbd.errors import GslbdError, StateError
@@ -98,13 +98,13 @@ def run_serve(
     if config is None:
         return 1
     numeric = setup_logging(*effective_logging(config, level, fmt))
+    cannot_run = privilege_problems(config)
+    refused = unusable(config, allow_no_zones=allow_no_zones)
+    if cannot_run or refused:  # the lines `gslbd check` prints, warnings included
+        print("\n".join(problem_report(real, refused + problems, cannot_run)), file=sys.stderr)
+        return 1
     for warning in problems:
         log.warning("%s", warning)
-    refused = privilege_problems(config) + [str(p) for p in unusable(config, allow_no_zones=allow_no_zones)]
-    for line in refused:
-        print(line, file=sys.stderr)
-    if refused:
-        return 1
     if config.run_as is not None:
         try:
             resolve(config.run_as)  # refuse an unknown user before binding anything
