@@ -259,4 +259,5 @@ def test_check_opens_the_geoip_database_as_a_reload_would(tmp_path: Path) -> Non
     )
     out = gslbd("check", "--config", str(path))
     assert out.returncode == 1
-    assert f"{path}: topology.geoip.database: cannot open GeoIP database" in out.stdout
+    line = path.read_text().splitlines().index(f"topology: {{geoip: {{database: {bogus}}}}}") + 1
+    assert f"error: {path}:{line}: topology.geoip.database: cannot open GeoIP database" in out.stdout

@@ -56,11 +56,15 @@ def resolved_env(config: Config, rng: random.Random) -> PolicyEnv:
     try:
         env = build_env(config, rng)
         env.locator.locate(_PROBE, False)
-    except ConfigError as exc:  # located in the config file; the message names the database
-        problems.extend(Problem(config.source, p.line, p.path, p.message) for p in exc.problems)
+    except ConfigError as exc:  # located in the config file (at the database's line); the message names it
+        geoip = "topology.geoip.database", config.topology.geoip_line
+        problems.extend(
+            Problem(config.source, p.line or (geoip[1] if p.path == geoip[0] else None), p.path, p.message)
+            for p in exc.problems
+        )
     except Exception as exc:  # a damaged database can fail in many ways
-        where = "topology.geoip.database"
-        problems.append(Problem(config.source, None, where, f"cannot use GeoIP database: {exc}"))
+        where, line = "topology.geoip.database", config.topology.geoip_line
+        problems.append(Problem(config.source, line, where, f"cannot use GeoIP database: {exc}"))
     if problems or env is None:
         if env is not None:
             close_env(env)

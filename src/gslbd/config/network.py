@@ -270,17 +270,17 @@ def read_topology(r: MapReader | None) -> Topology:
             continue
         seen[cidr] = path
         networks.append(NetworkEntry(cidr, site, locality or Locality()))
-    database = None
+    database = line = None
     geoip = r.sub("geoip")
     if geoip is not None:
         geoip.check_keys(("database",))
         text = geoip.req("database", nonempty_string)
         if text is not None:
             file = r.rep.resolve_path(text)
-            database = str(file)
+            database, line = str(file), geoip.line_of("database")
             if not file.is_file():
                 geoip.error("database", f"GeoIP database {database!r} is not a file that exists")
-    return Topology(tuple(networks), database, r.get("use_client_subnet", boolean, True))
+    return Topology(tuple(networks), database, r.get("use_client_subnet", boolean, True), line)
 
 
 def _cidr(node: Node) -> IPNetwork:
