@@ -113,7 +113,12 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
             headers={"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None,
         )
     except Exception as exc:
-        if not request.path.startswith("/api/"):
+        # A client that went away, or a stream already under way, is aiohttp's to end.
+        if (
+            not request.path.startswith("/api/")
+            or isinstance(exc, ConnectionError)
+            or request.writer.output_size
+        ):
             raise
         log.exception("%s %s failed", request.method, request.path)
         return _error(500, f"internal error ({type(exc).__name__}); the server log has the details")

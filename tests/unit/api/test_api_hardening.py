@@ -198,3 +198,33 @@ def test_connections_beyond_the_budget_close_the_least_recently_active() -> None
     assert closed == [b"", b"", b""]  # the three oldest made room for the two newer and the request
     assert fresh.startswith(b"HTTP/1.1 200") and fresh.endswith(b"ok\n")
     assert budget.evictions == 3
+
+
+def test_a_bug_in_a_handler_is_a_500_json_error_whose_traceback_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    control = FakeControl()
+
+    async def broken() -> list[str]:
+        raise RuntimeError("a bug")
+
+    control.reload = broken  # type: ignore[method-assign]
+
+    async def run() -> bytes:
+        server = ApiServer(control, ListenAddress("127.0.0.1", 0), TOKEN)
+        await server.start()
+        try:
+            head = f"POST /api/v1/reload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            return await asyncio.to_thread(raw_request, server.port, head)
+        finally:
+            await server.stop()
+
+    with caplog.at_level(logging.ERROR):
+        response = asyncio.run(run())
+    assert status_and_json(response) == (
+        500,
+        {"error": "internal error (RuntimeError); the server log has the details"},
+    )
+    assert [(r.getMessage(), r.exc_info is not None) for r in caplog.records] == [
+        ("POST /api/v1/reload failed", True)
+    ]
