@@ -291,6 +291,7 @@ CONNECTION_BUDGET_EVICTIONS = Counter(
 API_BAD_REQUESTS = Counter(
     "gslbd_api_bad_requests_total",
     "HTTP requests the admin API could not parse (oversized or malformed request line or headers, bad "
-    "framing); answered 400 by aiohttp and logged at most once a minute.",
+    "framing); answered 400 (414 for a URL over 8,190 bytes) with a JSON error and logged at most once a "
+    "minute.",
     registry=REGISTRY,
 )

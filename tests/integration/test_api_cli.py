@@ -89,6 +89,27 @@ def test_status_prints_a_table_of_every_endpoint_with_state_and_last_change(api:
     assert all(line[column - 2 : column] == "  " for line in lines[1:])
 
 
+def test_status_into_a_closed_pipe_ends_quietly(api: ServerThread) -> None:
+    """`gslbd status | head` ended in a BrokenPipeError traceback; the reader's end is closed first here,
+    so the first write fails with EPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    environ = {k: v for k, v in os.environ.items() if k != "GSLBD_API_TOKEN"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gslbd", "status", "--api", api.server.url],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+            env=environ,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
 def test_status_of_one_service_and_of_an_unknown_one(api: ServerThread) -> None:
     done = gslbd("status", "api.gslb.example.com", "--api", api.server.url)
     assert done.returncode == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -90,13 +91,47 @@ def test_serve_with_a_broken_config_prints_every_problem_to_stderr_and_exits_1(t
     path.write_text(BROKEN)
     out = gslbd("serve", "--config", str(path))
     assert out.returncode == 1
-    errors = [line for line in out.stderr.splitlines() if line.startswith(f"{path}:")]
-    assert [e.split(": ", 2)[1] for e in errors[:3]] == [
-        "dns.listen[0]",
-        "services[0].policy",
-        "services[0].endpoints[0].address",
-    ]
+    # The very lines `gslbd check` prints (marks and count), on stderr.
+    checked = gslbd("check", "--config", str(path))
+    assert out.stderr.splitlines() == checked.stdout.splitlines()
+    assert out.stderr.splitlines()[0].startswith(f"error: {path}:3: dns.listen[0]: ")
+    assert out.stderr.splitlines()[-1] == f"{path}: 3 errors, 1 warning"
     assert out.stdout == ""
+
+
+def test_serve_of_an_unusable_config_prints_the_check_lines_too(tmp_path: Path) -> None:
+    path = tmp_path / "nozones.yaml"
+    path.write_text('version: 1\ndns: {listen: ["127.0.0.1:0"]}\nzones: []\n')
+    out = gslbd("serve", "--config", str(path))
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        f"error: {path}: zones: no zone is configured, so every query would be answered REFUSED",
+        f"{path}: 1 error",
+    ]
+    assert out.stderr.splitlines() == gslbd("check", "--config", str(path)).stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check", "--config", str(EXAMPLE)),
+        ("explain", "geo.gslb.example.com", "--client", "10.2.3.4"),
+        ("version",),
+    ],
+    ids=["check", "explain", "version"],
+)
+def test_a_closed_output_pipe_ends_the_command_quietly(args: tuple[str, ...]) -> None:
+    """`gslbd status | head`: the reader is gone before the command writes (its end is closed here
+    first, so every write fails with EPIPE)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        out = subprocess.run(
+            gslbd_command(*args), stdout=write, stderr=subprocess.PIPE, text=True, timeout=60, check=False
+        )
+    finally:
+        os.close(write)
+    assert (out.returncode, out.stderr) == (141, "")
 
 
 def test_serve_that_cannot_bind_says_so_and_exits_1(tmp_path: Path) -> None:
@@ -112,7 +147,7 @@ def test_explain_says_where_the_client_is_and_what_it_gets() -> None:
     out = gslbd("explain", "geo.gslb.example.com", "--client", "10.2.3.4", "--config", str(EXAMPLE))
     assert out.returncode == 0
     lines = out.stdout.splitlines()
-    assert lines[0] == "question: geo.gslb.example.com. A"
+    assert lines[:2] == [f"config: {EXAMPLE}", "question: geo.gslb.example.com. A"]
     assert "location: topology 10.2.0.0/16 -> site us, region us-east1, zone us-east1-b" in out.stdout
     assert lines[-1] == "  answer: geo.gslb.example.com. 30 IN A 198.51.100.30"
 
@@ -120,6 +155,11 @@ def test_explain_says_where_the_client_is_and_what_it_gets() -> None:
 def test_explain_with_ecs_locates_by_the_subnet_and_defaults_to_the_bundled_example() -> None:
     out = gslbd("explain", "GEO.gslb.example.com.", "--client", "192.0.2.99", "--ecs", "10.1.0.0/16")
     assert out.returncode == 0
+    # It says which config it read: the bundled example, not a running server's nor one in the cwd.
+    assert out.stdout.splitlines()[0] == (
+        f"config: {EXAMPLE} (the bundled example; --config FILE explains another; a running server is "
+        "not asked)"
+    )
     assert "  answer: geo.gslb.example.com. 30 IN A 192.0.2.30" in out.stdout.splitlines()
     assert "ECS scope: /16" in out.stdout
 
@@ -219,4 +259,5 @@ def test_check_opens_the_geoip_database_as_a_reload_would(tmp_path: Path) -> Non
     )
     out = gslbd("check", "--config", str(path))
     assert out.returncode == 1
-    assert f"{path}: topology.geoip.database: cannot open GeoIP database" in out.stdout
+    line = path.read_text().splitlines().index(f"topology: {{geoip: {{database: {bogus}}}}}") + 1
+    assert f"error: {path}:{line}: topology.geoip.database: cannot open GeoIP database" in out.stdout

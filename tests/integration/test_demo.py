@@ -20,7 +20,7 @@ import dns.message
 import dns.query
 import dns.rdatatype
 from gslbd_harness import free_port, gslbd_command
-from health_app_support import http_get
+from health_app_support import http_get, wait_until
 
 
 class Output:
@@ -80,6 +80,7 @@ def test_demo_answers_and_shows_a_backend_failure_and_an_admin_change(tmp_path: 
         assert gslbd == f"{sys.executable} -m gslbd"
         status = out.wait_for(r"  (.+ status --api \S+)$").group(1)
         out.wait_for(rf"dig @127\.0\.0\.1 -p {port} app\.gslb\.example\.com \+short")
+        out.wait_for(r"its answer stays: all_down: serve_all \(the default\) answers")
         out.wait_for(r"  app\.gslb\.example\.com A  192\.0\.2\.10$")
         out.wait_for(r"  all\.gslb\.example\.com A  192\.0\.2\.10 198\.51\.100\.10 203\.0\.113\.10$")
         assert answer(port) == ["192.0.2.10"]
@@ -121,6 +122,59 @@ def test_demo_answers_and_shows_a_backend_failure_and_an_admin_change(tmp_path: 
         assert state == {"admin": {"app.gslb.example.com.|198.51.100.10": "down"}}
         assert http_get(f"{api}/readyz")[0] == 200
 
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def start_demo(port: int, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        gslbd_command("demo", "--port", str(port), "--api-port", "0"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def test_a_second_demo_stops_before_touching_the_running_ones_config(tmp_path: Path) -> None:
+    """It used to rewrite demo.yaml (a new token, new backend ports) before failing to bind, so the next
+    SIGHUP to the running demo pointed every check at nothing."""
+    port = free_port()
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    proc = start_demo(port, env)
+    out = Output(proc)
+    try:
+        api = out.wait_for(r"admin API on (http://127\.0\.0\.1:\d+)").group(1)
+        out.wait_for(r"  app\.gslb\.example\.com A  192\.0\.2\.10$")
+        config = tmp_path / "gslbd" / "demo" / "demo.yaml"
+        before = config.read_text()
+        lock = config.parent / "demo.lock"
+        for second_port in (port, free_port()):  # the same ports, and ports that are free
+            second = subprocess.run(
+                gslbd_command("demo", "--port", str(second_port), "--api-port", "0"),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=30,
+                check=False,
+            )
+            assert second.returncode == 1
+            assert second.stderr == (
+                f"gslbd demo: another gslbd demo is running (pid {proc.pid}, it holds {lock}); stop it first "
+                "(Ctrl-C in its terminal, or kill it); its config and state are left as they are\n"
+            )
+            assert config.read_text() == before
+        proc.send_signal(signal.SIGHUP)
+        applied = 'gslbd_config_reloads_total{result="applied"} 1.0'
+        wait_until(lambda: applied in http_get(f"{api}/metrics")[1])  # the unchanged config reloaded
+        assert answer(port) == ["192.0.2.10"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
     finally:

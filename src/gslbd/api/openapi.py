@@ -27,7 +27,11 @@ _SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
         "required": ["error"],
-        "properties": {"error": {"type": "string"}},
+        "properties": {
+            "error": {"type": "string"},
+            "file": {"type": "string", "description": "With 503 from a state write: the state file."},
+            "errno": {"type": "string", "description": 'With 503 from a state write: e.g. "ENOSPC".'},
+        },
     },
     "LastCheck": {
         "type": ["object", "null"],
@@ -197,6 +201,7 @@ _PATHS: dict[str, Any] = {
                 "400": _error('The body is not JSON like {"state": "up"|"down"|"obey"}.'),
                 **_AUTH_ERRORS,
                 "404": _error("No such service or endpoint."),
+                "503": _error("The state file cannot be written (named with the errno); nothing changed."),
             },
         }
     },

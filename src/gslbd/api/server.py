@@ -47,12 +47,20 @@ from gslbd.api.console import (
 )
 from gslbd.api.control import Control, ServiceRow, ServiceStatus
 from gslbd.api.events import DEFAULT_MAX_CLIENTS, EventStreams
-from gslbd.api.hardening import HTTP_LIMITS, BodyError, count_connections, json_body, quiet_http_logger
+from gslbd.api.hardening import (
+    HTTP_LIMITS,
+    BodyError,
+    JsonErrorRunner,
+    count_connections,
+    json_body,
+    quiet_http_logger,
+)
 from gslbd.api.openapi import openapi_document
 from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
-from gslbd.errors import NotPushed
+from gslbd.errors import NotPushed, StateError
 from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.model.config import ListenAddress
+from gslbd.state.store import StateWriteError
 from gslbd.types import AdminState, choices
 
 log = logging.getLogger(__name__)
@@ -72,8 +80,8 @@ NO_TOKEN_MESSAGE = (
 )
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"error": message}, status=status, headers=headers)
+def _error(status: int, message: str, headers: dict[str, str] | None = None, **extra: str) -> web.Response:
+    return web.json_response({"error": message, **extra}, status=status, headers=headers)
 
 
 def _absolute(name: str) -> str:
@@ -92,7 +100,8 @@ def _normal_address(address: str) -> str:
 
 @web.middleware
 async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """aiohttp's own errors (unknown route, wrong method) become JSON under /api/."""
+    """aiohttp's own errors (unknown route, wrong method) become JSON under /api/, and so does a bug in a
+    handler (a 500 that names the exception; its traceback is logged, as a bug's must be)."""
     try:
         return await handler(request)
     except web.HTTPException as exc:
@@ -103,6 +112,16 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
             exc.reason,
             headers={"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None,
         )
+    except Exception as exc:
+        # A client that went away, or a stream already under way, is aiohttp's to end.
+        if (
+            not request.path.startswith("/api/")
+            or isinstance(exc, ConnectionError)
+            or request.writer.output_size
+        ):
+            raise
+        log.exception("%s %s failed", request.method, request.path)
+        return _error(500, f"internal error ({type(exc).__name__}); the server log has the details")
 
 
 class ApiServer:
@@ -145,7 +164,7 @@ class ApiServer:
         """Bind `listen` and serve. OSError when the address cannot be bound (nothing is left open)."""
         if self._runner is not None:
             return
-        runner = web.AppRunner(
+        runner = JsonErrorRunner(
             self.app,
             access_log=None,
             handle_signals=False,
@@ -347,6 +366,10 @@ class ApiServer:
             await self._control.set_admin(service.name, endpoint.address, state)
         except KeyError:
             return _error(404, f"service {service.name} has no endpoint {address}")
+        except StateWriteError as exc:  # logged once by the store; nothing changed
+            return _error(503, f"not changed: {exc}", file=str(exc.path), errno=exc.errno)
+        except StateError as exc:
+            return _error(503, f"not changed: {exc}")
         result: dict[str, Any] = {"service": service.name, "address": endpoint.address, "state": state.value}
         after = self._control.service(service.name)
         updated = None if after is None else next((e for e in after.endpoints if e.address == wanted), None)

@@ -3,6 +3,7 @@ process may run every check the config asks for."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from gslbd.app.reconcile import probed_endpoints
@@ -15,8 +16,16 @@ from gslbd.state.store import FileStateStore, MemoryStateStore, StateStore
 def store_for(config: Config) -> StateStore:
     """The state store a config asks for: its `state.file`, else memory only."""
     if config.state.file is not None:
-        return FileStateStore(config.state.file)
+        return server_file_store(config.state.file)
     return MemoryStateStore()
+
+
+def server_file_store(path: str | os.PathLike[str]) -> FileStateStore:
+    """The state file a starting server keeps its admin states in, with the temporary files of writes
+    cut short by an earlier process (kill -9) removed."""
+    store = FileStateStore(path)
+    store.remove_stale_temps()
+    return store
 
 
 def privilege_problems(config: Config, probed: Mapping[EndpointKey, Endpoint] | None = None) -> list[str]:

@@ -2,14 +2,14 @@
 `gslbd serve` and every reload make, without building anything the running server needs.
 
     zone_problems(old, new)          no zone, or a reload that would drop every zone being served
-    resolved_env(config, rng)        the GeoIP database opened and looked up once, the Redis URL parsed:
-                                     the policy environment, or ConfigError with located problems
+    resolved_env(config, rng)        the GeoIP database opened and looked up once: the policy
+                                     environment, or ConfigError with located problems
     unusable(config)                 both, as problems (what `gslbd check` prints)
 
 `resolve` (app/generation.py) resolves a config through `resolved_env`, so the rule of what makes a
 config unusable is written once. This module imports none of the server (no asyncio, aiohttp or
-redis): `gslbd check` loads it alone, which keeps the command's start-up cheap; the Redis URL parser
-(gslbd.cluster.url, which imports redis-py) is loaded only for a config with a `cluster` section.
+redis): `gslbd check` loads it alone, which keeps the command's start-up cheap. The Redis URL is
+checked where it is read (gslbd.config.urls, the one parser, gives a located error).
 """
 
 from __future__ import annotations
@@ -41,18 +41,6 @@ def zone_problems(old: Config | None, new: Config) -> list[Problem]:
     return []
 
 
-def _redis_problems(config: Config) -> list[Problem]:
-    if config.cluster is None:
-        return []
-    from gslbd.cluster.url import parse_target  # redis-py: only for a config that uses it
-
-    try:
-        parse_target(config.cluster.redis.url, config.cluster.redis.password)
-    except ValueError as exc:
-        return [Problem(config.source, None, "cluster.redis.url", f"unusable Redis URL: {exc}")]
-    return []
-
-
 def close_env(env: PolicyEnv) -> None:
     """Close what `resolved_env` opened (the GeoIP database)."""
     close = getattr(env.locator, "close", None)
@@ -61,19 +49,22 @@ def close_env(env: PolicyEnv) -> None:
 
 
 def resolved_env(config: Config, rng: random.Random) -> PolicyEnv:
-    """`config`'s policy environment: its GeoIP database opened (and one address looked up), its Redis
-    URL parsed. ConfigError with every located problem when something cannot be used (nothing is left
-    open then)."""
-    problems = _redis_problems(config)
+    """`config`'s policy environment: its GeoIP database opened (and one address looked up). ConfigError
+    with every located problem when something cannot be used (nothing is left open then)."""
+    problems: list[Problem] = []
     env: PolicyEnv | None = None
     try:
         env = build_env(config, rng)
         env.locator.locate(_PROBE, False)
-    except ConfigError as exc:  # located in the config file; the message names the database
-        problems.extend(Problem(config.source, p.line, p.path, p.message) for p in exc.problems)
+    except ConfigError as exc:  # located in the config file (at the database's line); the message names it
+        geoip = "topology.geoip.database", config.topology.geoip_line
+        problems.extend(
+            Problem(config.source, p.line or (geoip[1] if p.path == geoip[0] else None), p.path, p.message)
+            for p in exc.problems
+        )
     except Exception as exc:  # a damaged database can fail in many ways
-        where = "topology.geoip.database"
-        problems.append(Problem(config.source, None, where, f"cannot use GeoIP database: {exc}"))
+        where, line = "topology.geoip.database", config.topology.geoip_line
+        problems.append(Problem(config.source, line, where, f"cannot use GeoIP database: {exc}"))
     if problems or env is None:
         if env is not None:
             close_env(env)
@@ -83,7 +74,7 @@ def resolved_env(config: Config, rng: random.Random) -> PolicyEnv:
 
 def unusable(config: Config, *, allow_no_zones: bool = False) -> list[Problem]:
     """What `gslbd check` and `gslbd serve` find beyond validation: no zones (unless allowed), and
-    everything `resolve` opens (the GeoIP database, the Redis URL) failing."""
+    everything `resolve` opens (the GeoIP database) failing."""
     problems = [] if allow_no_zones else zone_problems(None, config)
     try:
         env = resolved_env(config, random.Random(0))

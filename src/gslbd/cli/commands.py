@@ -7,37 +7,28 @@ import ipaddress
 import sys
 
 from gslbd.app.usable import unusable
-from gslbd.cli.configs import config_path, errors_of, load_or_report
+from gslbd.cli.configs import config_path, errors_of, load_or_report, plural, problem_report
 from gslbd.config import check_config
-from gslbd.errors import Problem
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def run_check(path: str, allow_no_zones: bool = False) -> int:
-    """Print every problem of the config at `path`, errors first, each line starting with `error:` or
-    `warning:`; 1 when there is an error, else 0. Beyond validation: a config without zones is an error
-    (unless `allow_no_zones`), and so is a GeoIP database or Redis URL that cannot be used."""
+    """Print every problem of the config at `path` (`problem_report`: errors first, each line starting
+    with `error:` or `warning:`, then the count); 1 when there is an error, else 0. Beyond validation: a
+    config without zones is an error (unless `allow_no_zones`), and so is a GeoIP database that cannot
+    be used."""
     config, problems = check_config(path)
     if config is not None:
         problems = [*unusable(config, allow_no_zones=allow_no_zones), *problems]
         if any(p.severity == "error" for p in problems):
             config = None
-    errors = errors_of(problems)
-    warnings: list[Problem] = [p for p in problems if p.severity != "error"]
-    for problem in errors + warnings:
-        print(f"{'error' if problem.severity == 'error' else 'warning'}: {problem}")
-    if errors or config is None:
-        summary = _plural(len(errors), "error")
-        if warnings:
-            summary += ", " + _plural(len(warnings), "warning")
-        print(f"{path}: {summary}")
+    if errors_of(problems) or config is None:
+        print("\n".join(problem_report(path, problems)))
         return 1
-    summary = f"{_plural(len(config.zones), 'zone')}, {_plural(len(config.services), 'service')}"
-    if warnings:
-        summary += ", " + _plural(len(warnings), "warning")
+    for problem in problems:
+        print(f"warning: {problem}")
+    summary = f"{plural(len(config.zones), 'zone')}, {plural(len(config.services), 'service')}"
+    if problems:
+        summary += ", " + plural(len(problems), "warning")
     print(f"{path}: ok ({summary})")
     return 0
 
@@ -48,7 +39,8 @@ def _absolute(name: str) -> str:
 
 
 def run_explain(path: str | None, name: str, rtype: str, client: str, ecs: str | None) -> int:
-    """Print why `client` gets what it gets for (name, rtype)."""
+    """Print which config was read (the bundled example without `path`), then why `client` gets what it
+    gets for (name, rtype) under it."""
     from gslbd.app import App
     from gslbd.explain import explain
 
@@ -68,5 +60,9 @@ def run_explain(path: str | None, name: str, rtype: str, client: str, ecs: str |
     if config is None:
         return 1
     app = App(config)
+    source = f"config: {real}"
+    if path is None:
+        source += " (the bundled example; --config FILE explains another; a running server is not asked)"
+    print(source)
     print(explain(config, app.view, app.env, _absolute(name), rtype.upper(), client, ecs).rstrip("\n"))
     return 0

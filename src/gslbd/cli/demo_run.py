@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import secrets
 import sys
@@ -49,7 +50,45 @@ def render(template: str, dns_port: int, api_port: int, ports: Sequence[int], to
 
 
 async def demo(dns_port: int, api_port: int, level: int) -> int:
-    """Run the demo until a stop signal; the exit code."""
+    """Run the demo until a stop signal; the exit code. A second demo (one state directory, so one
+    served config) stops before it touches anything of the running one."""
+    directory = default_state_dir() / "demo"
+    with _demo_lock(directory) as held:
+        if held is not None:
+            print(held, file=sys.stderr)
+            return 1
+        return await _run(directory, dns_port, api_port, level)
+
+
+@contextlib.contextmanager
+def _demo_lock(directory: Path) -> Iterator[str | None]:
+    """Hold `demo.lock` in the demo's directory (an exclusive flock, gone with the process) for the
+    demo's life: None, or the message to stop with when it cannot be had (another demo holds it)."""
+    lock = directory / "demo.lock"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        yield f"gslbd demo: cannot write {lock}: {exc.strerror or exc}"
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            yield (
+                f"gslbd demo: another gslbd demo is running (pid {other}, it holds {lock}); stop it first "
+                "(Ctrl-C in its terminal, or kill it); its config and state are left as they are"
+            )
+            return
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield None
+    finally:
+        os.close(fd)
+
+
+async def _run(directory: Path, dns_port: int, api_port: int, level: int) -> int:
     backends = [Backend(site, key) for site, key, _, _ in SITES]
     watcher: asyncio.Task[None] | None = None
     try:
@@ -59,7 +98,7 @@ async def demo(dns_port: int, api_port: int, level: int) -> int:
         except OSError as exc:
             print(f"gslbd demo: cannot start the local backends: {exc}", file=sys.stderr)
             return 1
-        config = _write_config(dns_port, api_port, [b.port for b in backends])
+        config = _write_config(directory, dns_port, api_port, [b.port for b in backends])
         if config is None:
             return 1
         app = App(config, worker_log_level=level)
@@ -75,12 +114,10 @@ async def demo(dns_port: int, api_port: int, level: int) -> int:
             await backend.stop()
 
 
-def _write_config(dns_port: int, api_port: int, ports: list[int]) -> Config | None:
+def _write_config(directory: Path, dns_port: int, api_port: int, ports: list[int]) -> Config | None:
     template = (resources.files("gslbd") / "examples" / "demo.yaml").read_text(encoding="utf-8")
-    directory = default_state_dir() / "demo"
     path = directory / "demo.yaml"
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         text = render(template, dns_port, api_port, ports, secrets.token_urlsafe(12))
         _write_private(path, text)
     except OSError as exc:
@@ -128,6 +165,9 @@ def _intro(app: App, dns_port: int, backends: Sequence[Backend]) -> str:
         f"  curl -X POST {first.url}/toggle          # eu's backend fails; again to recover",
         f"  {gslbd} admin set app.gslb.example.com 192.0.2.10 down --api {api} --token {token}",
         "  (obey instead of down lets the checks decide again)",
+        "when every backend of a name fails, its answer stays: all_down: serve_all (the default) answers",
+        "  every endpoint rather than none (a service's all_down: servfail, nxdomain, nodata or fallback",
+        "  changes that)",
         "Ctrl-C stops.",
         "",
         "answers (a line whenever one changes):",

@@ -5,7 +5,8 @@
 Prints the base name of the files written (`DIR/Kgslb.example.com.+013+12345`, with `.key` and
 `.private`), which is what the config lists. Without --zsk the key has the SEP flag (257): a KSK, or a
 combined signing key when it is the zone's only key. Exit 0 on success, 2 on bad arguments (an invalid
-zone name, --dir not a directory) or a file that cannot be written, with `... keygen: error: ...`.
+zone name, --dir something other than a directory) or a file that cannot be written, with
+`... keygen: error: ...`. A --dir that does not exist is created (with its parents), mode 0700.
 """
 
 from __future__ import annotations
@@ -62,7 +63,12 @@ def run_keygen(args: argparse.Namespace) -> int:
         return _fail(f"--zone: {e.message}")
     directory = Path(args.dir)
     if not directory.is_dir():
-        return _fail(f"--dir {args.dir!r} is not a directory")
+        if directory.exists() or directory.is_symlink():
+            return _fail(f"--dir {args.dir!r} is not a directory")
+        try:  # a new key directory: only its owner may list it (it will hold private keys)
+            directory.mkdir(mode=0o700, parents=True)
+        except OSError as e:
+            return _fail(f"cannot create --dir {args.dir!r}: {e.strerror or e}")
     try:
         base = generate_key_pair(origin, ALGORITHM_NAMES[args.algorithm], not args.zsk, directory)
     except OSError as e:

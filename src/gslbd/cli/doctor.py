@@ -24,7 +24,7 @@ import argparse
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import dns.exception
 import dns.flags
@@ -149,21 +149,52 @@ def _resolved(server: Server) -> Server:
     return str(infos[0][4][0]), port
 
 
-def _parent_servers(zone: Zone, parent: Server | None, timeout: float) -> tuple[str, list[Server]] | Result:
-    """The parent zone and the servers to ask it at: --parent-server, else the parent's nameservers."""
+def _parent_servers(
+    zone: Zone,
+    parent: Server | None,
+    timeout: float,
+    system_resolver: Callable[[], dns.resolver.Resolver] = dns.resolver.Resolver,
+) -> tuple[str, list[Server]] | Result:
+    """The parent zone and the servers to ask it at: --parent-server, else the parent's nameservers
+    (found through `system_resolver()`, this machine's /etc/resolv.conf)."""
     if parent is not None:
         return parent_of(zone.origin), [parent]
+    resolver: dns.resolver.Resolver | None = None
     try:
-        resolver = dns.resolver.Resolver()
+        resolver = system_resolver()
         resolver.lifetime = timeout * 2
         found = dns.resolver.zone_for_name(parent_of(zone.origin), resolver=resolver).to_text().lower()
         names = [rd.to_text() for rd in resolver.resolve(found, "NS")]
         servers = [_resolved((name, 53)) for name in names]
     except (dns.exception.DNSException, OSError) as exc:
         hint = "pass --parent-server HOST[:PORT] (a nameserver of the parent zone)"
-        why = f"the nameservers of the parent zone of {zone.origin} were not found: {exc}"
+        why = (
+            f"the nameservers of the parent zone of {zone.origin} were not found: "
+            f"{_lookup_failure(exc, resolver)}"
+        )
         return Result(False, f"delegation of {zone.origin}: {why}", hint)
     return found, servers
+
+
+def _lookup_failure(exc: BaseException, resolver: dns.resolver.Resolver | None) -> str:
+    """Why this machine's resolver could not say, in words (dnspython's own text for some of these is
+    "There is no SOA RR at the DNS root name. This should never happen!")."""
+    used = ", ".join(str(n) for n in resolver.nameservers) if resolver is not None else ""
+    mine = f"this machine's resolver ({used})" if used else "this machine's resolver"
+    if isinstance(exc, dns.resolver.NoResolverConfiguration):
+        return "this machine has no resolver configured (no nameserver in /etc/resolv.conf)"
+    if isinstance(exc, dns.resolver.NoRootSOA):
+        return (
+            f"{mine} answered no SOA record for any name, not even the root's: it is not reachable, or "
+            "not a resolver that reaches the internet"
+        )
+    if isinstance(exc, dns.exception.Timeout):
+        return f"{mine} did not answer in time"
+    if isinstance(exc, dns.resolver.NoNameservers):
+        return f"{mine} failed every query (SERVFAIL or REFUSED)"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"{mine}: {exc}"
 
 
 def _zone_checks(config: Config, zone: Zone, parent: Server | None, timeout: float) -> Iterator[Result]:

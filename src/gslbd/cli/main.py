@@ -120,8 +120,33 @@ def _listen_address(text: str) -> ListenAddress:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+# The exit code when the reader of our output went away (`gslbd status | head`): what a command killed
+# by SIGPIPE reports in a shell (128 + 13), so `set -o pipefail` still sees that the output was cut.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code. Every command stops quietly (no traceback, exit
+    code 141) when its output pipe is closed."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if argv is None:  # this process is the command: nothing it still writes may fail again
+            _discard_output()
+        return EXIT_BROKEN_PIPE
+
+
+def _discard_output() -> None:
+    """Point stdout and stderr at /dev/null, so that the interpreter's flush at exit (of what was left
+    in the buffers for the closed pipe) does not report the broken pipe once more."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser(_wanted(argv))
     args = parser.parse_args(argv)
     if args.command is None:  # bare `gslbd`: what it can do

@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from gslbd import __version__
 from gslbd.app import ApiBindError, App, privilege_problems, unusable
-from gslbd.cli.configs import config_path, load_or_report
+from gslbd.app.startup import server_file_store
+from gslbd.cli.configs import config_path, load_or_report, problem_report
 from gslbd.cli.sdnotify import Notifier
 from gslbd.config.overrides import set_listen
 from gslbd.errors import GslbdError, StateError
@@ -23,7 +24,7 @@ from gslbd.gcpause import keep_long_lived
 from gslbd.model.config import Config, ListenAddress, LogConfig
 from gslbd.server import logsetup
 from gslbd.server.privileges import PrivilegeError, resolve
-from gslbd.state.store import FileStateStore, StateStore, default_state_dir
+from gslbd.state.store import StateStore, default_state_dir
 
 log = logging.getLogger("gslbd.cli.serve")
 
@@ -97,13 +98,13 @@ def run_serve(
     if config is None:
         return 1
     numeric = setup_logging(*effective_logging(config, level, fmt))
+    cannot_run = privilege_problems(config)
+    refused = unusable(config, allow_no_zones=allow_no_zones)
+    if cannot_run or refused:  # the lines `gslbd check` prints, warnings included
+        print("\n".join(problem_report(real, refused + problems, cannot_run)), file=sys.stderr)
+        return 1
     for warning in problems:
         log.warning("%s", warning)
-    refused = privilege_problems(config) + [str(p) for p in unusable(config, allow_no_zones=allow_no_zones)]
-    for line in refused:
-        print(line, file=sys.stderr)
-    if refused:
-        return 1
     if config.run_as is not None:
         try:
             resolve(config.run_as)  # refuse an unknown user before binding anything
@@ -113,7 +114,7 @@ def run_serve(
     store: StateStore | None = None
     if path is None and config.state.file is None:
         # The bundled example keeps its admin states next to the user's other state.
-        store = FileStateStore(default_state_dir() / "example-state.json")
+        store = server_file_store(default_state_dir() / "example-state.json")
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         app = App(config, worker_log_level=numeric, store=store)
         return runner.run(serve_until_stopped(app, path, log_options=(level, fmt)))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from urllib.parse import parse_qsl
 
 from gslbd.config.fields import (
     Invalid,
@@ -26,7 +25,7 @@ from gslbd.config.loader import Node, Scalar, Seq
 from gslbd.config.names import hostport
 from gslbd.config.protect import read_cookies, read_rrl, warn_readable_secret_file
 from gslbd.config.tsig import read_tsig
-from gslbd.config.urls import split_url
+from gslbd.config.urls import parse_redis_url
 from gslbd.model.config import (
     ApiConfig,
     ClusterConfig,
@@ -271,17 +270,17 @@ def read_topology(r: MapReader | None) -> Topology:
             continue
         seen[cidr] = path
         networks.append(NetworkEntry(cidr, site, locality or Locality()))
-    database = None
+    database = line = None
     geoip = r.sub("geoip")
     if geoip is not None:
         geoip.check_keys(("database",))
         text = geoip.req("database", nonempty_string)
         if text is not None:
             file = r.rep.resolve_path(text)
-            database = str(file)
+            database, line = str(file), geoip.line_of("database")
             if not file.is_file():
                 geoip.error("database", f"GeoIP database {database!r} is not a file that exists")
-    return Topology(tuple(networks), database, r.get("use_client_subnet", boolean, True))
+    return Topology(tuple(networks), database, r.get("use_client_subnet", boolean, True), line)
 
 
 def _cidr(node: Node) -> IPNetwork:
@@ -292,49 +291,13 @@ def _cidr(node: Node) -> IPNetwork:
         raise Invalid(f"invalid network {text!r}: {exc}") from None
 
 
-_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel")
-
-
 def _redis_url(node: Node) -> str:
     text = nonempty_string(node).strip()
-    parts = split_url(text)
-    if parts.scheme not in _SCHEMES:
-        raise Invalid(f"unsupported URL scheme {parts.scheme!r} in {text!r}; valid: {' | '.join(_SCHEMES)}")
-    if parts.scheme == "unix":
-        if not parts.path:
-            raise Invalid(f"{text!r}: a unix:// URL needs a socket path")
-        return text
-    if not parts.hostname:
-        raise Invalid(f"{text!r}: missing host")
-    segments = [s for s in parts.path.split("/") if s]
-    if parts.scheme == "redis+sentinel":
-        if not segments:
-            raise Invalid(
-                f"{text!r}: a sentinel URL needs the master name: redis+sentinel://host:26379/mymaster/0"
-            )
-        segments = segments[1:]
-        _sentinel_parts(text, parts.netloc.rpartition("@")[2], parts.query)
-    else:
-        try:
-            _ = parts.port
-        except ValueError:
-            raise Invalid(f"{text!r}: invalid port") from None
-    if len(segments) > 1 or (segments and not segments[0].isdigit()):
-        raise Invalid(f"{text!r}: the path must be a database number, like /0")
+    try:
+        parse_redis_url(text)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
     return text
-
-
-def _sentinel_parts(text: str, hosts: str, query: str) -> None:
-    """Each sentinel is host[:port]; the only option is sentinel_password (see gslbd.cluster.url)."""
-    for host in hosts.split(","):
-        port = host.rpartition("]")[2] if host.startswith("[") else host
-        _, colon, number = port.rpartition(":")
-        unclosed = host.startswith("[") and "]" not in host
-        if not host or unclosed or (colon and not (number.isdigit() and 0 < int(number) < 65536)):
-            raise Invalid(f"{text!r}: invalid sentinel address {host!r}; expected host[:port]")
-    for name, _ in parse_qsl(query):
-        if name != "sentinel_password":
-            raise Invalid(f"{text!r}: unsupported option {name!r}; a sentinel URL takes sentinel_password")
 
 
 def read_cluster(r: MapReader | None) -> ClusterConfig | None:

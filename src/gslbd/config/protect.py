@@ -21,10 +21,10 @@ import binascii
 import ipaddress
 import stat
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
 
 from gslbd.config.fields import Invalid, MapReader, duration, integer, is_null, nonempty_string, string
 from gslbd.config.loader import Entry, Map, Node
+from gslbd.config.urls import parse_redis_url
 from gslbd.errors import Problem
 from gslbd.model.config import Config, CookieConfig, RrlConfig
 
@@ -140,8 +140,11 @@ def inline_secrets(tree: Node | None, config: Config) -> list[tuple[str, int]]:
             found.append((dotted, entry.key_line))
     entry = _entry(tree, "cluster.redis.url")
     if entry is not None and config.cluster is not None:
-        parts = urlsplit(config.cluster.redis.url)
-        if parts.password or "sentinel_password" in dict(parse_qsl(parts.query)):
+        try:
+            target = parse_redis_url(config.cluster.redis.url)
+        except ValueError:  # refused, with its line, by the reader (network._redis_url)
+            return found
+        if target.password or target.sentinel_password:
             found.append(("cluster.redis.url", entry.key_line))
     return found
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -41,3 +41,6 @@ class Topology:
     networks: tuple[NetworkEntry, ...] = ()
     geoip_database: str | None = None
     use_client_subnet: bool = True
+    # The config line of `topology.geoip.database`, for errors found when the database is opened (not
+    # part of what the topology is: moving the line changes nothing).
+    geoip_line: int | None = field(default=None, compare=False)

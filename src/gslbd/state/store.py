@@ -10,11 +10,16 @@ The verdicts are this node's last health verdicts with the time of the result th
 each (`save_verdicts`, written in batches: app/verdicts.py); a restart starts from the recent ones.
 
 An explicit `obey` is stored like `up` and `down`: it overrides the config's `admin:` of the endpoint.
-Errors are `StateError` with a message that names the file.
+Errors are `StateError` with a message that names the file; a write that fails is a `StateWriteError`
+with the file and the errno name (the API answers it 503), logged once until a write succeeds again.
+A write cut short (kill -9, power loss) can leave its temporary file `.<name>.<pid>.<random>.tmp`
+beside the state file: `remove_stale_temps` (called when a server opens its store) removes those of
+writers that no longer run.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -67,6 +72,15 @@ class MemoryStateStore:
         self._admin[key] = state
 
 
+class StateWriteError(StateError):
+    """The state file could not be written: `path` and `errno` (a name like "EACCES") say which and why."""
+
+    def __init__(self, message: str, path: Path, errno_name: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno_name
+
+
 def encode_key(key: EndpointKey) -> str:
     return f"{key[0]}{SEPARATOR}{key[1]}"
 
@@ -88,6 +102,7 @@ class FileStateStore:
         self._admin: dict[EndpointKey, AdminState] | None = None
         self._verdicts: dict[EndpointKey, KeptVerdict] = {}
         self._lock = threading.Lock()
+        self._failing: str | None = None  # the message of the last failed write, until one succeeds
 
     def load_admin(self) -> dict[EndpointKey, AdminState]:
         """Read the file (again). StateError when it exists but cannot be read or is not a state file."""
@@ -131,21 +146,76 @@ class FileStateStore:
         return json.dumps(data, indent=2) + "\n"
 
     def _write(self, text: str) -> None:
-        directory = self.path.parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+            self._replace(text)
         except OSError as exc:
-            raise StateError(f"cannot write state file {self.path}: {_why(exc)}") from exc
+            name = errno.errorcode.get(exc.errno or 0, "EIO")
+            message = f"cannot write state file {self.path}: {_why(exc)} ({name})"
+            if message != self._failing:  # once, not per request: the caller answers every one
+                log.error("%s; admin changes are refused until it can be written", message)
+                self._failing = message
+            raise StateWriteError(message, self.path, name) from exc
+        if self._failing is not None:
+            log.info("state file %s written again", self.path)
+            self._failing = None
+
+    def _replace(self, text: str) -> None:
+        directory = self.path.parent
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f"{self._temp_prefix}{os.getpid()}.", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(text)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
-        except OSError as exc:
+        except BaseException:
             Path(tmp).unlink(missing_ok=True)
-            raise StateError(f"cannot write state file {self.path}: {_why(exc)}") from exc
+            raise
+
+    @property
+    def _temp_prefix(self) -> str:
+        return f".{self.path.name}."
+
+    def remove_stale_temps(self) -> list[Path]:
+        """Remove the temporary files of writes cut short (`.<name>.*.tmp` beside the file) whose writer
+        is not running: its pid is gone, is this process's (a restart in a container, where gslbd is
+        pid 1 every time) or is not in the name. The paths removed; what cannot be removed is logged."""
+        removed: list[Path] = []
+        try:
+            candidates = sorted(self.path.parent.glob(f"{self._temp_prefix}*.tmp"))
+        except OSError:
+            return removed
+        for path in candidates:
+            if _writer_running(path.name[len(self._temp_prefix) :]):
+                continue
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.warning("cannot remove stale temporary state file %s: %s", path, _why(exc))
+                continue
+            removed.append(path)
+        if removed:
+            names = ", ".join(p.name for p in removed)
+            log.info("removed %d stale temporary state file(s) beside %s: %s", len(removed), self.path, names)
+        return removed
+
+
+def _writer_running(rest: str) -> bool:
+    """Whether the process that made a temporary file named `<pid>.<random>.tmp` (after the prefix)
+    still runs (and is not this one)."""
+    pid_text = rest.partition(".")[0]
+    if not pid_text.isdigit() or int(pid_text) in (0, os.getpid()):
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
 
 
 def _why(exc: Exception) -> str:

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 import pytest
 from api_support import APP, TOKEN, FakeControl
 
+from gslbd.api.hardening import LOG_INTERVAL, quiet_http_logger
 from gslbd.api.server import ApiServer
 from gslbd.limits import ConnectionBudget
 from gslbd.metrics import API_BAD_REQUESTS
@@ -106,10 +107,58 @@ def test_oversized_headers_get_400_counted_and_one_log_line_without_traceback(
     with caplog.at_level(logging.DEBUG):
         responses = asyncio.run(run())
     assert all(r.split()[1] == b"400" for r in responses)
+    assert {json.dumps(status_and_json(r)[1]) for r in responses} == {
+        json.dumps({"error": "malformed HTTP request: a header is longer than 8190 bytes"})
+    }
     assert API_BAD_REQUESTS._value.get() - before == 20
     lines = [r for r in caplog.records if r.name == "gslbd.api.http"]
     assert len(lines) == 1 and lines[0].exc_info is None and lines[0].levelname == "WARNING"
     assert "malformed HTTP request" in lines[0].getMessage()
+
+
+@pytest.mark.parametrize("path", ["/api/v1/services/", "/healthz?q="])
+def test_a_url_over_8190_bytes_is_a_414_json_error_that_does_not_echo_it(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def run() -> bytes:
+        async with api() as server:
+            head = f"GET {path}{'x' * 8200} HTTP/1.1\r\nHost: x\r\n"
+            return await asyncio.to_thread(raw_request, server.port, head)
+
+    for (
+        once_a_minute
+    ) in quiet_http_logger().filters:  # a line logged by an earlier test must not hide this one
+        once_a_minute._logged_at = -LOG_INTERVAL
+    with caplog.at_level(logging.DEBUG):
+        response = asyncio.run(run())
+    assert b"content-type: application/json" in response.lower()
+    assert status_and_json(response) == (
+        414,
+        {"error": "the request line is longer than 8190 bytes; use a shorter URL"},
+    )
+    assert b"xxxx" not in response
+    lines = [r for r in caplog.records if r.name == "gslbd.api.http"]
+    assert [(r.levelname, r.exc_info) for r in lines] == [("WARNING", None)]
+    assert lines[0].getMessage().startswith("answered 414 to a malformed HTTP request from 127.0.0.1")
+
+
+def test_a_request_that_is_not_http_gets_a_json_400_without_echo() -> None:
+    async def run() -> bytes:
+        async with api() as server:
+
+            def client() -> bytes:
+                with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+                    s.sendall(b"SECRETSTUFF\x01 / HTTP/1.1\r\n\r\n")
+                    data = b""
+                    while chunk := s.recv(65536):
+                        data += chunk
+                    return data
+
+            return await asyncio.to_thread(client)
+
+    response = asyncio.run(run())
+    assert status_and_json(response) == (400, {"error": "malformed HTTP request: not an HTTP method"})
+    assert b"SECRET" not in response
 
 
 def test_an_idle_keep_alive_connection_is_closed() -> None:
@@ -149,3 +198,33 @@ def test_connections_beyond_the_budget_close_the_least_recently_active() -> None
     assert closed == [b"", b"", b""]  # the three oldest made room for the two newer and the request
     assert fresh.startswith(b"HTTP/1.1 200") and fresh.endswith(b"ok\n")
     assert budget.evictions == 3
+
+
+def test_a_bug_in_a_handler_is_a_500_json_error_whose_traceback_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    control = FakeControl()
+
+    async def broken() -> list[str]:
+        raise RuntimeError("a bug")
+
+    control.reload = broken  # type: ignore[method-assign]
+
+    async def run() -> bytes:
+        server = ApiServer(control, ListenAddress("127.0.0.1", 0), TOKEN)
+        await server.start()
+        try:
+            head = f"POST /api/v1/reload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            return await asyncio.to_thread(raw_request, server.port, head)
+        finally:
+            await server.stop()
+
+    with caplog.at_level(logging.ERROR):
+        response = asyncio.run(run())
+    assert status_and_json(response) == (
+        500,
+        {"error": "internal error (RuntimeError); the server log has the details"},
+    )
+    assert [(r.getMessage(), r.exc_info is not None) for r in caplog.records] == [
+        ("POST /api/v1/reload failed", True)
+    ]

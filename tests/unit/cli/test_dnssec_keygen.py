@@ -63,6 +63,19 @@ def test_a_ksk_and_a_zsk_it_writes_load_as_the_zones_keys(
 
 
 @pytest.mark.usefixtures("open_umask")
+def test_a_missing_key_directory_is_created_for_its_owner_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gslbd dnssec keygen --dir keys` as the docs write it, in a directory without `keys` yet."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = keygen(capsys, "--zone", ORIGIN, "--dir", "keys")
+    assert (code, err) == (0, "")
+    assert Path(out.strip()).parent == Path("keys")
+    assert stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
+    assert sorted(p.suffix for p in (tmp_path / "keys").iterdir()) == [".key", ".private"]
+
+
+@pytest.mark.usefixtures("open_umask")
 def test_the_private_file_is_readable_by_its_owner_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -86,7 +99,7 @@ def unwritable(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--zone", ORIGIN, "--dir", "{tmp}/missing"], "--dir '{tmp}/missing' is not a directory"),
+        (["--zone", ORIGIN, "--dir", "{unwritable}/keys"], "cannot create --dir '{unwritable}/keys'"),
         (["--zone", ORIGIN, "--dir", "{tmp}/a-file"], "--dir '{tmp}/a-file' is not a directory"),
         (["--zone", ORIGIN, "--dir", "{unwritable}"], "cannot write {unwritable}/K"),
         (
@@ -107,7 +120,7 @@ def unwritable(tmp_path: Path) -> Path:
         (["--zone", ORIGIN], "the following arguments are required: --dir"),
     ],
     ids=[
-        "no-dir",
+        "dir-not-creatable",
         "dir-is-a-file",
         "dir-not-writable",
         "empty-label",

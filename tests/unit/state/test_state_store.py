@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from gslbd.errors import StateError
-from gslbd.state.store import FileStateStore, MemoryStateStore, default_state_dir
+from gslbd.state.store import FileStateStore, MemoryStateStore, StateWriteError, default_state_dir
 from gslbd.types import AdminState
 
 A = ("app.gslb.example.com.", "192.0.2.1")
@@ -61,6 +65,61 @@ def test_a_state_file_that_cannot_be_written_is_an_error(tmp_path: Path) -> None
     store = FileStateStore(blocker / "state.json")
     with pytest.raises(StateError, match=r"cannot (read|write) state file .*file/state.json"):
         store.save_admin(A, AdminState.DOWN)
+
+
+def test_a_full_disk_refuses_each_write_naming_file_and_errno_logged_once_until_a_write_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.json"
+    store = FileStateStore(path)
+    store.save_admin(A, AdminState.DOWN)
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    caplog.set_level(logging.INFO, "gslbd.state.store")
+    for _ in range(3):
+        with pytest.raises(StateWriteError) as refused:
+            store.save_admin(B, AdminState.UP)
+        assert (refused.value.path, refused.value.errno) == (path, "ENOSPC")
+        assert str(refused.value) == f"cannot write state file {path}: No space left on device (ENOSPC)"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot write state file {path}: No space left on device (ENOSPC); admin changes are refused "
+        "until it can be written"
+    ]
+    assert sorted(os.listdir(tmp_path)) == ["state.json"]  # the temporary file went with the failure
+    assert FileStateStore(path).load_admin() == {A: AdminState.DOWN}  # the kept state is untouched
+    monkeypatch.undo()
+    store.save_admin(B, AdminState.UP)
+    assert caplog.records[-1].getMessage() == f"state file {path} written again"
+    assert FileStateStore(path).load_admin() == {A: AdminState.DOWN, B: AdminState.UP}
+
+
+def test_stale_temporary_files_of_writers_that_no_longer_run_are_removed(tmp_path: Path) -> None:
+    """kill -9 during a write leaves `.state.json.<pid>.<random>.tmp` (maybe empty); a running writer's
+    (another live process) is left alone."""
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True
+    )
+    dead_pid = int(gone.stdout)
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) as live:
+        stale = [
+            tmp_path / f".state.json.{dead_pid}.k2j3.tmp",
+            tmp_path / f".state.json.{os.getpid()}.a1b2.tmp",  # this pid: a restart as pid 1 in a container
+            tmp_path / ".state.json.x8y9z0.tmp",  # no pid in the name (an older gslbd)
+        ]
+        stale[0].write_text('{"admin": {')
+        for path in stale[1:]:
+            path.write_text("")
+        writing = tmp_path / f".state.json.{live.pid}.q7w8.tmp"
+        writing.write_text("")
+        other = tmp_path / ".other.json.x8y9z0.tmp"
+        other.write_text("")
+        store = FileStateStore(tmp_path / "state.json")
+        assert sorted(store.remove_stale_temps()) == sorted(stale)
+        live.kill()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([writing.name, other.name])
 
 
 def test_default_state_dir_follows_xdg_state_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
