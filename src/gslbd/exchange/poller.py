@@ -6,9 +6,11 @@ over pipelined TCP (pername.py). Only a complete poll replaces the peer's view (
 poll in which some question got no answer at all is a failure (`PeerBook.failure`) and the last view is
 kept (until stale_after). A dead peer costs one attempt per nameserver, not thousands of timeouts.
 
-A per-name poll has a deadline (`deadline`): the interval (at least two query timeouts) plus four of the
+A per-name poll has a deadline (`deadline`): two intervals (at least two query timeouts) plus four of the
 peer's measured round trips (connect, heartbeat, the first and the last reply of the pipeline). A poll
-that misses it fails like any other and counts as one error of the peer (metric and `gslbd status`).
+longer than an interval delays the next one, so the view is never much older than two intervals; one
+that misses the deadline fails like any other and counts as one error of the peer (metric and `gslbd
+status`). A peer that stops answering fails sooner: after `peers.timeout` without a reply.
 
 `poke(peer)` (a NOTIFY from that peer) starts a poll at once; pokes during a poll cause one more poll
 right after it. Polls of one peer never overlap, and the next regular poll is `interval` after the
@@ -48,13 +50,15 @@ log = logging.getLogger(__name__)
 
 TRANSFER_TIMEOUT = 30.0  # seconds for one IXFR/AXFR of a peer's exchange zone
 REPROBE_POLLS = 12  # a peer without an exchange zone is asked for it again every this many polls
-DEADLINE_RTTS = 4  # round trips a per-name poll is given on top of the interval
+DEADLINE_INTERVALS = 2  # a per-name poll may take this many intervals...
+DEADLINE_RTTS = 4  # ...plus this many round trips of the peer
 
 
 def deadline(interval: float, timeout: float, rtt: float | None) -> float:
-    """Seconds a per-name poll may take: max(interval, 2 x timeout) plus DEADLINE_RTTS round trips of
-    the peer (FIRST_RTT before one is measured)."""
-    return max(interval, 2 * timeout) + DEADLINE_RTTS * (FIRST_RTT if rtt is None else rtt)
+    """Seconds a per-name poll may take: max(2 x interval, 2 x timeout) plus DEADLINE_RTTS round trips
+    of the peer (FIRST_RTT before one is measured)."""
+    base = max(DEADLINE_INTERVALS * interval, 2 * timeout)
+    return base + DEADLINE_RTTS * (FIRST_RTT if rtt is None else rtt)
 
 
 class _Poll(Tally):

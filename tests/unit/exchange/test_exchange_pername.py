@@ -209,8 +209,11 @@ def test_the_window_is_the_bandwidth_delay_product_of_a_quarter_interval() -> No
     assert window_for(2000, 0.24, 0.5) == 960  # 2,000 questions across 240 ms in half a second
     assert window_for(2000, 0.0002, 1.25) == MIN_WINDOW  # a peer next door gets few at a time
     assert window_for(200_000, 0.24, 1.25) == MAX_WINDOW
-    assert deadline(5.0, 1.0, 0.24) == pytest.approx(5.96)  # the interval plus four round trips
-    assert deadline(1.0, 1.0, None) == pytest.approx(2.4)  # two timeouts, and 100 ms assumed per trip
+    assert deadline(5.0, 1.0, 0.24) == pytest.approx(10.96)  # two intervals plus four round trips
+    assert deadline(1.0, 0.9, None) == pytest.approx(
+        2.4
+    )  # and 100 ms assumed per trip before one is measured
+    assert deadline(1.0, 0.3, 0.002) == pytest.approx(2.008)
 
 
 @pytest.mark.parametrize(("rcode", "why"), [(4, "answered NOTIMP"), (5, "answered REFUSED"), (0, "")])
