@@ -17,6 +17,7 @@ import dns.rrset
 import pytest
 from exchange_support import SERVICES, config
 
+from gslbd.app.core import App
 from gslbd.clock import FakeClock
 from gslbd.exchange.notify import _check_reply
 from gslbd.exchange.pername import Pipes, PollFailed, Tally, build_questions, poll_names
@@ -237,3 +238,9 @@ def test_a_starting_site_answers_a_peers_notify_as_a_running_one_does() -> None:
     # on the loop before polling starts, a peer's NOTIFY is accepted too: its first poll is about to come
     assert exchange.poller.poke("us")
     assert not exchange.poller.poke("nobody")
+
+
+def test_an_app_that_has_not_started_polling_answers_a_peers_notify_by_the_same_rule() -> None:
+    app = App(peer_config(5300), FakeClock(), random.Random(6))  # not started: no loop, no polls yet
+    assert app._notify_hook("gslb.test.", 0x7F000001, False)  # from the peer's nameserver: NOERROR
+    assert not app._notify_hook("gslb.test.", 0x7F000063, False)  # from anyone else: REFUSED
