@@ -30,7 +30,7 @@ from gslbd.exchange.wireformat import BadReply, Question, Reply, with_id
 from gslbd.model.config import ListenAddress
 from gslbd.model.tsig import TsigKey
 
-MIN_WINDOW = 32  # questions in flight on one connection, at least...
+MIN_WINDOW = 128  # questions in flight on one connection, at least (a few kB)...
 MAX_WINDOW = 4096  # ...and at most (a sixteenth of the ID space)
 Outcome = Reply | str  # a reply, or why the question got none
 
