@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gslbd.answer.exchange_names import heartbeat_name, localtargets_name
@@ -148,10 +148,11 @@ async def poll_names(
     timeout: float,
     interval: float,
     key: TsigKey | None = None,
-    local: str | None = None,
+    source: Callable[[str], str | None] = lambda host: None,
 ) -> PeerAnswer:
-    """One per-name poll of `site` (failed queries noted in `tally`). PollFailed when some question
-    got no usable answer at any nameserver."""
+    """One per-name poll of `site` (failed queries noted in `tally`; `source(host)`: the address to
+    connect from to reach `host`, None for any). PollFailed when some question got no usable answer at
+    any nameserver."""
     servers = site.nameservers
     count = len(servers)
     start = pipes.first(site.name) % count
@@ -164,7 +165,7 @@ async def poll_names(
         index = (start + attempt) % count
         server = servers[index]
         try:
-            pipe = await pipes.get(site.name, server, timeout, local)
+            pipe = await pipes.get(site.name, server, timeout, source(server.host))
         except TimeoutError:
             tally._fail_name(server, "TCP", f"cannot connect within {timeout:g}s")
             continue

@@ -256,7 +256,7 @@ class Poller:
         PEER_CHANNEL_POLLS.labels(peer=site.name, kind="per_name").inc()
         tally = Tally()
         limit = deadline(interval, timeout, self._pipes.rtt(site.name))
-        local = source_host(self.config, site.nameservers[0].host)
+        config = self.config
         try:
             async with asyncio.timeout(limit):
                 answer = await poll_names(
@@ -267,7 +267,7 @@ class Poller:
                     timeout=timeout,
                     interval=interval,
                     key=key,
-                    local=local,
+                    source=lambda host: source_host(config, host),
                 )
         except PollFailed as exc:
             return self.book.failure(site.name, str(exc), tally.errors)

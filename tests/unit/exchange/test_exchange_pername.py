@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -103,8 +104,8 @@ class FakePeers:
 
 
 @asynccontextmanager
-async def fake_peer(peer: FakePeers) -> AsyncIterator[int]:
-    server = await asyncio.get_running_loop().create_server(lambda: FakePeer(peer), "127.0.0.1", 0)
+async def fake_peer(peer: FakePeers, host: str = "127.0.0.1") -> AsyncIterator[int]:
+    server = await asyncio.get_running_loop().create_server(lambda: FakePeer(peer), host, 0)
     try:
         yield server.sockets[0].getsockname()[1]
     finally:
@@ -155,6 +156,40 @@ def test_replies_in_another_order_are_matched_to_their_questions_by_id() -> None
             return dict(answer.targets)
 
     assert asyncio.run(run()) == {"app.gslb.test.": (address("app"),), "web.gslb.test.": (address("web"),)}
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback")
+def test_each_nameserver_is_reached_from_this_sites_address_of_its_own_family() -> None:
+    async def run() -> tuple[str, int]:
+        with socket.socket() as closed:  # a port where nothing listens: the first nameserver refuses
+            closed.bind(("127.0.0.1", 0))
+            dead = closed.getsockname()[1]
+        async with fake_peer(FakePeers(), "::1") as port:
+            peers = (
+                "  interval: 5s\n  stale_after: 30s\n  timeout: 1s\n  transfer: false\n  sites:\n"
+                f'    - {{name: us, nameservers: ["127.0.0.1:{dead}", "[::1]:{port}"]}}\n'
+            )
+            cfg = config(peers=peers)  # listens on 127.0.0.1: IPv4 is sent from there, IPv6 from any
+            poller = Poller(cfg, FakeClock(), random.Random(7), lambda: None)
+            site = cfg.peers.sites[0] if cfg.peers is not None else PeerSite("us")
+            await poller._poll_names(site, 1.0, 5.0, None)
+            await poller.stop()
+            state = poller.book.state("us")
+            assert state is not None
+            return state.nameserver, state.errors
+
+    nameserver, errors = asyncio.run(run())
+    assert nameserver.startswith("[::1]:")
+    assert errors == 1  # the refused connection to the first nameserver
 
 
 def test_a_peer_that_stops_answering_fails_the_poll_after_the_timeout_counting_each_question() -> None:
