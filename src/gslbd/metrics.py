@@ -196,7 +196,8 @@ PEER_LAST_ANSWER_AGE = Gauge(
 )
 PEER_QUERY_ERRORS = Counter(
     "gslbd_exchange_peer_query_errors_total",
-    "Queries to a peer site's nameservers that failed (timeout, network error, error rcode, bad reply).",
+    "Queries to a peer site's nameservers that failed (timeout, network error, error rcode, bad reply), "
+    "and polls that missed their deadline.",
     ["peer"],
     registry=REGISTRY,
 )
@@ -209,6 +210,12 @@ PEER_ENDPOINTS = Gauge(
 PEER_STALE = Gauge(
     "gslbd_exchange_peer_stale",
     "1 while a peer site is stale (no answer or heartbeat within stale_after: its endpoints do not count).",
+    ["peer"],
+    registry=REGISTRY,
+)
+PEER_RTT = Gauge(
+    "gslbd_exchange_peer_rtt_seconds",
+    "Smoothed round trip to a peer site's nameserver, measured by the heartbeat query of per-name polls.",
     ["peer"],
     registry=REGISTRY,
 )

@@ -246,6 +246,9 @@ class App:
             # found none would poll it name by name until it looks again.
             self.exchange.prepare(self._generation.publication, self._generation.config)
             self.responder.on_exchange = self.exchange.hook()
+            # NOTIFY is answered by the one rule from the first answer (a peer's first poll comes when
+            # the exchange starts below), never NOTIMP while the rest starts
+            self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
             await self._front.bind(self._generation)
             # DNS answers from here on; the API (and aiohttp, imported for it only now: a start at
             # 100,000 services answers that much sooner) follows, unless a start-up sync needed it.
@@ -494,8 +497,8 @@ class App:
         """A NOTIFY reached the responder. UDP is answered on a thread of its own (server/udp.py), so
         the verdict is read there and the re-poll is handed to the event loop."""
         loop = self._loop
-        if loop is None:
-            return False
+        if loop is None:  # still starting: every peer's first poll is yet to come
+            return self.exchange.notify_early(zone, ip, v6)
         loop.call_soon_threadsafe(self.exchange.notify_received, zone, ip, v6)
         return self.exchange.notify_accepted(zone, ip, v6)
 

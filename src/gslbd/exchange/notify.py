@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 
 from gslbd.exchange.transport import UdpChannel, sign, signature_problem
-from gslbd.exchange.wireformat import NOTIFY_OPCODE, notify_message
+from gslbd.exchange.wireformat import NOTIFY_OPCODE, notify_message, rcode_text
 from gslbd.exchange.xfrwire import notify_with_serial
 from gslbd.exchange.zone import exchange_apex
 from gslbd.metrics import NOTIFY_SENT
@@ -183,4 +183,4 @@ def _check_reply(reply: bytes) -> str:
     if len(reply) < 12 or not reply[2] & 0x80 or (reply[2] >> 3) & 0xF != NOTIFY_OPCODE:
         return "the reply is not a NOTIFY response"
     rcode = reply[3] & 0xF
-    return "" if rcode == 0 else f"refused with rcode {rcode}"
+    return "" if rcode == 0 else f"answered {rcode_text(rcode)}"

@@ -1,15 +1,16 @@
 """Polling the peer sites: every `peers.interval`, each peer concurrently, over DNS.
 
-One task per peer. A poll first asks the peer's heartbeat (`heartbeat-<peer>.<origin>` TXT) of the first
-zone, trying the peer's nameservers in order; the first that answers serves the rest of the poll: A and
-AAAA of every service's `localtargets-<label>.<origin>`, at most MAX_IN_FLIGHT queries in flight per
-peer. A query that fails (timeout `peers.timeout`, network error, an rcode other than NOERROR/NXDOMAIN,
-a reply that does not match) is retried at the peer's next nameserver (at least two attempts in all);
-a truncated reply is asked again over TCP. NXDOMAIN means the peer has no endpoints for that service.
+One task per peer. A gslbd peer is polled over its exchange zones (one SOA query per zone, a transfer
+when the serial moved: `_poll_channel`); a peer without them (k8gb, `peers.transfer: false`) name by name
+over pipelined TCP (pername.py). Only a complete poll replaces the peer's view (`PeerBook.answer`); a
+poll in which some question got no answer at all is a failure (`PeerBook.failure`) and the last view is
+kept (until stale_after). A dead peer costs one attempt per nameserver, not thousands of timeouts.
 
-Only a complete poll replaces the peer's view (`PeerBook.answer`); a poll in which some question got no
-answer at all is a failure (`PeerBook.failure`) and the last view is kept (until stale_after). A dead
-peer costs one heartbeat per nameserver per attempt, not thousands of timeouts.
+A per-name poll has a deadline (`deadline`): two intervals (at least two query timeouts) plus four of the
+peer's measured round trips (connect, heartbeat, the first and the last reply of the pipeline). A poll
+longer than an interval delays the next one, so the view is never much older than two intervals; one
+that misses the deadline fails like any other and counts as one error of the peer (metric and `gslbd
+status`). A peer that stops answering fails sooner: after `peers.timeout` without a reply.
 
 `poke(peer)` (a NOTIFY from that peer) starts a poll at once; pokes during a poll cause one more poll
 right after it. Polls of one peer never overlap, and the next regular poll is `interval` after the
@@ -22,16 +23,15 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from gslbd.answer.exchange_names import heartbeat_name, localtargets_name
+from gslbd.answer.exchange_names import heartbeat_name
 from gslbd.clock import Clock
 from gslbd.exchange.notify import source_host
 from gslbd.exchange.peerbook import PeerBook
 from gslbd.exchange.peerstate import PeerAnswer
-from gslbd.exchange.transport import UdpChannel, ask_tcp, sign
-from gslbd.exchange.wireformat import AAAA, TXT, A, BadReply, Question, Reply, question
+from gslbd.exchange.pername import FIRST_RTT, Pipes, PollFailed, Tally, build_questions, poll_names
+from gslbd.exchange.transport import UdpChannel, sign
 from gslbd.exchange.xfrclient import (
     NoChannel,
     TransferFailed,
@@ -43,64 +43,26 @@ from gslbd.exchange.xfrclient import (
 from gslbd.exchange.xfrwire import soa_query
 from gslbd.exchange.zone import exchange_apex
 from gslbd.metrics import PEER_CHANNEL_POLLS
-from gslbd.model.config import Config, ListenAddress, PeerSite
+from gslbd.model.config import Config, PeerSite
 from gslbd.model.tsig import TsigKey
 
 log = logging.getLogger(__name__)
 
-MAX_IN_FLIGHT = 100  # queries in flight to one peer
 TRANSFER_TIMEOUT = 30.0  # seconds for one IXFR/AXFR of a peer's exchange zone
 REPROBE_POLLS = 12  # a peer without an exchange zone is asked for it again every this many polls
-NOERROR, NXDOMAIN = 0, 3
+DEADLINE_INTERVALS = 2  # a per-name poll may take this many intervals...
+DEADLINE_RTTS = 4  # ...plus this many round trips of the peer
 
 
-class PollFailed(Exception):
-    """A question of a poll got no usable answer from any of the peer's nameservers."""
+def deadline(interval: float, timeout: float, rtt: float | None) -> float:
+    """Seconds a per-name poll may take: max(2 x interval, 2 x timeout) plus DEADLINE_RTTS round trips
+    of the peer (FIRST_RTT before one is measured)."""
+    base = max(DEADLINE_INTERVALS * interval, 2 * timeout)
+    return base + DEADLINE_RTTS * (FIRST_RTT if rtt is None else rtt)
 
 
-@dataclass(frozen=True, slots=True)
-class Questions:
-    """What every poll asks, built once per configuration. `heartbeats` holds one question per peer."""
-
-    targets: tuple[tuple[str, Question], ...]  # (service fqdn, question) for A and AAAA
-    heartbeat_zone: str | None
-    zones: tuple[str, ...] = ()  # the zones of the services: one exchange zone each per peer
-
-    def heartbeat(self, peer: str) -> Question | None:
-        if self.heartbeat_zone is None:
-            return None
-        return question(heartbeat_name(peer, self.heartbeat_zone), TXT)
-
-
-def build_questions(config: Config, before: Questions | None = None) -> Questions:
-    """The questions of `config`'s polls (none without peers); those of `before` are reused for the
-    names they already ask, so a reload that changes a few services builds a few questions."""
-    targets: list[tuple[str, Question]] = []
-    if config.peers is None or not config.peers.sites:  # nothing is polled
-        origins = tuple(z.origin for z in config.zones)
-        return Questions((), origins[0] if origins else None, origins)
-    known = {q.name: q for _, q in before.targets if q.rdtype == A} if before is not None else {}
-    known_aaaa = {q.name: q for _, q in before.targets if q.rdtype == AAAA} if before is not None else {}
-    for service in config.services:
-        name = localtargets_name(service)
-        targets.append((service.name, known.get(name) or question(name, A)))
-        targets.append((service.name, known_aaaa.get(name) or question(name, AAAA)))
-    zones = [s.zone for s in config.services] or [z.origin for z in config.zones]
-    return Questions(tuple(targets), zones[0] if zones else None, tuple(dict.fromkeys(zones)))
-
-
-def parse_heartbeat(reply: Reply) -> float | None:
-    """The heartbeat's Unix seconds; None when the peer has none (NXDOMAIN, NODATA, not a number)."""
-    for text in reply.data:
-        try:
-            return float(text.strip())
-        except ValueError:
-            continue
-    return None
-
-
-class _Poll:
-    """One poll of one peer: state shared by its query workers."""
+class _Poll(Tally):
+    """One poll of one peer over its exchange zones: the UDP channels its SOA queries go through."""
 
     def __init__(
         self,
@@ -110,39 +72,13 @@ class _Poll:
         rng: random.Random,
         key: TsigKey | None = None,
     ) -> None:
+        super().__init__()
         self.peer = peer
         self.channels = channels
         self.timeout = timeout
         self.rng = rng
         self.key = key  # peers.tsig: every question signed, every reply verified
-        self.errors = 0
-        self.last_error = ""
-        self.first = 0  # index of the nameserver that answered the heartbeat
-
-    async def ask(self, q: Question, *, pin: bool = False) -> Reply:
-        """The reply to `q` from the first nameserver that gives a usable one, starting with the one
-        that answered first (`pin`: this answer chooses it). PollFailed otherwise."""
-        count = len(self.channels)
-        start = 0 if pin else self.first
-        for attempt in range(max(2, count)):
-            index = (start + attempt) % count
-            channel = self.channels[index]
-            try:
-                reply = await channel.ask(q, self.timeout, self.key)
-                if reply.truncated:
-                    reply = await ask_tcp(channel.server, q, self.timeout, self.rng, self.key)
-            except TimeoutError:
-                self._fail(channel.server, q, f"timeout after {self.timeout:g}s")
-                continue
-            except (OSError, BadReply) as exc:
-                self._fail(channel.server, q, str(exc) or type(exc).__name__)
-                continue
-            if reply.rcode in (NOERROR, NXDOMAIN):
-                if pin:
-                    self.first = index
-                return reply
-            self._fail(channel.server, q, f"rcode {reply.rcode}")
-        raise PollFailed(self.last_error)
+        self.first = 0  # index of the nameserver that answered the SOA
 
     async def ask_soa(self, apex: str, beat_owner: str) -> tuple[int, float | None]:
         """(serial, heartbeat) of the peer's exchange zone `apex`, from the first nameserver that
@@ -167,13 +103,6 @@ class _Poll:
             return found
         raise PollFailed(self.last_error)
 
-    def _fail(self, server: ListenAddress, q: Question, why: str) -> None:
-        self._fail_name(server, q.name, why)
-
-    def _fail_name(self, server: ListenAddress, name: str, why: str) -> None:
-        self.errors += 1
-        self.last_error = f"{name} from {server}: {why}"
-
 
 class Poller:
     """Polls every peer site of the configuration and keeps a `PeerBook` up to date. `on_change` is
@@ -196,6 +125,7 @@ class Poller:
         self._carried: dict[tuple[str, str], int] = {}  # (peer, origin) -> serial its NOTIFY carried
         self._per_name: dict[str, int] = {}  # peer -> polls left before its exchange zone is asked again
         self.mode: dict[str, str] = {}  # peer -> "channel" or "per-name": how its last poll went
+        self._pipes = Pipes(rng)  # the TCP connections of per-name polls, kept from poll to poll
 
     @property
     def config(self) -> Config:
@@ -214,6 +144,7 @@ class Poller:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        self._pipes.close()
 
     def update(self, config: Config) -> bool:
         """Follow a reloaded configuration (peers, their nameservers, services, timings). True when
@@ -230,10 +161,12 @@ class Poller:
         self._carried[(peer, origin)] = serial
 
     def poke(self, peer: str) -> bool:
-        """Poll `peer` now (a NOTIFY came from it). False when it is not a configured peer."""
+        """Poll `peer` now (a NOTIFY came from it). False when it is not a configured peer. Before
+        `start` nothing is needed: every peer's first poll begins when polling starts."""
         wake = self._wake.get(peer)
         if wake is None:
-            return False
+            peers = self.config.peers
+            return not self._running and peers is not None and any(p.name == peer for p in peers.sites)
         wake.set()
         return True
 
@@ -244,6 +177,7 @@ class Poller:
             if wanted.get(name) != self._sites.get(name):
                 self._tasks.pop(name).cancel()
                 self._wake.pop(name, None)
+                self._pipes.close(name)  # its nameservers changed, or it is gone
         for name in set(self._copies) - set(wanted):
             del self._copies[name]
             self._targets.pop(name, None)
@@ -276,32 +210,27 @@ class Poller:
         peers = self.config.peers
         if peers is None:
             return
+        if peers.transfer and self._per_name.get(site.name, 0) <= 0:
+            changed = await self._poll_over_channel(site, peers.timeout, peers.interval, peers.tsig)
+        else:
+            changed = None
+        if changed is None:
+            changed = await self._poll_names(site, peers.timeout, peers.interval, peers.tsig)
+        if changed:
+            self._on_change()
+
+    async def _poll_over_channel(
+        self, site: PeerSite, timeout: float, interval: float, key: TsigKey | None
+    ) -> bool | None:
+        """A poll over the peer's exchange zones; None when it offers none (poll it name by name)."""
         channels: list[UdpChannel] = []
         try:
             for server in site.nameservers:
                 with contextlib.suppress(OSError):
                     channels.append(await UdpChannel.open(server, self._rng))
             if not channels:
-                changed = self.book.failure(site.name, "cannot open a socket to any nameserver", 1)
-            else:
-                changed = await self._poll_with(site, channels, peers.timeout, peers.interval, peers.tsig)
-        finally:
-            for channel in channels:
-                channel.close()
-        if changed:
-            self._on_change()
-
-    async def _poll_with(
-        self,
-        site: PeerSite,
-        channels: list[UdpChannel],
-        timeout: float,
-        interval: float,
-        key: TsigKey | None = None,
-    ) -> bool:
-        poll = _Poll(site, channels, timeout, self._rng, key)
-        peers = self.config.peers
-        if peers is not None and peers.transfer and self._per_name.get(site.name, 0) <= 0:
+                return self.book.failure(site.name, "cannot open a socket to any nameserver", 1)
+            poll = _Poll(site, channels, timeout, self._rng, key)
             try:
                 # SOA queries time out on their own; a transfer may take up to TRANSFER_TIMEOUT (the first
                 # AXFR of 100k services is about 2 MB, read in about 2 s of CPU)
@@ -312,30 +241,41 @@ class Poller:
                 self._per_name[site.name] = REPROBE_POLLS
                 self._copies.pop(site.name, None)
                 self._targets.pop(site.name, None)
+                return None
             except PollFailed as exc:
                 return self.book.failure(site.name, str(exc), poll.errors)
-            poll = _Poll(site, channels, timeout, self._rng, key)
+        finally:
+            for channel in channels:
+                channel.close()
+
+    async def _poll_names(self, site: PeerSite, timeout: float, interval: float, key: TsigKey | None) -> bool:
+        """A per-name poll (pername.py), within its deadline: `deadline(...)` seconds. A poll that
+        misses it fails and counts as one more error of the peer."""
         self._per_name[site.name] = self._per_name.get(site.name, 0) - 1
         self.mode[site.name] = "per-name"
         PEER_CHANNEL_POLLS.labels(peer=site.name, kind="per_name").inc()
-        heartbeat: float | None = None
-        targets: dict[str, list[str]] = {}
+        tally = Tally()
+        limit = deadline(interval, timeout, self._pipes.rtt(site.name))
+        config = self.config
         try:
-            async with asyncio.timeout(max(interval, 2 * timeout)):
-                beat = self._questions.heartbeat(site.name)
-                if beat is not None:
-                    heartbeat = parse_heartbeat(await poll.ask(beat, pin=True))
-                await _gather(poll, self._questions.targets, targets)
+            async with asyncio.timeout(limit):
+                answer = await poll_names(
+                    self._pipes,
+                    site,
+                    self._questions,
+                    tally,
+                    timeout=timeout,
+                    interval=interval,
+                    key=key,
+                    source=lambda host: source_host(config, host),
+                )
         except PollFailed as exc:
-            return self.book.failure(site.name, str(exc), poll.errors)
+            return self.book.failure(site.name, str(exc), tally.errors)
         except TimeoutError:
-            return self.book.failure(site.name, f"the poll took longer than {interval:g}s", poll.errors)
-        answer = PeerAnswer(
-            {svc: tuple(addrs) for svc, addrs in targets.items() if addrs},
-            heartbeat,
-            str(channels[poll.first].server),
-        )
-        return self.book.answer(site.name, answer, poll.errors)
+            self._pipes.close(site.name)  # what is still in flight is not waited for
+            why = f"the poll missed its deadline of {limit:.3g}s"
+            return self.book.failure(site.name, why, tally.errors + 1)
+        return self.book.answer(site.name, answer, tally.errors)
 
     async def _poll_channel(self, site: PeerSite, poll: _Poll, timeout: float, interval: float) -> bool:
         """A poll over the peer's exchange zones: per served zone one SOA query (none when a NOTIFY
@@ -402,23 +342,3 @@ async def _poll_zone(
         poll._fail_name(server, apex, f"transfer: {exc}")
         raise PollFailed(poll.last_error) from None
     return copy, heartbeat, kind
-
-
-async def _gather(poll: _Poll, questions: Sequence[tuple[str, Question]], out: dict[str, list[str]]) -> None:
-    """Ask every question with at most MAX_IN_FLIGHT in flight; PollFailed at the first that fails."""
-    queue = iter(questions)
-
-    async def worker() -> None:
-        for service, q in queue:
-            reply = await poll.ask(q)
-            if reply.rcode == NOERROR and reply.data:
-                out.setdefault(service, []).extend(reply.data)
-
-    tasks = [asyncio.ensure_future(worker()) for _ in range(min(MAX_IN_FLIGHT, len(questions)))]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise

@@ -179,6 +179,13 @@ class Exchange:
         """Would `notify_received` accept this NOTIFY? Reads only; safe from the DNS threads."""
         return notify_accepted(self._sources, zone, ip, v6)
 
+    def notify_early(self, zone: str, ip: int, v6: bool) -> bool:
+        """A NOTIFY that came while this site starts (before polling): answered by the same rule and
+        counted, with nothing to poke (every peer's first poll is about to begin). Safe from any thread."""
+        accepted = notify_accepted(self._sources, zone, ip, v6)
+        NOTIFY_RECEIVED.labels(result="accepted" if accepted else "refused").inc()
+        return accepted
+
     def notify_received(self, zone: str, ip: int, v6: bool) -> bool:
         """A NOTIFY for `zone` ("" when it names no served zone) came from (ip, v6): accept it and poll
         the peer(s) behind that address at once, or refuse it. Counted either way."""

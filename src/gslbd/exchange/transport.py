@@ -1,21 +1,20 @@
-"""Talking DNS to a peer's nameserver: one connected UDP socket with many queries in flight, and TCP for
-truncated replies. Nothing here blocks the event loop: sends are non-blocking datagrams, replies arrive
-through the protocol callback, and a query that gets no reply within its timeout fails on its own."""
+"""Talking DNS to a peer's nameserver over UDP: one connected socket with queries matched by ID (SOA
+queries of the exchange zones, NOTIFY), and the signing and checking every exchange message shares
+(per-name polls go over TCP: pipeline.py). Nothing here blocks the event loop: sends are non-blocking
+datagrams, replies arrive through the protocol callback, and a query that gets no reply within its
+timeout fails on its own."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import socket
 from typing import cast
 
-from gslbd.exchange.wireformat import BadReply, Question, Reply, read_reply, with_id
+from gslbd.exchange.wireformat import BadReply, Question, Reply, read_reply
 from gslbd.model.config import ListenAddress
 from gslbd.model.tsig import TsigKey
 from gslbd.wire.tsig import TsigRefused, signed_query, verify_reply
-
-MAX_TCP_REPLY = 65535
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -86,14 +85,6 @@ class UdpChannel(asyncio.DatagramProtocol):
                 return qid
         raise OSError("no free query ID")
 
-    async def ask(self, q: Question, timeout: float, key: TsigKey | None = None) -> Reply:
-        """Send `q` (signed with `key` when given: then the reply must be signed too) and read its
-        reply. TimeoutError, OSError or BadReply when there is none."""
-        qid = self._new_id()
-        message, mac = sign(with_id(q, qid), key)
-        data = await self.exchange(message, qid, timeout)
-        return checked(data, q, qid, key, mac)
-
     async def exchange(self, message: bytes, qid: int, timeout: float) -> bytes:
         """Send a message with ID `qid` and return the first datagram with that ID (unchecked).
         TimeoutError or OSError when none comes."""
@@ -147,26 +138,3 @@ def signature_problem(data: bytes, key: TsigKey | None, mac: bytes) -> str:
     except Exception as exc:  # dnspython's errors for a reply it cannot parse
         return f"TSIG: the reply cannot be read ({exc})"
     return ""
-
-
-async def ask_tcp(
-    server: ListenAddress, q: Question, timeout: float, rng: random.Random, key: TsigKey | None = None
-) -> Reply:
-    """Ask `q` over TCP (after a truncated UDP reply), signed with `key` when given. TimeoutError,
-    OSError or BadReply on failure."""
-    qid = rng.randrange(65536)
-    async with asyncio.timeout(timeout):
-        reader, writer = await asyncio.open_connection(server.host, server.port)
-        try:
-            wire, mac = sign(with_id(q, qid), key)
-            writer.write(len(wire).to_bytes(2, "big") + wire)
-            await writer.drain()
-            size = int.from_bytes(await reader.readexactly(2), "big")
-            data = await reader.readexactly(size)
-        except asyncio.IncompleteReadError as exc:
-            raise BadReply("the TCP connection closed before the reply was complete") from exc
-        finally:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
-    return checked(data, q, qid, key, mac)

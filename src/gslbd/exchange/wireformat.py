@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import dns.exception
 import dns.message
 import dns.name
+import dns.rcode
 import dns.rdatatype
 
 A, AAAA, TXT, SOA = 1, 28, 16, 6
@@ -162,3 +163,11 @@ def _records_slow(data: bytes, q: Question) -> tuple[str, ...]:
 
 def rdtype_text(rdtype: int) -> str:
     return dns.rdatatype.to_text(dns.rdatatype.RdataType(rdtype))
+
+
+def rcode_text(rcode: int) -> str:
+    """An rcode by its name (NOTIMP, REFUSED, ...), or its number when it has none."""
+    try:
+        return dns.rcode.to_text(dns.rcode.Rcode.make(rcode))
+    except (ValueError, dns.rcode.UnknownRcode):
+        return str(rcode)

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gslbd.exchange.transport import sign, signature_problem
+from gslbd.exchange.wireformat import rcode_text
 from gslbd.exchange.xfrwire import (
     AXFR,
     IXFR,
@@ -100,9 +101,9 @@ def read_soa_reply(
     if message.question is None or message.question != (labels, SOA):
         raise TransferFailed("the question was not echoed")
     if message.rcode in NO_CHANNEL_RCODES:
-        raise NoChannel(f"{apex} SOA: rcode {message.rcode}")
+        raise NoChannel(f"{apex} SOA: {rcode_text(message.rcode)}")
     if message.rcode != NOERROR:
-        raise TransferFailed(f"{apex} SOA: rcode {message.rcode}")
+        raise TransferFailed(f"{apex} SOA: {rcode_text(message.rcode)}")
     for rr in message.answer:
         if rr.rtype == SOA and rr.owner == labels:
             return rr_serial(data, rr), heartbeat_of(message, name_labels(beat_owner))
@@ -175,14 +176,14 @@ class _Builder:
         if message.qid != qid or not message.flags & 0x8000:
             raise TransferFailed("not a response to this transfer")
         if message.rcode in NO_CHANNEL_RCODES:
-            raise NoChannel(f"transfer refused (rcode {message.rcode})")
+            raise NoChannel(f"transfer refused ({rcode_text(message.rcode)})")
         if verifier is not None:
             try:
                 verifier.verify(data, message)
             except BadMessage as exc:
                 raise TransferFailed(str(exc), tsig=exc.tsig) from None
         if message.rcode != NOERROR:
-            raise TransferFailed(f"transfer failed with rcode {message.rcode}")
+            raise TransferFailed(f"transfer failed with {rcode_text(message.rcode)}")
         if not message.answer:
             raise TransferFailed("a transfer message without records")
         for rr in message.answer:

@@ -470,6 +470,14 @@ async def _serve(conn: Connection, index: int) -> None:
         builder = AnswerBuilder(worker=index + 1)  # {worker} in dns.identity counts from 1
         view, table = builder.build(config, snapshot, env)
         responder = Responder(table, view, random.Random())
+        sources = notify_sources(config)
+
+        def on_notify(zone: str, ip: int, v6: bool) -> bool:
+            """The parent polls the peer; the answer here follows the same rule (exchange.notify)."""
+            conn.send(("notify", zone, ip, v6))
+            return notify_accepted(sources, zone, ip, v6)
+
+        responder.on_notify = on_notify if config.peers is not None else None  # before the first answer
         stats = ServerStats()
         handler, sink = with_dnstap(responder, config, stats)  # each worker writes its own dnstap stream
         listeners = Listeners(
@@ -489,15 +497,6 @@ async def _serve(conn: Connection, index: int) -> None:
     keep_long_lived()  # the config and tables built so far live long (gcpause.py)
     done: asyncio.Future[None] = loop.create_future()
     current = config
-
-    sources = notify_sources(config)
-
-    def on_notify(zone: str, ip: int, v6: bool) -> bool:
-        """The parent polls the peer; the answer here follows the same rule (exchange.notify)."""
-        conn.send(("notify", zone, ip, v6))
-        return notify_accepted(sources, zone, ip, v6)
-
-    responder.on_notify = on_notify if config.peers is not None else None
 
     def on_update() -> None:
         nonlocal env, current, snapshot, sources, services

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gslbd.exchange.poller import parse_heartbeat
+from gslbd.exchange.pername import parse_heartbeat
 from gslbd.exchange.wireformat import (
     AAAA,
     NOTIFY_OPCODE,
