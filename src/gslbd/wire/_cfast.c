@@ -1209,9 +1209,22 @@ static int32_t rj_reply(const uint8_t *d, uint32_t qlen, uint32_t rcode, int opt
     return (int32_t)(o - out);
 }
 
+/* Whether the exchange hook (exchange/xfrserve.py ExchangeZones.handle) looks at a query: it contains
+   "_gslbd-exchange-" after the header, in any case. */
+static int rj_exchange_marked(const uint8_t *d, uint32_t n) {
+    static const char mark[] = "_gslbd-exchange-";
+    const uint32_t m = sizeof mark - 1;
+    for (uint32_t i = 12; i + m <= n; i++) {
+        uint32_t k = 0;
+        while (k < m && lower(d[i + k]) == (uint8_t)mark[k]) k++;
+        if (k == m) return 1;
+    }
+    return 0;
+}
+
 /* The answer to a datagram that cannot be a valid query, written to out (RJ_MAX_REPLY bytes): its length,
    RJ_DROP (no query: shorter than a header or QR set), or RJ_PYTHON. `flags`: the table's FB_* (with the
-   exchange hook set, FB_NEG, a readable NXNAME question may be the exchange zone's). */
+   exchange hook set, FB_NEG, a readable NXNAME question naming an exchange zone is the hook's). */
 static int32_t reject_answer(const uint8_t *d, uint32_t n, uint32_t max_udp, uint32_t flags, uint8_t *out) {
     if (n < 12 || (d[2] & 0x80)) return RJ_DROP;
     uint32_t opcode = (d[2] >> 3) & 0xF, qd = rj_u16(d + 4);
@@ -1227,7 +1240,7 @@ static int32_t reject_answer(const uint8_t *d, uint32_t n, uint32_t max_udp, uin
             if (opcode == 0 && badvers) return RJ_PYTHON;
             return rj_reply(d, 0, opcode ? RJ_NOTIMP : RJ_FORMERR, (int)seen.opts, seen.ttl, max_udp, out);
         }
-        if (opcode != 0 || (flags & FB_NEG)) return RJ_PYTHON;
+        if (opcode != 0 || ((flags & FB_NEG) && rj_exchange_marked(d, n))) return RJ_PYTHON;
         uint32_t qend = 12;
         rj_name(d, n, &qend); /* read by the walk: no pointer */
         if (rj_u16(d + qend) != RJ_NXNAME) return RJ_PYTHON;

@@ -209,3 +209,17 @@ def test_mutated_and_random_datagrams_decided_in_c_match_python(pair: tuple[Resp
     check()
     # Most of them cannot be valid queries: C must take most of those (a test that cannot fail is none).
     assert outcomes["decided"] > outcomes["python"], outcomes
+
+
+def test_with_the_exchange_hook_set_only_nxname_questions_of_an_exchange_zone_reach_python() -> None:
+    view = make_view()
+    table = compile_table(view, max_udp_payload=MAX_UDP, use_client_subnet=True)
+    native = Responder(table, view, random.Random(1), native=True)
+    python = Responder(table, view, random.Random(1), native=False)
+    for responder in (native, python):
+        responder.on_exchange = lambda data, at, ip, v6, tcp: None  # never the exchange zone's here
+    nxname = header() + QNAME + b"\x00\x80\x00\x01"
+    marked = header() + b"\x12_GSLBD-exchange-eu" + QNAME[4:] + b"\x00\x80\x00\x01"
+    assert decided((native, python), nxname) is not None
+    assert decided((native, python), marked) is None
+    assert decided((native, python), MALFORMED["trailing bytes"]) is not None
