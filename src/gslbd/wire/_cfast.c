@@ -2647,7 +2647,7 @@ static PyMethodDef table_methods[] = {
     {"update", (PyCFunction)table_update, METH_VARARGS,
      "update(removed_keys, node_specs, signed_removed, signed_specs, flags=-1) -> Table"},
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
-    {"reject", (PyCFunction)table_reject, METH_O, "reject(data) -> bytes | False | None (malformed datagrams)"},
+    {"reject", (PyCFunction)table_reject, METH_O, "reject(data) -> bytes | False | None (malformed)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},
     {"layout", (PyCFunction)table_layout, METH_NOARGS,
@@ -3109,7 +3109,8 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
     uint8_t **big = PyMem_RawCalloc(BATCH, sizeof(uint8_t *));
     int *py = PyMem_RawCalloc(BATCH, sizeof(int)); /* PY_HANDLE or PY_GUARD: Python's part of datagram i */
     uint32_t *rejected = PyMem_RawCalloc(BATCH, sizeof(uint32_t)); /* PY_GUARD: C's reply length */
-    if (!inbuf || !outbuf || !msgs || !smsgs || !iovs || !siovs || !addrs || !held || !big || !py || !rejected) {
+    if (!inbuf || !outbuf || !msgs || !smsgs || !iovs || !siovs || !addrs || !held || !big || !py ||
+        !rejected) {
         PyErr_NoMemory();
         goto done;
     }
@@ -3166,7 +3167,8 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                 plan_t plan;
                 ip_object(&addrs[i], &ip, &v6);
                 if (t == NULL || plan_answer(t, data, len, ip, v6, 0, &ch, &plan) < 0) {
-                    int32_t r = t == NULL ? RJ_PYTHON : reject_answer(data, len, t->base->max_udp, t->flags, out);
+                    int32_t r =
+                        t == NULL ? RJ_PYTHON : reject_answer(data, len, t->base->max_udp, t->flags, out);
                     if (r >= 0 && !(t->flags & FB_ALL)) { /* malformed, answered here */
                         outlen = (uint32_t)r;
                         by_c++;
