@@ -2,7 +2,10 @@
 
 Feeds millions of mutated queries (bit flips, byte sets, cuts, insertions, splices of other queries, taken
 from the wire tests' seeds) to `Table.answer` over the wire tests' world and a geo world, and compares
-every `--compare`-th answer with the Python fast path for the same choice. Exits 1 on the first mismatch.
+every `--compare`-th answer with the Python fast path for the same choice; and to `Table.reject` (what the C
+UDP loop answers to a datagram that cannot be a valid query), comparing every `--compare`-th rejection with
+the slow path's answer (dnspython), and checking that nothing C answers is also rejected. Exits 1 on the
+first mismatch.
 
     python scripts/fuzz_cfast.py --packets 2000000
 """
@@ -24,6 +27,7 @@ from test_wire_fuzz import SEEDS  # noqa: E402
 
 from gslbd.wire import compile_table, fast_answer  # noqa: E402
 from gslbd.wire import ctable as ct  # noqa: E402
+from gslbd.wire.slowpath import slow_response  # noqa: E402
 
 
 def mutate(rng: random.Random, packet: bytes) -> bytes:
@@ -56,17 +60,38 @@ def main() -> int:
     for view in VIEWS.values():
         for ecs in (True, False):
             table = compile_table(view, max_udp_payload=rng.choice([512, 1232, 4096]), use_client_subnet=ecs)
-            tables.append((table, ct.build_ctable(table).native))
+            tables.append((view, table, ct.build_ctable(table).native))
     started = time.monotonic()
-    answered = 0
+    answered = rejected = 0
     for n in range(args.packets):
-        table, native = tables[n % len(tables)]
+        view, table, native = tables[n % len(tables)]
         packet = mutate(rng, rng.choice(SEEDS)) if n % 8 else rng.randbytes(rng.randrange(64))
         ip, v6 = (rng.getrandbits(128), True) if n % 3 == 0 else (rng.getrandbits(32), False)
         tcp = bool(n & 1)
         draw = rng.random()
         out = native.answer(packet, ip, v6, tcp, 0, draw)
         answered += out is not None
+        reject = native.reject(packet)
+        if reject is not None:
+            rejected += 1
+            if out is not None:
+                print(f"C both answers and rejects {packet.hex()}", file=sys.stderr)
+                return 1
+            if rejected % args.compare == 0:
+                slow = slow_response(
+                    packet,
+                    view,
+                    ip,
+                    v6,
+                    tcp=False,
+                    max_udp_payload=table.max_udp_payload,
+                    use_client_subnet=table.use_client_subnet,
+                    rng=random.Random(0),
+                    seq=0,
+                )
+                if reject != (slow if slow is not None else False):
+                    print(f"C rejects {packet.hex()} unlike the slow path", file=sys.stderr)
+                    return 1
         if n % args.compare == 0:
             python = None
             with contextlib.suppress(IndexError):
@@ -79,7 +104,10 @@ def main() -> int:
                 print(f"C and Python disagree on answering {packet.hex()}", file=sys.stderr)
                 return 1
     took = time.monotonic() - started
-    print(f"{args.packets} packets, {answered} answered in C, {took:.1f} s: no crash, no mismatch")
+    print(
+        f"{args.packets} packets, {answered} answered in C, {rejected} rejected in C, {took:.1f} s:"
+        " no crash, no mismatch"
+    )
     return 0
 
 

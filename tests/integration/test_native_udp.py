@@ -22,7 +22,7 @@ import pytest
 from gslbd.answer import build_view
 from gslbd.clock import FakeClock
 from gslbd.config.dnssec import generate_key_pair, read_key_pair
-from gslbd.model.config import Config, ListenAddress
+from gslbd.model.config import Config, ListenAddress, RrlConfig
 from gslbd.model.dnssec import Dnssec
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Nameserver, Soa, Zone
@@ -35,6 +35,7 @@ from gslbd.state.snapshot import Snapshot
 from gslbd.types import EndpointKind, PolicyName
 from gslbd.wire import Responder, compile_table
 from gslbd.wire import ctable as ct
+from gslbd.wire.guard import Guard
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
 
@@ -65,6 +66,10 @@ class Counting:
         self.slot = inner.slot
         self.calls = 0
 
+    @property
+    def guard(self) -> Guard | None:
+        return self.inner.guard
+
     def handle(self, data: bytes, src_ip: int, src_v6: bool, tcp: bool = False) -> bytes | None:
         self.calls += 1
         if data[12:17] == b"\x04boom":
@@ -76,10 +81,33 @@ def a_query(qid: int) -> bytes:
     return dns.message.make_query(APP, "A", id=qid).to_wire()
 
 
-def two_questions(qid: int, label: bytes = b"\x02qq") -> bytes:
-    """A query with QDCOUNT=2: the fast paths leave it to the slow path (FORMERR)."""
+def status_query(qid: int, label: bytes = b"\x02qq") -> bytes:
+    """A well-formed query with opcode STATUS: the C table leaves it to the slow path (NOTIMP)."""
     question = label + b"\x00\x00\x01\x00\x01"
+    return struct.pack("!HHHHHH", qid, 0x1100, 1, 0, 0, 0) + question
+
+
+def two_questions(qid: int) -> bytes:
+    """QDCOUNT=2: it cannot be a valid query (FORMERR, answered by C)."""
+    question = b"\x02qq\x00\x00\x01\x00\x01"
     return struct.pack("!HHHHHH", qid, 0x0100, 2, 0, 0, 0) + question + question
+
+
+def malformed(qid: int) -> list[bytes]:
+    """Datagrams that cannot be valid queries, of several kinds, IDs from `qid` on."""
+    good = a_query(qid)
+    opt = b"\x00\x00\x29\x04\xd0\x00\x00\x80\x00\x00\x00"
+    head = struct.pack("!HHHHHH", qid + 5, 0x0100, 1, 0, 0, 1)
+    return [
+        two_questions(qid),
+        good[:20],  # cut in the name
+        a_query(qid + 2) + b"junk",  # bytes after the last record
+        struct.pack("!H", qid + 3) + good[2:10] + b"\x00\x03" + good[12:],  # ARCOUNT 3, no record
+        struct.pack("!HHHHHH", qid + 4, 0x0100, 0, 0, 0, 0),  # a header alone
+        head + good[12:-4] + b"\x00\x80\x00\x01" + opt,  # NXNAME, with EDNS
+        struct.pack("!H", qid + 6) + good[2:12] + b"\x83app\x80",  # a label type 0x80
+        struct.pack("!HHHHHH", qid + 7, 0x1100, 1, 0, 0, 0) + good[12:-1],  # STATUS, cut
+    ]
 
 
 def exchange(port: int, payloads: list[bytes], timeout: float = 2.0) -> list[bytes]:
@@ -123,20 +151,20 @@ def test_the_c_loop_answers_from_the_table_and_passes_only_the_rest_to_python() 
     handler = Counting(responder(native=True))
     stats = ServerStats()
     payloads = [a_query(i) for i in range(200)] + [
-        two_questions(1000),
-        two_questions(1001),
-        two_questions(1002, b"\x04boom"),
+        status_query(1000),
+        status_query(1001),
+        status_query(1002, b"\x04boom"),
     ]
     with listening(handler, stats) as ports:
         replies = exchange(ports[0], payloads)
     answers = [dns.message.from_wire(r) for r in replies]
     assert sorted(a.id for a in answers) == [*range(200), 1000, 1001]
     assert all(a.rcode() == dns.rcode.NOERROR and len(a.answer[0]) == 3 for a in answers if a.id < 200)
-    assert [a.rcode() for a in answers if a.id >= 1000] == [dns.rcode.FORMERR] * 2
+    assert [a.rcode() for a in answers if a.id >= 1000] == [dns.rcode.NOTIMP] * 2
     assert handler.calls == 3
     assert (stats.udp_queries, stats.udp_responses, stats.udp_native_answers) == (203, 202, 200)
     assert stats.handler_errors == 1
-    assert stats.udp_rcodes[0] == 200 and stats.udp_rcodes[1] == 2
+    assert stats.udp_rcodes[0] == 200 and stats.udp_rcodes[4] == 2
     assert handler.inner.policy_answers()["round_robin"] == 200
 
 
@@ -195,3 +223,67 @@ def test_the_c_loop_answers_do_queries_of_a_signed_zone_without_python(tmp_path:
     assert len(signed) == len(questions)
     assert [replies[i].rcode() for i in range(3)] == [dns.rcode.NOERROR] * 3
     assert all(replies[i].rcode() == dns.rcode.NXDOMAIN for i in range(3, len(questions)))
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c-loop", "python-loop"])
+def test_malformed_datagrams_get_the_python_answers_counted_the_same_way(native: bool) -> None:
+    """The C loop answers datagrams that cannot be valid queries itself (no call to Python), with the bytes
+    and counters the Python loop has for them."""
+    oracle = responder(native=False)
+    payloads = [p for i in range(0, 400, 10) for p in malformed(i)]
+    expected = [oracle.handle(p, 0x7F000001, False) for p in payloads]
+    assert all(e is not None for e in expected)
+    stats = ServerStats()
+    handler = Counting(responder(native=native))
+    with listening(handler, stats, native=native) as ports:
+        replies = exchange(ports[0], payloads)
+    assert sorted(replies) == sorted(e for e in expected if e is not None)
+    assert handler.calls == (0 if native else len(payloads))
+    assert (stats.udp_queries, stats.udp_responses, stats.udp_dropped) == (len(payloads), len(payloads), 0)
+    assert stats.udp_native_answers == (len(payloads) if native else 0)
+    rcodes = [e[3] & 15 for e in expected if e is not None]
+    assert stats.udp_rcodes[1] == rcodes.count(1) and stats.udp_rcodes[4] == rcodes.count(4) == 40
+
+
+def flood(port: int, payloads: list[bytes]) -> list[bytes]:
+    """Send every payload, then read replies until none comes for 0.5 s (some are dropped)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
+        s.settimeout(0.5)
+        for p in payloads:
+            s.sendto(p, ("127.0.0.1", port))
+        out = []
+        try:
+            while True:
+                out.append(s.recvfrom(65535)[0])
+        except TimeoutError:
+            return out
+
+
+def rate_limited(native: bool) -> tuple[int, dict[str, int], tuple[int, int, int], list[bytes]]:
+    """Malformed datagrams from one address under RRL: (calls to handle, the guard's counts, (responses,
+    dropped, truncated), the replies)."""
+    rrl = RrlConfig(responses_per_second=5, errors_per_second=5, nxdomains_per_second=5, window=1.0, slip=3)
+    inner = responder(native=native)
+    clock = FakeClock()  # stands still: the limiter's decisions follow the count alone
+    inner.guard = Guard(rrl, None, bytes(16), monotonic=clock.monotonic, wall=clock.wall)
+    handler = Counting(inner)
+    stats = ServerStats()
+    payloads = [p for i in range(0, 200, 10) for p in malformed(i)]
+    with listening(handler, stats, native=native) as ports:
+        replies = flood(ports[0], payloads)
+    truncated = sum(1 for r in replies if r[2] & 0x02)
+    assert stats.udp_queries == len(payloads)
+    return handler.calls, inner.guard_counts(), (stats.udp_responses, stats.udp_dropped, truncated), replies
+
+
+def test_with_rrl_on_the_guard_limits_c_answers_to_malformed_datagrams_as_python_answers() -> None:
+    """RRL on (every valid query goes to Python): C still answers the malformed datagrams, and the guard
+    decides on each answer as it does in Responder.handle: the same replies, sent, dropped and slipped."""
+    c_calls, c_counts, c_stats, c_replies = rate_limited(native=True)
+    py_calls, py_counts, py_stats, py_replies = rate_limited(native=False)
+    assert (c_calls, py_calls) == (0, 160)
+    assert c_counts == py_counts and c_stats == py_stats and sorted(c_replies) == sorted(py_replies)
+    responses, dropped, truncated = c_stats
+    assert c_counts["rrl_limited"] == 155 and dropped == c_counts["rrl_dropped"] > 0
+    assert truncated == c_counts["rrl_slipped"] > 0 and responses == len(c_replies) == 5 + truncated

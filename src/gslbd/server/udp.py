@@ -3,7 +3,10 @@
 With the C extension `gslbd.wire._cfast` and a handler that has a C table (`handler.slot`, the
 Responder's), each UDP socket gets a receiving thread that runs the C loop `UdpLoop`: recvmmsg, answer
 from the C table, sendmmsg, all without the GIL; only the datagrams the table cannot answer are passed to
-`handler.handle` (with the GIL, in the same thread). Without it, the Python loops below.
+`handler.handle` (with the GIL, in the same thread). A datagram that cannot be a valid query (docs/wire.md,
+*Malformed datagrams*) is answered (FORMERR, NOTIMP, BADVERS) or dropped by C as the slow path would, without
+dnspython; while RRL or cookies are on (`handler.guard`), C's answer goes through the guard in Python, as
+`Responder.handle` applies it to every answer. Without the C table, the Python loops below.
 
 asyncio's datagram transport allocates a 256 KiB buffer for every datagram it reads (an mmap/munmap
 per query), so it is not used. With the C helper `gslbd.server._mmsg` (built at install time where a
@@ -26,6 +29,7 @@ import os
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from typing import Any
 
 try:
@@ -39,6 +43,7 @@ except ImportError:  # not compiled here: the Python loops answer
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
+from gslbd.wire.guard import Guard
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +97,12 @@ class UdpListener:
             self._sock.setblocking(True)
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _RCVTIMEO)
             native = _cfast.UdpLoop(
-                self._sock.fileno(), self._slot, self._handler.handle, self._log_failure, _seed()
+                self._sock.fileno(),
+                self._slot,
+                self._handler.handle,
+                self._log_failure,
+                _seed(),
+                _guard_of(self._handler),
             )
             self._stats.add_udp_source(lambda: _reading(native.counters()))
             self._native = native
@@ -225,6 +235,19 @@ def formerr(data: bytes) -> bytes | None:
     if len(data) < 12 or data[2] & 0x80:
         return None
     return data[:2] + bytes((0x80 | (data[2] & 0x79), 1)) + bytes(8)
+
+
+def _guard_of(handler: Handler) -> Callable[[bytes, bytes, int, bool], bytes | None] | None:
+    """What the C loop calls with its answer to a malformed datagram while the handler's table leaves
+    every query to Python (RRL or cookies on): the handler's current guard decides, as in `handle`."""
+    if not hasattr(handler, "guard"):
+        return None
+
+    def guarded(query: bytes, reply: bytes, ip: int, v6: bool) -> bytes | None:
+        guard: Guard | None = getattr(handler, "guard", None)
+        return reply if guard is None else guard.apply(query, reply, ip, v6, False)
+
+    return guarded
 
 
 def _seed() -> int:

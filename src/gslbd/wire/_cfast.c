@@ -1070,6 +1070,201 @@ static void write_plan(const plan_t *o, uint8_t *dst) {
 }
 
 /* ------------------------------------------------------------------------------------------------ */
+/* Malformed datagrams: what the slow path (wire/slowpath.py) answers to a datagram that cannot be a
+   valid query, decided without dnspython, so that a flood of them costs what a valid query costs. C
+   decides only where every dnspython (2.3 as on Debian, and later) reaches the same answer: a message
+   whose structure dnspython cannot read (slowpath._unparsed: NOTIMP, BADVERS or FORMERR, the question
+   echoed when it reads, an OPT when scan_opt finds one), QDCOUNT other than 1 (FORMERR or NOTIMP), and
+   type NXNAME (FORMERR). Everything else, and anything it cannot be sure of (a compression pointer that
+   may be followed, a TSIG record, NOTIFY, UPDATE, the question of an opcode older dnspython does not
+   know), is left to Python. docs/wire.md, *Malformed datagrams*. */
+
+enum { RJ_PYTHON = -1, RJ_DROP = -2 };   /* reject_answer's results besides a reply length */
+enum { RJ_FAIL, RJ_OK, RJ_UNSURE };      /* a walk: dnspython fails, reads it, or only it can tell */
+enum { RJ_FORMERR = 1, RJ_NOTIMP = 4, RJ_BADVERS = 16, RJ_OPT = 41, RJ_NXNAME = 128, RJ_TSIG = 250 };
+#define RJ_MAX_REPLY (12 + 255 + 4 + 11)
+
+static inline uint32_t rj_u16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
+
+/* The name at *pos as dnspython reads it: RJ_OK with *pos just after it; RJ_FAIL where dnspython fails
+   (a label type other than 0 and 3, a pointer that does not point before the name, past the end, longer
+   than 255 bytes); RJ_UNSURE at a pointer it would follow (what it finds there is left to Python). */
+static int rj_name(const uint8_t *d, uint32_t n, uint32_t *pos) {
+    uint32_t p = *pos, total = 1;
+    for (;;) {
+        if (p >= n) return RJ_FAIL;
+        uint32_t c = d[p];
+        if (c == 0) {
+            *pos = p + 1;
+            return RJ_OK;
+        }
+        if (c < 64) {
+            total += c + 1;
+            if (total > 255 || p + 1 + c > n) return RJ_FAIL;
+            p += c + 1;
+        } else if (c >= 192) {
+            if (p + 1 >= n) return RJ_FAIL;
+            return ((c & 0x3F) << 8 | d[p + 1]) >= *pos ? RJ_FAIL : RJ_UNSURE;
+        } else {
+            return RJ_FAIL;
+        }
+    }
+}
+
+typedef struct {
+    uint32_t opts;      /* OPT records in the additional section */
+    uint32_t elsewhere; /* OPT records in the answer or authority section */
+    uint32_t ttl;       /* the first OPT's TTL: extended rcode, version, DO */
+} rj_seen_t;
+
+/* The whole message as dnspython's reader walks it (names, fixed fields, RDLENGTH within the message, no
+   byte after the last record); RJ_UNSURE at a TSIG record (its verification comes first: NOTAUTH). */
+static int rj_walk(const uint8_t *d, uint32_t n, rj_seen_t *seen) {
+    uint32_t pos = 12, qd = rj_u16(d + 4), an = rj_u16(d + 6), ns = rj_u16(d + 8), ar = rj_u16(d + 10);
+    for (uint32_t q = 0; q < qd; q++) {
+        int r = rj_name(d, n, &pos);
+        if (r != RJ_OK) return r;
+        if (pos + 4 > n) return RJ_FAIL;
+        pos += 4;
+    }
+    for (uint32_t i = 0; i < an + ns + ar; i++) {
+        int r = rj_name(d, n, &pos);
+        if (r != RJ_OK) return r;
+        if (pos + 10 > n) return RJ_FAIL;
+        uint32_t rtype = rj_u16(d + pos);
+        if (rtype == RJ_TSIG) return RJ_UNSURE;
+        if (rtype == RJ_OPT) {
+            if (i < an + ns) {
+                seen->elsewhere++;
+            } else if (seen->opts++ == 0) {
+                seen->ttl = (uint32_t)d[pos + 4] << 24 | (uint32_t)d[pos + 5] << 16 | rj_u16(d + pos + 6);
+            }
+        }
+        uint32_t end = pos + 10 + rj_u16(d + pos + 8);
+        if (end > n) return RJ_FAIL;
+        pos = end;
+    }
+    return pos == n ? RJ_OK : RJ_FAIL;
+}
+
+/* slowpath._skip_name: the offset after the name at pos (a pointer: two bytes), or UINT32_MAX. */
+static uint32_t rj_skip(const uint8_t *d, uint32_t n, uint32_t pos) {
+    for (;;) {
+        if (pos >= n) return UINT32_MAX;
+        uint32_t c = d[pos];
+        if (c == 0) return pos + 1;
+        if ((c & 0xC0) == 0xC0) return pos + 2;
+        if (c & 0xC0) return UINT32_MAX;
+        pos += c + 1;
+    }
+}
+
+/* slowpath.scan_opt: 1 with the TTL of the first OPT record of the additional section, found by skipping
+   names and records without reading them; 0 when there is none or the walk fails first. */
+static int rj_scan_opt(const uint8_t *d, uint32_t n, uint32_t *ttl) {
+    uint32_t pos = 12, qd = rj_u16(d + 4), an = rj_u16(d + 6), ns = rj_u16(d + 8), ar = rj_u16(d + 10);
+    for (uint32_t q = 0; q < qd; q++) {
+        pos = rj_skip(d, n, pos);
+        if (pos == UINT32_MAX) return 0;
+        pos += 4;
+    }
+    for (uint32_t i = 0; i < an + ns + ar; i++) {
+        pos = rj_skip(d, n, pos);
+        if (pos == UINT32_MAX || pos + 10 > n) return 0;
+        if (rj_u16(d + pos) == RJ_OPT && i >= an + ns) {
+            *ttl = (uint32_t)d[pos + 4] << 24 | (uint32_t)d[pos + 5] << 16 | rj_u16(d + pos + 6);
+            return 1;
+        }
+        pos += 10 + rj_u16(d + pos + 8);
+    }
+    return 0;
+}
+
+/* slowpath._error: the header (the query's ID, QR, opcode and RD), the question when qlen, and our OPT
+   (payload max_udp, the query's DO bit, the extended rcode) when opt. Returns the length written. */
+static int32_t rj_reply(const uint8_t *d, uint32_t qlen, uint32_t rcode, int opt, uint32_t ttl,
+                        uint32_t max_udp, uint8_t *out) {
+    memset(out, 0, 12);
+    out[0] = d[0];
+    out[1] = d[1];
+    out[2] = (uint8_t)(0x80 | (d[2] & 0x79));
+    out[3] = (uint8_t)(rcode & 0xF);
+    out[5] = qlen ? 1 : 0;
+    out[11] = opt ? 1 : 0;
+    memcpy(out + 12, d + 12, qlen);
+    uint8_t *o = out + 12 + qlen;
+    if (opt) {
+        o[0] = 0;
+        o[1] = 0;
+        o[2] = RJ_OPT;
+        o[3] = (uint8_t)(max_udp >> 8);
+        o[4] = (uint8_t)max_udp;
+        o[5] = (uint8_t)(rcode >> 4); /* TTL: extended rcode, version 0, flags (DO only) */
+        o[6] = 0;
+        o[7] = (uint8_t)((ttl >> 8) & 0x80);
+        o[8] = 0;
+        o[9] = 0; /* no options */
+        o[10] = 0;
+        o += 11;
+    }
+    return (int32_t)(o - out);
+}
+
+/* Whether the exchange hook (exchange/xfrserve.py ExchangeZones.handle) looks at a query: it contains
+   "_gslbd-exchange-" after the header, in any case. */
+static int rj_exchange_marked(const uint8_t *d, uint32_t n) {
+    static const char mark[] = "_gslbd-exchange-";
+    const uint32_t m = sizeof mark - 1;
+    for (uint32_t i = 12; i + m <= n; i++) {
+        uint32_t k = 0;
+        while (k < m && lower(d[i + k]) == (uint8_t)mark[k]) k++;
+        if (k == m) return 1;
+    }
+    return 0;
+}
+
+/* The answer to a datagram that cannot be a valid query, written to out (RJ_MAX_REPLY bytes): its length,
+   RJ_DROP (no query: shorter than a header or QR set), or RJ_PYTHON. `flags`: the table's FB_* (with the
+   exchange hook set, FB_NEG, a readable NXNAME question naming an exchange zone is the hook's). */
+static int32_t reject_answer(const uint8_t *d, uint32_t n, uint32_t max_udp, uint32_t flags, uint8_t *out) {
+    if (n < 12 || (d[2] & 0x80)) return RJ_DROP;
+    uint32_t opcode = (d[2] >> 3) & 0xF, qd = rj_u16(d + 4);
+    if (opcode == 4 || opcode == 5) return RJ_PYTHON; /* NOTIFY (the exchange's hook), UPDATE */
+    int known = opcode <= 2; /* dnspython 2.3 cannot read the question of another opcode */
+    rj_seen_t seen = {0, 0, 0};
+    int walk = rj_walk(d, n, &seen);
+    if (walk == RJ_UNSURE) return RJ_PYTHON;
+    if (walk == RJ_OK) { /* it may parse: only what its answer does not depend on */
+        if (seen.opts > 1 || seen.elsewhere) return RJ_PYTHON;
+        int badvers = seen.opts && (seen.ttl >> 16 & 0xFF);
+        if (qd != 1) { /* FORMERR or NOTIMP, no question (BADVERS only when it does not parse) */
+            if (opcode == 0 && badvers) return RJ_PYTHON;
+            return rj_reply(d, 0, opcode ? RJ_NOTIMP : RJ_FORMERR, (int)seen.opts, seen.ttl, max_udp, out);
+        }
+        if (opcode != 0 || ((flags & FB_NEG) && rj_exchange_marked(d, n))) return RJ_PYTHON;
+        uint32_t qend = 12;
+        rj_name(d, n, &qend); /* read by the walk: no pointer */
+        if (rj_u16(d + qend) != RJ_NXNAME) return RJ_PYTHON;
+        return rj_reply(d, qend + 4 - 12, badvers ? RJ_BADVERS : RJ_FORMERR, (int)seen.opts, seen.ttl,
+                        max_udp, out);
+    }
+    /* dnspython cannot read it: slowpath._unparsed */
+    uint32_t qlen = 0, ttl = 0;
+    if (qd == 1) { /* readable_question */
+        uint32_t qend = 12;
+        int r = rj_name(d, n, &qend);
+        if (r == RJ_UNSURE) return RJ_PYTHON;
+        if (r == RJ_OK && qend + 4 <= n) {
+            if (!known) return RJ_PYTHON;
+            qlen = qend + 4 - 12;
+        }
+    }
+    int opt = rj_scan_opt(d, n, &ttl);
+    uint32_t rcode = opcode ? RJ_NOTIMP : (opt && (ttl >> 16 & 0xFF)) ? RJ_BADVERS : RJ_FORMERR;
+    return rj_reply(d, qlen, rcode, opt, ttl, max_udp, out);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
 /* Building from Python specs (see wire/ctable.py for their shape). */
 
 typedef struct {
@@ -2326,6 +2521,23 @@ static PyObject *table_answer(TableObject *self, PyObject *args) {
     return out;
 }
 
+/* table.reject(data) -> bytes | False | None: what C answers to a datagram that cannot be a valid query
+   (False: dropped), None when it leaves the datagram to Python (see reject_answer). */
+static PyObject *table_reject(TableObject *self, PyObject *arg) {
+    Py_buffer data;
+    uint8_t out[RJ_MAX_REPLY];
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0) return NULL;
+    if (data.len > 0xFFFF) {
+        PyBuffer_Release(&data);
+        Py_RETURN_NONE;
+    }
+    int32_t r = reject_answer(data.buf, (uint32_t)data.len, self->t->base->max_udp, self->t->flags, out);
+    PyBuffer_Release(&data);
+    if (r == RJ_DROP) Py_RETURN_FALSE;
+    if (r < 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)out, r);
+}
+
 /* Answers decided per policy id: the lineage's retired counts plus this table's live ones. */
 static PyObject *table_policy_answers(TableObject *self, UNUSED PyObject *unused) {
     uint64_t sum[MAX_POLICIES];
@@ -2436,6 +2648,7 @@ static PyMethodDef table_methods[] = {
     {"update", (PyCFunction)table_update, METH_VARARGS,
      "update(removed_keys, node_specs, signed_removed, signed_specs, flags=-1) -> Table"},
     {"answer", (PyCFunction)table_answer, METH_VARARGS, "answer(data, ip, v6, tcp, seq=-1, draw=-1.0)"},
+    {"reject", (PyCFunction)table_reject, METH_O, "reject(data) -> bytes | False | None (malformed)"},
     {"policy_answers", (PyCFunction)table_policy_answers, METH_NOARGS, "answers per policy id"},
     {"names", (PyCFunction)table_len, METH_NOARGS, "how many names the table holds"},
     {"layout", (PyCFunction)table_layout, METH_NOARGS,
@@ -2734,6 +2947,8 @@ enum {
     C_COUNT
 };
 
+enum { PY_HANDLE = 1, PY_GUARD = 2 }; /* what Python does with a datagram of the batch */
+
 typedef struct {
     PyObject_HEAD
     int fd;
@@ -2742,6 +2957,7 @@ typedef struct {
     PyObject *slot;
     PyObject *handle;
     PyObject *on_error;
+    PyObject *guard; /* guard(query, reply, ip, v6) -> bytes | None: RRL and cookies on C's rejections */
     uint64_t rng;
     uint64_t c[C_COUNT];
     uint64_t rcodes[16];
@@ -2749,15 +2965,17 @@ typedef struct {
 
 static PyObject *loop_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *kw) {
     int fd;
-    PyObject *slot, *handle, *on_error;
+    PyObject *slot, *handle, *on_error, *guard = Py_None;
     unsigned long long seed;
-    if (!PyArg_ParseTuple(args, "iO!OOK", &fd, &SlotType, &slot, &handle, &on_error, &seed)) return NULL;
+    if (!PyArg_ParseTuple(args, "iO!OOK|O", &fd, &SlotType, &slot, &handle, &on_error, &seed, &guard))
+        return NULL;
     LoopObject *self = (LoopObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->fd = fd;
     self->slot = Py_NewRef(slot);
     self->handle = Py_NewRef(handle);
     self->on_error = Py_NewRef(on_error);
+    self->guard = Py_NewRef(guard);
     self->rng = seed;
     return (PyObject *)self;
 }
@@ -2766,6 +2984,7 @@ static void loop_dealloc(LoopObject *self) {
     Py_XDECREF(self->slot);
     Py_XDECREF(self->handle);
     Py_XDECREF(self->on_error);
+    Py_XDECREF(self->guard);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -2798,15 +3017,9 @@ static PyObject *ip_to_long(u128 ip, int v6) {
     return _PyLong_FromByteArray(bytes, 16, 0, 0);
 }
 
-/* Python answers datagram i (GIL held). Returns the reply object or NULL (dropped or failed). */
-static PyObject *python_answer(LoopObject *self, const uint8_t *data, uint32_t len, u128 ip, int v6) {
-    PyObject *ipobj = ip_to_long(ip, v6);
-    PyObject *reply = NULL;
-    if (ipobj != NULL) {
-        reply = PyObject_CallFunction(self->handle, "y#OOO", (const char *)data, (Py_ssize_t)len, ipobj,
-                                      v6 ? Py_True : Py_False, Py_False);
-        Py_DECREF(ipobj);
-    }
+/* What Python returned for datagram i (GIL held): the reply object, or NULL (dropped, or failed: counted
+   and reported once to on_error). */
+static PyObject *python_reply(LoopObject *self, PyObject *reply) {
     if (reply == NULL) {
         ATOMIC_ADD(&self->c[C_HANDLER_ERRORS], 1);
         PyObject *type, *value, *tb;
@@ -2834,6 +3047,32 @@ static PyObject *python_answer(LoopObject *self, const uint8_t *data, uint32_t l
         return NULL;
     }
     return reply;
+}
+
+/* Python answers datagram i (GIL held). Returns the reply object or NULL (dropped or failed). */
+static PyObject *python_answer(LoopObject *self, const uint8_t *data, uint32_t len, u128 ip, int v6) {
+    PyObject *ipobj = ip_to_long(ip, v6);
+    PyObject *reply = NULL;
+    if (ipobj != NULL) {
+        reply = PyObject_CallFunction(self->handle, "y#OOO", (const char *)data, (Py_ssize_t)len, ipobj,
+                                      v6 ? Py_True : Py_False, Py_False);
+        Py_DECREF(ipobj);
+    }
+    return python_reply(self, reply);
+}
+
+/* The guard (RRL, cookies) decides what becomes of C's answer to a malformed datagram (GIL held), as
+   Responder.handle applies it to the slow path's: the reply object or NULL (dropped or failed). */
+static PyObject *python_guarded(LoopObject *self, const uint8_t *data, uint32_t len, const uint8_t *out,
+                                uint32_t outlen, u128 ip, int v6) {
+    PyObject *ipobj = ip_to_long(ip, v6);
+    PyObject *reply = NULL;
+    if (ipobj != NULL) {
+        reply = PyObject_CallFunction(self->guard, "y#y#OO", (const char *)data, (Py_ssize_t)len,
+                                      (const char *)out, (Py_ssize_t)outlen, ipobj, v6 ? Py_True : Py_False);
+        Py_DECREF(ipobj);
+    }
+    return python_reply(self, reply);
 }
 
 static void send_all(int fd, struct mmsghdr *msgs, int count, uint64_t *sent, uint64_t *errors) {
@@ -2869,8 +3108,10 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
     struct sockaddr_storage *addrs = PyMem_RawCalloc(BATCH, sizeof(struct sockaddr_storage));
     PyObject **held = PyMem_RawCalloc(BATCH, sizeof(PyObject *));
     uint8_t **big = PyMem_RawCalloc(BATCH, sizeof(uint8_t *));
-    int *py = PyMem_RawCalloc(BATCH, sizeof(int));
-    if (!inbuf || !outbuf || !msgs || !smsgs || !iovs || !siovs || !addrs || !held || !big || !py) {
+    int *py = PyMem_RawCalloc(BATCH, sizeof(int)); /* PY_HANDLE or PY_GUARD: Python's part of datagram i */
+    uint32_t *rejected = PyMem_RawCalloc(BATCH, sizeof(uint32_t)); /* PY_GUARD: C's reply length */
+    if (!inbuf || !outbuf || !msgs || !smsgs || !iovs || !siovs || !addrs || !held || !big || !py ||
+        !rejected) {
         PyErr_NoMemory();
         goto done;
     }
@@ -2878,7 +3119,7 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
     SlotObject *slot = (SlotObject *)self->slot;
     PyThreadState *ts = PyEval_SaveThread();
     while (!__atomic_load_n(&self->stop, __ATOMIC_RELAXED)) {
-        int got, i, nsend = 0, npy = 0;
+        int got, i, nsend = 0, npy = 0, nguard = 0;
         for (i = 0; i < BATCH; i++) {
             iovs[i].iov_base = inbuf + (size_t)i * BUFSIZE;
             iovs[i].iov_len = BUFSIZE;
@@ -2927,8 +3168,21 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                 plan_t plan;
                 ip_object(&addrs[i], &ip, &v6);
                 if (t == NULL || plan_answer(t, data, len, ip, v6, 0, &ch, &plan) < 0) {
-                    py[i] = 1;
-                    npy++;
+                    int32_t r =
+                        t == NULL ? RJ_PYTHON : reject_answer(data, len, t->base->max_udp, t->flags, out);
+                    if (r >= 0 && !(t->flags & FB_ALL)) { /* malformed, answered here */
+                        outlen = (uint32_t)r;
+                        by_c++;
+                        goto send;
+                    }
+                    if (r >= 0 && self->guard != Py_None) { /* malformed: the guard decides in Python */
+                        py[i] = PY_GUARD;
+                        rejected[i] = (uint32_t)r;
+                    } else {
+                        py[i] = PY_HANDLE;
+                        npy++;
+                    }
+                    nguard += py[i] == PY_GUARD;
                     continue;
                 }
                 if (plan.total > OUTSIZE) {
@@ -2943,6 +3197,7 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                 outlen = plan.total;
                 by_c++;
             }
+        send:
             rc[out[3] & 15]++;
             siovs[nsend].iov_base = out;
             siovs[nsend].iov_len = outlen;
@@ -2953,7 +3208,7 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
             smsgs[nsend].msg_hdr.msg_namelen = msgs[i].msg_hdr.msg_namelen;
             nsend++;
         }
-        if (npy) {
+        if (npy || nguard) {
             /* Python answers the rest; the replies are sent with the GIL held, then released. */
             PyEval_RestoreThread(ts);
             for (i = 0; i < got; i++) {
@@ -2961,7 +3216,10 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                 u128 ip;
                 int v6;
                 ip_object(&addrs[i], &ip, &v6);
-                PyObject *reply = python_answer(self, iovs[i].iov_base, msgs[i].msg_len, ip, v6);
+                PyObject *reply = py[i] == PY_GUARD
+                                      ? python_guarded(self, iovs[i].iov_base, msgs[i].msg_len,
+                                                       outbuf + (size_t)i * OUTSIZE, rejected[i], ip, v6)
+                                      : python_answer(self, iovs[i].iov_base, msgs[i].msg_len, ip, v6);
                 if (reply == NULL) continue;
                 held[i] = reply;
                 const uint8_t *r = (const uint8_t *)PyBytes_AS_STRING(reply);
@@ -3013,6 +3271,7 @@ done:
     PyMem_RawFree(held);
     PyMem_RawFree(big);
     PyMem_RawFree(py);
+    PyMem_RawFree(rejected);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
 }

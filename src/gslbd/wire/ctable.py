@@ -30,7 +30,9 @@ what `Fallback` names: DO or CO set (`do`), CO set (`co`), a DNS cookie (`cookie
 ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED (`negative`: the exchange hook may
 own the name), every query (`everything`: RRL or cookies on), or a name the table does not hold
 (`misses`: tables compiled lazily). Those features live in Python; they can move into C by adding
-variants or flags here.
+variants or flags here. A datagram that cannot be a valid query is not among them, whatever the flags:
+the C UDP loop answers it (or drops it) as the slow path would, `Table.reject` (docs/wire.md, *Malformed
+datagrams*).
 
 Signed zones (docs/wire.md, *Signed zones in C*): `AnswerTable.signed_names` is copied as a second node
 table that DO queries look up first; per signed zone the compact-denial and chain-NXDOMAIN heads, the SOA
