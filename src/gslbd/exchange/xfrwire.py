@@ -4,8 +4,8 @@ An exchange zone holds one RRset per service and address family, up to hundreds 
 records, so transfers are written and read here without dnspython message objects: every owner is
 its label(s) and a compression pointer to the apex in the question (offset 12), and the reader walks
 records with the one wire name reader (wire/names.py). TSIG (RFC 8945) is computed over these bytes
-with dnspython's `dns.tsig.sign`/`validate`; in a stream of several messages each one is signed and the MACs chain
-(RFC 8945 5.3.1), as dnspython and BIND do.
+with dnspython's `dns.tsig.sign`/`validate`; in a stream of several messages each one is signed and
+the MACs chain (RFC 8945 5.3.1), as dnspython and BIND do.
 """
 
 from __future__ import annotations
