@@ -27,44 +27,46 @@ class BadName(ValueError):
 
 def read_name(data: bytes, pos: int) -> tuple[bytes, int]:
     """(the name at `pos` uncompressed, in the case sent; the offset just after it at `pos`)."""
-    parts: list[bytes] = []
-    size = 1  # the root label
-    end = -1  # the offset after the first pointer
     limit = len(data)  # the piece being read must end before this
+    start = pos  # where the piece being read starts
+    size = 1  # octets of the name so far, the root label included
+    parts: list[bytes] | None = None  # the pieces before the last pointer, when there is one
+    end = -1  # the offset after the first pointer
     hops = 0
-    start = pos
     while True:
         if pos >= limit:
             raise BadName("a name runs past the end of the message")
         length = data[pos]
-        if length == 0:
+        if not length:
             break
         if length <= MAX_LABEL:
-            after = pos + 1 + length
-            if after > limit:
+            size += length + 1
+            pos += length + 1
+            if pos > limit:
                 raise BadName("a label runs past the end of the message")
-            size += 1 + length
             if size > MAX_NAME:
                 raise BadName("a name longer than 255 octets")
-            parts.append(data[pos:after])
-            pos = after
             continue
         if length < 0xC0:
             raise BadName(f"an unknown label type (0x{length:02x})")
         if pos + 1 >= limit:
             raise BadName("a compression pointer runs past the end of the message")
         target = (length & 0x3F) << 8 | data[pos + 1]
-        if end < 0:
-            end = pos + 2
         if target >= start:
             raise BadName("a compression pointer that does not point backwards")
         hops += 1
         if hops > MAX_POINTERS:
             raise BadName("more than 16 compression pointers in a name")
+        if parts is None:
+            parts = []
+            end = pos + 2
+        parts.append(data[start:pos])
         limit = start  # the piece pointed to ends before the piece that points to it
         start = pos = target
-    parts.append(b"\x00")
-    return b"".join(parts), (end if end >= 0 else pos + 1)
+    if parts is None:
+        return data[start : pos + 1], pos + 1
+    parts.append(data[start : pos + 1])
+    return b"".join(parts), end
 
 
 def name_end(data: bytes, pos: int) -> int:
