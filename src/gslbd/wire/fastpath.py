@@ -446,7 +446,7 @@ class Responder:
             out = None
         if out is None:  # a message whose structure breaks is answered from its bytes (wire/precheck.py)
             found = scan(data)
-            if not found.whole:
+            if not found[0]:
                 self.malformed_count += 1
                 out = error_response(data, found, table.max_udp_payload)
                 guard = self.guard

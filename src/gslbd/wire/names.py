@@ -71,6 +71,8 @@ def read_name(data: bytes, pos: int) -> tuple[bytes, int]:
 
 def name_end(data: bytes, pos: int) -> int:
     """The offset just after the (valid) name at `pos`; BadName as `read_name`."""
+    if pos < len(data) and not data[pos]:  # the root (an OPT record's owner): nothing to read
+        return pos + 1
     return read_name(data, pos)[1]
 
 

@@ -5,7 +5,7 @@ dnspython parsing.
 RDATA length, nothing after the last record) without reading any RDATA, and notes on the way what an
 error response echoes: the question (QDCOUNT 1, read whole) and the first OPT record of the additional
 section. A message whose walk breaks before any TSIG record is one dnspython refuses too (FormError):
-`Scan.whole` is False, and `error_response` writes what the slow path sends to a message it cannot
+its `whole` is False, and `error_response` writes what the slow path sends to a message it cannot
 parse (wire/slowpath.py step 2):
   - nothing (None) to a datagram shorter than a header, or a response (QR set);
   - NOTIMP for an opcode other than QUERY, else BADVERS when the OPT record has a version above 0, else
@@ -19,7 +19,6 @@ TSIG record is left to dnspython (the signature decides first: NOTAUTH for one t
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
 
 from gslbd.wire.names import BadName, name_end, read_name
 
@@ -31,17 +30,16 @@ _UPDATE = 5
 FORMERR, NOTIMP, BADVERS = 1, 4, 16
 DO = 0x8000  # in the OPT record's TTL
 _RR = struct.Struct("!HHIH")
+_COUNTS = struct.Struct("!HHHH")
+_TYPE_CLASS = struct.Struct("!HH")
 
 
-class Scan(NamedTuple):
-    """What the walk over a message found (a named tuple: made per malformed query, cheaply)."""
-
-    whole: bool  # every section read, nothing after it (or a TSIG record reached: dnspython decides)
-    question: bytes  # the question to echo (name uncompressed, type, class), b"" when there is none
-    opt: tuple[int, int] | None  # (class: the payload size, TTL) of the first OPT in the additional section
-
-
-_SHORT = Scan(False, b"", None)
+# What the walk over a message found, as a plain tuple (made for every message the fast paths leave):
+#   whole: every section read and nothing after it (or a TSIG record reached: dnspython decides);
+#   question: the question to echo (name uncompressed, type, class), b"" when there is none;
+#   opt: (class: the payload size, TTL) of the first OPT record of the additional section, or None.
+Scan = tuple[bool, bytes, tuple[int, int] | None]
+_SHORT: Scan = (False, b"", None)
 
 
 def scan(data: bytes) -> Scan:
@@ -49,43 +47,40 @@ def scan(data: bytes) -> Scan:
     size = len(data)
     if size < 12:
         return _SHORT
-    qdcount, ancount, nscount, arcount = struct.unpack_from("!HHHH", data, 4)
+    qdcount, ancount, nscount, arcount = _COUNTS.unpack_from(data, 4)
     question = b""
     opt: tuple[int, int] | None = None
     pos = 12
     try:
         for _ in range(qdcount):
             name, end = read_name(data, pos)
-            if end + 4 > size:
-                return Scan(False, b"", None)
-            if qdcount == 1 and _echoed(data, data[end : end + 4]):
-                question = name + data[end : end + 4]
             pos = end + 4
+            if pos > size:
+                return _SHORT
+            if qdcount == 1 and ((data[2] >> 3) & 0xF != _UPDATE or _zone_question(data, end)):
+                question = name + data[end:pos]
         first_additional = ancount + nscount
         for index in range(first_additional + arcount):
             pos = name_end(data, pos)
             if pos + 10 > size:
-                return Scan(False, question, opt)
+                return False, question, opt
             rtype, rclass, ttl, rdlen = _RR.unpack_from(data, pos)
             if index >= first_additional:
                 if rtype == _TSIG:
-                    return Scan(True, question, opt)
+                    return True, question, opt
                 if rtype == _OPT and opt is None:
                     opt = (rclass, ttl)
             pos += 10 + rdlen
             if pos > size:
-                return Scan(False, question, opt)
+                return False, question, opt
     except BadName:
-        return Scan(False, question, opt)
-    return Scan(pos == size, question, opt)
+        return False, question, opt
+    return pos == size, question, opt
 
 
-def _echoed(data: bytes, tail: bytes) -> bool:
-    """Whether dnspython reads the question of this message alone: an UPDATE's (its zone) must be of type
-    SOA in a class that is not a meta class."""
-    if (data[2] >> 3) & 0xF != _UPDATE:
-        return True
-    rtype, rclass = struct.unpack("!HH", tail)
+def _zone_question(data: bytes, end: int) -> bool:
+    """Whether dnspython reads an UPDATE's question (its zone) alone: of type SOA, not in a meta class."""
+    rtype, rclass = _TYPE_CLASS.unpack_from(data, end)
     return rtype == _SOA and rclass not in _META_CLASSES
 
 
@@ -93,14 +88,13 @@ def error_response(data: bytes, found: Scan, max_udp_payload: int) -> bytes | No
     """The error response to a message that cannot be parsed (see the module's docstring)."""
     if len(data) < 12 or data[2] & 0x80:
         return None
-    opt = found.opt
+    _, question, opt = found
     if data[2] & 0x78:
         rcode = NOTIMP
     elif opt is not None and (opt[1] >> 16) & 0xFF:
         rcode = BADVERS
     else:
         rcode = FORMERR
-    question = found.question
     flags = bytes((0x80 | (data[2] & 0x79), rcode & 0xF))
     counts = struct.pack("!HHHH", 1 if question else 0, 0, 0, 0 if opt is None else 1)
     record = b""

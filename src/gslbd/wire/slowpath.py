@@ -348,7 +348,7 @@ def _unparsed(data: bytes, max_udp_payload: int) -> bytes | None:
 def readable_question(data: bytes) -> list[dns.rrset.RRset]:
     """The question of a packet whose rest may be broken: only when QDCOUNT is 1 and it reads
     (wire/precheck.py)."""
-    question = scan(data).question
+    question = scan(data)[1]
     if not question:
         return []
     name, end = dns.name.from_wire(question, 0)
@@ -360,4 +360,4 @@ def scan_opt(data: bytes) -> tuple[int, int] | None:
     """(payload, ttl) of the first OPT record in the additional section of a possibly broken packet,
     found by skipping records without parsing them (wire/precheck.py); None when there is none or the
     walk fails before it."""
-    return scan(data).opt
+    return scan(data)[2]

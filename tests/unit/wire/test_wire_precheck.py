@@ -76,7 +76,7 @@ def oracle_response(data: bytes, payload: int) -> bytes:
 
 def check(data: bytes) -> None:
     found = scan(data)
-    if found.whole or len(data) < 12 or data[2] & 0x80:
+    if found[0] or len(data) < 12 or data[2] & 0x80:
         return
     assert dnspython_refuses(data), data.hex()
     assert error_response(data, found, 1232) == oracle_response(data, 1232), data.hex()
@@ -99,7 +99,7 @@ def test_random_bytes_get_the_error_dnspython_would_have_led_to(packet: bytes) -
 @settings(max_examples=300, database=None, deadline=None)
 @given(seed=st.integers(0, len(SEEDS) - 1))
 def test_every_valid_query_passes_the_walk(seed: int) -> None:
-    assert scan(SEEDS[seed]).whole
+    assert scan(SEEDS[seed])[0]
 
 
 APP = "app.gslb.example.com."
@@ -156,4 +156,4 @@ def test_a_signed_message_is_left_to_dnspython_for_its_signature() -> None:
     msg = dns.message.make_query(APP, "A")
     msg.use_tsig({dns.name.from_text("other."): b"0123456789abcdef"}, dns.name.from_text("other."))
     wire = msg.to_wire() + b"x"  # trailing junk after the TSIG: the signature is judged first
-    assert scan(wire).whole
+    assert scan(wire)[0]
