@@ -1,5 +1,8 @@
 """Micro-benchmark of the query path: ns per query through Responder.handle (fast path) and through
-slow_response (the dnspython slow path), for a few typical queries. Run: python bench/fastpath_micro.py
+slow_response (the dnspython slow path), for a few typical queries; then malformed messages through a
+Python-only Responder.handle (wire/precheck.py answers them before dnspython) next to slow_response
+(dnspython's parse failing) and as a ratio to a valid answer of the same responder (issue 19: <= 2x).
+Run: python bench/fastpath_micro.py
 
 Not a test: it prints figures. The fast path's target is about 2 us per query or less.
 """
@@ -7,9 +10,10 @@ Not a test: it prints figures. The fast path's target is about 2 us per query or
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import dns.edns
 import dns.flags
@@ -23,7 +27,7 @@ from gslbd.model.zone import Nameserver, Soa, Zone
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import EndpointKind, PolicyName
-from gslbd.wire import Responder, compile_table, slow_response
+from gslbd.wire import AnswerTable, Responder, compile_table, slow_response
 
 ORIGIN = "gslb.example.com."
 CLIENT = (0xCB007105, False)  # 203.0.113.5
@@ -109,6 +113,42 @@ def main() -> None:
 
         slow_ns = per_query_ns(slow, args.seconds)
         print(f"{label:<22} {fast:>10.0f} {slow_ns:>10.0f} {slow_ns / fast:>6.1f}x")
+    malformed_cases(view, table, args.seconds)
+
+
+def malformed_cases(view: View, table: AnswerTable, seconds: float) -> None:
+    python = Responder(table, view, random.Random(7), native=False)
+    ip, v6 = CLIENT
+    valid = query("app.gslb.example.com.", edns=True)
+    valid_ns = per_query_ns(lambda: python.handle(valid, ip, v6), seconds)
+    noise = random.Random(3)
+    garbage = [bytes(noise.getrandbits(8) & (0x7F if i == 2 else 0xFF) for i in range(64)) for _ in range(64)]
+    cases: dict[str, list[bytes]] = {
+        "random 64 bytes": garbage,
+        "trailing junk": [valid + b"junk"],
+        "ANCOUNT past the end": [valid[:6] + b"\x00\x05" + valid[8:]],
+        "forward pointer": [valid[:12] + b"\x03app\xc0\x40\x00\x01\x00\x01"],
+    }
+    print(f"\nPython-only handle, valid answer (EDNS): {valid_ns:.0f} ns/q")
+    print(f"{'malformed':<22} {'handle ns':>10} {'dnspython':>10} {'vs valid':>9}")
+    for label, packets in cases.items():
+        cycle = itertools.cycle(packets)
+        before = python.slow_count
+
+        def handle(c: Iterator[bytes] = cycle) -> object:
+            return python.handle(next(c), ip, v6)
+
+        ns = per_query_ns(handle, seconds)
+        assert python.slow_count == before, f"{label} reached the slow path"
+
+        def parse(c: Iterator[bytes] = cycle) -> object:
+            return slow_response(
+                next(c), view, ip, v6, tcp=False, max_udp_payload=1232, use_client_subnet=True,
+                rng=random.Random(1), seq=0,
+            )  # fmt: skip
+
+        parse_ns = per_query_ns(parse, seconds)
+        print(f"{label:<22} {ns:>10.0f} {parse_ns:>10.0f} {ns / valid_ns:>8.2f}x")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ from gslbd.exchange.zone import (
 )
 from gslbd.metrics import EXCHANGE_TRANSFERS
 from gslbd.model.config import Config
+from gslbd.wire.names import read_name
 from gslbd.wire.transfer import Framed
 from gslbd.wire.tsig import TsigRefused, read_signed
 
@@ -222,7 +223,7 @@ class ExchangeZones:
             return None
         if query.question[0].rdclass != IN:
             return None
-        question = data[12 : _question_end(data)]
+        question = _question(data)
         qflags = int.from_bytes(data[2:4], "big")
         qid = head.qid
         signed = query.had_tsig
@@ -336,11 +337,12 @@ class ExchangeZones:
                 self._on_serial(peer, origin, serial)
 
 
-def _question_end(data: bytes) -> int:
-    pos = 12
-    while data[pos]:
-        pos += data[pos] + 1
-    return pos + 5
+def _question(data: bytes) -> bytes:
+    """The query's question written again (its name uncompressed, in the letter case sent), never its
+    bytes copied: a name may end in a compression pointer (into the header even), which the reply's
+    question cannot keep. The message was read whole before (read_message), so the name reads."""
+    wire, end = read_name(data, 12)
+    return wire + data[end : end + 4]
 
 
 def _ixfr_serial(query: dns.message.Message) -> int | None:

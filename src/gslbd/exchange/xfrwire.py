@@ -3,9 +3,9 @@
 An exchange zone holds one RRset per service and address family, up to hundreds of thousands of
 records, so transfers are written and read here without dnspython message objects: every owner is
 its label(s) and a compression pointer to the apex in the question (offset 12), and the reader walks
-records with a small name decoder. TSIG (RFC 8945) is computed over these bytes with dnspython's
-`dns.tsig.sign`/`validate`; in a stream of several messages each one is signed and the MACs chain
-(RFC 8945 5.3.1), as dnspython and BIND do.
+records with the one wire name reader (wire/names.py). TSIG (RFC 8945) is computed over these bytes
+with dnspython's `dns.tsig.sign`/`validate`; in a stream of several messages each one is signed and
+the MACs chain (RFC 8945 5.3.1), as dnspython and BIND do.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import dns.tsig
 
 from gslbd.exchange.zone import SOA, TXT
 from gslbd.model.tsig import TsigKey
+from gslbd.wire import names
+from gslbd.wire.names import labels_of
 from gslbd.wire.tsig import keyring
 
 IN = 1
@@ -184,32 +186,12 @@ def notify_with_serial(zone: str, qid: int, apex: str, serial: int) -> bytes:
 
 
 def read_name(data: bytes, pos: int) -> tuple[tuple[bytes, ...], int]:
-    """(the labels in lower case, the offset after the name at `pos`)."""
-    labels: list[bytes] = []
-    end = -1
-    jumps = 0
-    while True:
-        if pos >= len(data):
-            raise BadMessage("a name runs past the end")
-        length = data[pos]
-        if length == 0:
-            pos += 1
-            break
-        if length & 0xC0 == 0xC0:
-            if pos + 1 >= len(data):
-                raise BadMessage("a name runs past the end")
-            if end < 0:
-                end = pos + 2
-            pos = (length & 0x3F) << 8 | data[pos + 1]
-            jumps += 1
-            if jumps > 64:
-                raise BadMessage("a compression loop")
-            continue
-        if length & 0xC0:
-            raise BadMessage("an unknown label type")
-        labels.append(data[pos + 1 : pos + 1 + length].lower())
-        pos += 1 + length
-    return tuple(labels), (end if end >= 0 else pos)
+    """(the labels in lower case, the offset after the name at `pos`), read by wire/names.py."""
+    try:
+        wire, end = names.read_name(data, pos)
+    except names.BadName as exc:
+        raise BadMessage(str(exc)) from None
+    return labels_of(wire.lower()), end
 
 
 def name_labels(name: str) -> tuple[bytes, ...]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 
+from gslbd.wire.names import BadName, name_end
 from gslbd.wire.siphash import siphash24
 
 COOKIE = 10
@@ -110,18 +111,6 @@ def address_bytes(ip: int, v6: bool) -> bytes:
     return ip.to_bytes(16 if v6 else 4, "big")
 
 
-def _skip_name(data: bytes, pos: int) -> int:
-    while True:
-        length = data[pos]
-        if length == 0:
-            return pos + 1
-        if length >= 0xC0:
-            return pos + 2
-        if length > 63:
-            raise ValueError("bad label")
-        pos += length + 1
-
-
 def opt_rdata(data: bytes) -> tuple[int, int] | None:
     """(start, end) of the OPT record's RDATA in a message, or None (no OPT, or a broken message)."""
     try:
@@ -130,10 +119,10 @@ def opt_rdata(data: bytes) -> tuple[int, int] | None:
         counts = [int.from_bytes(data[i : i + 2], "big") for i in (4, 6, 8, 10)]
         pos = 12
         for _ in range(counts[0]):
-            pos = _skip_name(data, pos) + 4
+            pos = name_end(data, pos) + 4
         first_additional = counts[1] + counts[2]
         for index in range(first_additional + counts[3]):
-            pos = _skip_name(data, pos)
+            pos = name_end(data, pos)
             rtype = data[pos] << 8 | data[pos + 1]
             end = pos + 10 + (data[pos + 8] << 8 | data[pos + 9])
             if end > len(data):
@@ -141,7 +130,7 @@ def opt_rdata(data: bytes) -> tuple[int, int] | None:
             if rtype == _OPT and index >= first_additional:
                 return pos + 10, end
             pos = end
-    except (IndexError, ValueError):
+    except (IndexError, BadName):
         return None
     return None
 

@@ -24,7 +24,9 @@ from gslbd.wire import ctable
 from gslbd.wire.compile import AnswerTable, Entry, Heads, count_answers, key_name, nx_soa
 from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.guard import Guard, guard_for
+from gslbd.wire.names import BadName, read_name
 from gslbd.wire.notify import NotifyHook
+from gslbd.wire.precheck import error_response, scan
 from gslbd.wire.slowpath import slow_response
 from gslbd.wire.transfer import ExchangeHook
 
@@ -56,17 +58,11 @@ _CO_HEADS: dict[Heads, Heads] = {}
 
 
 def _question_key(data: bytes) -> bytes | None:
-    """The question name's table key (its wire form in lower case), or None when it cannot be read
-    without parsing the message (a label too long, a pointer, no end)."""
-    pos, end = 12, min(len(data), _NAME_MAX_END)
-    while pos < end:
-        length = data[pos]
-        if length == 0:
-            return data[12 : pos + 1].lower()
-        if length > 63:
-            return None
-        pos += length + 1
-    return None
+    """The question name's table key (its wire form in lower case), or None when it cannot be read."""
+    try:
+        return read_name(data, 12)[0].lower()
+    except BadName:
+        return None
 
 
 def co_heads(heads: Heads) -> Heads:
@@ -294,6 +290,7 @@ class Responder:
         "_state",
         "_wanted",
         "cookie_secret",
+        "malformed_count",
         "on_notify",
         "rng",
         "slot",
@@ -305,6 +302,7 @@ class Responder:
     ) -> None:
         self.rng = rng
         self.slow_count = 0  # queries answered (or dropped) by the slow path
+        self.malformed_count = 0  # messages that cannot be parsed, answered (or dropped) before it
         self._wanted: dict[bytes, None] = {}  # table keys of names asked for: see take_wanted
         self._slow_seq = itertools.count()
         self._policy_totals: dict[str, int] = {}  # answers counted by tables swapped out
@@ -449,6 +447,13 @@ class Responder:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:
             out = None
+        if out is None:  # a message whose structure breaks is answered from its bytes (wire/precheck.py)
+            found = scan(data)
+            if not found[0]:
+                self.malformed_count += 1
+                out = error_response(data, found, table.max_udp_payload)
+                guard = self.guard
+                return out if guard is None else guard.apply(data, out, src_ip, src_v6, tcp)
         hook = self._exchange
         if hook is not None and (out is None or out[3] & 0xF in (3, 5)):
             # NXDOMAIN, REFUSED or not taken: maybe this site's exchange zone (wire/transfer.py)

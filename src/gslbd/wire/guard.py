@@ -10,8 +10,7 @@ path, and works on bytes only, so a faster (C) answer loop can call it the same 
   2. RRL (when on, UDP only): a query carrying a valid server cookie is not limited (its source address
      is proven); every other response may be sent, dropped (None) or sent truncated (TC=1) as the
      limiter decides. A truncated response carries the question, and when the query had EDNS an OPT
-     with the Extended DNS Error 0 ("Other", RFC 8914; there is no code for rate limiting) and the
-     cookie, when there is one.
+     with the slip's Extended DNS Error (wire/ede.py `RATE_LIMITED`) and the cookie, when there is one.
 Counters are kept here (`counts()`); they reach /metrics as server events.
 """
 
@@ -22,10 +21,10 @@ from collections.abc import Callable
 
 from gslbd.model.config import CookieConfig, DnsConfig, RrlConfig
 from gslbd.wire.cookies import COOKIE, CookieJar, Verdict, add_option, address_bytes, find_cookie, opt_rdata
+from gslbd.wire.ede import RATE_LIMITED_OPTION
+from gslbd.wire.names import BadName, name_end
 from gslbd.wire.rrl import DROP, SEND, RateLimiter
 
-EDE = 15
-EDE_OTHER = b"\x00\x00"  # INFO-CODE 0 "Other", no EXTRA-TEXT: kept small, the point is not amplifying
 _TC = 0x02  # in header byte 2
 FORMERR = 1
 _CLIENT_ONLY = int(Verdict.CLIENT_ONLY)
@@ -88,7 +87,7 @@ class Guard:
             action = self.rrl.decide(reply, ip, v6)
             if not action:
                 return reply
-            return None if action == DROP else self._truncated(reply, b"", EDE_OTHER)
+            return None if action == DROP else self._truncated(reply, b"", RATE_LIMITED_OPTION)
         if reply is None or len(reply) < 12:
             return reply
         limiter = None if tcp else self.rrl
@@ -141,7 +140,7 @@ class Guard:
             return reply
         if action == SEND:
             return reply
-        return self._truncated(reply, cookie, EDE_OTHER)
+        return self._truncated(reply, cookie, RATE_LIMITED_OPTION)
 
     def _limit(self, limiter: RateLimiter, reply: bytes, ip: int, v6: bool, cookie: bytes) -> bytes | None:
         action = limiter.decide(reply, ip, v6)
@@ -149,7 +148,7 @@ class Guard:
             return reply
         if action == DROP:
             return None
-        return self._truncated(reply, cookie, EDE_OTHER)
+        return self._truncated(reply, cookie, RATE_LIMITED_OPTION)
 
     def _udp_limit(self, query: bytes) -> int:
         span = opt_rdata(query)
@@ -157,17 +156,18 @@ class Guard:
         payload = max(payload, 512)
         return min(payload, max(self.max_udp_payload, 512))
 
-    def _truncated(self, reply: bytes, cookie: bytes, ede: bytes | None = None) -> bytes:
+    def _truncated(self, reply: bytes, cookie: bytes, ede: bytes = b"") -> bytes:
         """The reply cut to its header and question with TC=1; its OPT (when it had one) keeps the
         header fields and gets the cookie and the EDE, and no other option."""
         qdcount = reply[4] << 8 | reply[5]
-        qend = reply.index(0, 12) + 5 if qdcount else 12
+        try:
+            qend = name_end(reply, 12) + 4 if qdcount else 12
+        except BadName:  # never in a response of ours: sent without its question then
+            qdcount, qend = 0, 12
         span = opt_rdata(reply)
         opt = b""
         if span is not None:
-            options = b""
-            if ede is not None:
-                options += EDE.to_bytes(2, "big") + len(ede).to_bytes(2, "big") + ede
+            options = ede
             if cookie:
                 options += COOKIE.to_bytes(2, "big") + len(cookie).to_bytes(2, "big") + cookie
             start = span[0]

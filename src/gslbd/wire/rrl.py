@@ -2,21 +2,26 @@
 
 Every UDP response is put in a bucket keyed by (client network, response kind, name):
   - the client network is the source address cut to `ipv4_prefix_length` / `ipv6_prefix_length`;
-  - the kind and name follow the response: an answer or NODATA (rcode NOERROR) counts against
-    `responses_per_second` under the question name and type; NXDOMAIN against `nxdomains_per_second`
-    under the zone (the owner of the SOA in the authority section), so random names below one zone
-    share a bucket; every other rcode (REFUSED, SERVFAIL, FORMERR, ...) against `errors_per_second`
-    under no name at all.
+  - the kind and name follow the response: an answer (rcode NOERROR, records in the answer section)
+    counts against `responses_per_second` under the question name and type; every denial is counted
+    under the zone (the owner of the first authority record: the SOA of a negative answer), so that
+    random names below one zone share one bucket whatever the question:
+      NXDOMAIN, and a compact denial of a name (RFC 9824: NOERROR whose NSEC lists NXNAME), against
+      `nxdomains_per_second`;
+      NODATA (NOERROR, no answer records) against `responses_per_second`, in a bucket of its own;
+    every other rcode (REFUSED, SERVFAIL, FORMERR, ...) against `errors_per_second` under no name.
 A bucket is a token bucket: it gains `rate` tokens a second up to `rate` (one second of burst), a
 response takes one. Without a token the response is limited and the balance keeps falling, down to
 `-window * rate`: a source that keeps flooding stays limited, and one that stops is answered again
 within `window` seconds. Of the limited responses every `slip`th is sent truncated (TC=1, no records:
 smaller than the query, and a real client retries over TCP, which is never limited); the others are
-dropped. `slip` 0 drops them all, 1 truncates them all. Sources in `exempt` are never limited.
+dropped. `slip` 0 drops them all, 1 truncates them all. Source addresses in `exempt` are never limited
+(each address is checked, not its network).
 
 The table of buckets is bounded: when it reaches `MAX_BUCKETS`, buckets that are full again (idle for
 longer than a window) are swept out, and if that frees too little the table starts afresh.
-The decision reads only the response bytes, so it serves the Python fast and slow paths alike.
+The decision reads only the response bytes (names with wire/names.py), so it serves the Python fast
+and slow paths alike.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import time
 from collections.abc import Callable
 
 from gslbd.model.config import RrlConfig
+from gslbd.wire.names import BadName, name_end, read_name
 
 MAX_BUCKETS = 100_000
 
@@ -38,48 +44,54 @@ SLIP = 2  # send a truncated (TC=1) response instead
 RESPONSE = 0
 NXDOMAIN = 1
 ERROR = 2
+NODATA = 3
+_NSEC = 47
+_NXNAME = 128  # RFC 9824: type bit 128 is byte 16 of window 0, its high bit
+_NOT_READ = (b"", False)
 
 
-def _name_at(data: bytes, pos: int) -> bytes:
-    """The (lower-cased, uncompressed) wire name at `pos`, following compression pointers."""
-    out = []
-    hops = 0
-    while True:
-        length = data[pos]
-        if length >= 0xC0:
-            hops += 1
-            if hops > 16:
-                raise ValueError("pointer loop")
-            pos = (length & 0x3F) << 8 | data[pos + 1]
-            continue
-        out.append(data[pos : pos + length + 1])
-        if length == 0:
-            return b"".join(out).lower()
-        pos += length + 1
-
-
-def _skip_name(data: bytes, pos: int) -> int:
-    while True:
-        length = data[pos]
-        if length == 0:
-            return pos + 1
-        if length >= 0xC0:
-            return pos + 2
-        pos += length + 1
-
-
-def zone_of_negative(reply: bytes, qend: int) -> bytes | None:
-    """The owner of the first authority record (the SOA of an NXDOMAIN), or None."""
+def denial_of(reply: bytes) -> tuple[bytes, bool]:
+    """(the zone of a negative response: the owner of its first authority record, lower-cased, or b""
+    when there is none; whether an NSEC of the authority section lists NXNAME: a compact denial of the
+    name). A response that cannot be read is (b"", False)."""
+    authority = reply[8] << 8 | reply[9]
+    if not authority:
+        return _NOT_READ
     try:
-        pos = qend + 4
+        pos = 12
+        for _ in range(reply[4] << 8 | reply[5]):
+            pos = name_end(reply, pos) + 4
         for _ in range(reply[6] << 8 | reply[7]):  # an in-zone CNAME chain may come first
-            pos = _skip_name(reply, pos)
+            pos = name_end(reply, pos)
             pos += 10 + (reply[pos + 8] << 8 | reply[pos + 9])
-        if reply[8] == 0 and reply[9] == 0:
-            return None
-        return _name_at(reply, pos)
-    except (IndexError, ValueError):
-        return None
+        zone, pos = read_name(reply, pos)
+        nxname = False
+        for index in range(authority):
+            if index:
+                pos = name_end(reply, pos)
+            end = pos + 10 + (reply[pos + 8] << 8 | reply[pos + 9])
+            if reply[pos] == 0 and reply[pos + 1] == _NSEC and not nxname:
+                at = name_end(reply, pos + 10)  # the next owner name, then the type bitmaps
+                while at + 2 <= end:
+                    window, size = reply[at], reply[at + 1]
+                    if window == 0 and size > 16 and reply[at + 18] & 0x80:
+                        nxname = True
+                        break
+                    at += 2 + size
+            pos = end
+        return zone.lower(), nxname
+    except (IndexError, BadName):
+        return _NOT_READ
+
+
+def question_key(reply: bytes) -> bytes:
+    """A response's bucket key for its question: the bytes up to the first zero octet and the two after
+    it, lower-cased, b"" without a question. That is the name and type of every question whose labels
+    hold no zero octet (and a question in a response is never compressed); another shares a bucket with
+    the names it begins like: harmless, and no name has to be read on the way of every answer."""
+    if not (reply[4] or reply[5]):
+        return b""
+    return reply[12 : reply.find(0, 12) + 3].lower()
 
 
 class _Exempt:
@@ -129,7 +141,12 @@ class RateLimiter:
     def __init__(self, config: RrlConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self._clock = clock
-        self._rates = (config.responses_per_second, config.nxdomains_per_second, config.errors_per_second)
+        self._rates = (
+            config.responses_per_second,
+            config.nxdomains_per_second,
+            config.errors_per_second,
+            config.responses_per_second,  # NODATA: BIND's nodata-per-second defaults to this
+        )
         # Per kind: seconds one response moves tat on, and how far ahead of now tat may be for a response
         # to be sent (a second's worth less one response; a nanosecond of slack for float sums).
         self._intervals = tuple(1.0 / rate if rate else 0.0 for rate in self._rates)
@@ -152,18 +169,15 @@ class RateLimiter:
 
     def decide(self, reply: bytes, ip: int, v6: bool) -> int:
         """SEND this response, DROP it, or SLIP (send it truncated)."""
-        if reply[3] & 15:
+        if reply[3] & 15 or not (reply[6] or reply[7]):  # an error or a denial
             return self._decide_other(reply, ip, v6)
         rate = self._rates[RESPONSE]
         if not rate:
             return SEND
-        prefix = ip >> self._shift6 if v6 else ip >> self._shift4
-        if self._exempt is not None and self._is_exempt(prefix, ip, v6):
+        if self._exempt is not None and self._is_exempt(ip, v6):
             return SEND
-        # The question name and type, lower-cased together (a type whose bytes are letters may share a
-        # bucket with another: harmless).
-        name = reply[12 : reply.find(0, 12) + 3].lower() if reply[5] or reply[4] else b""
-        key = (prefix, v6, RESPONSE, name)
+        prefix = ip >> self._shift6 if v6 else ip >> self._shift4
+        key = (prefix, v6, RESPONSE, question_key(reply))
         now = self._clock()
         cell = self._buckets.get(key)
         if cell is None:
@@ -181,19 +195,22 @@ class RateLimiter:
         return self._limited(key, cell, now, RESPONSE)
 
     def _decide_other(self, reply: bytes, ip: int, v6: bool) -> int:
-        """NXDOMAIN (bucket per zone) and errors (one bucket per client network)."""
-        kind = NXDOMAIN if reply[3] & 15 == 3 else ERROR
+        """Denials (a bucket per zone) and errors (one bucket per client network)."""
+        rcode = reply[3] & 15
+        name = b""
+        if rcode in (0, 3):
+            zone, nxname = denial_of(reply)
+            kind = NXDOMAIN if rcode == 3 or nxname else NODATA
+            # No authority record to name the zone (never in gslbd's own denials): the question.
+            name = zone or question_key(reply)
+        else:
+            kind = ERROR
         rate = self._rates[kind]
         if not rate:
             return SEND
-        prefix = ip >> self._shift6 if v6 else ip >> self._shift4
-        if self._exempt is not None and self._is_exempt(prefix, ip, v6):
+        if self._exempt is not None and self._is_exempt(ip, v6):
             return SEND
-        name = b""
-        if kind == NXDOMAIN and (reply[4] or reply[5]):
-            qend = reply.find(0, 12) + 1
-            zone = zone_of_negative(reply, qend)
-            name = zone if zone is not None else reply[12 : qend + 2].lower()
+        prefix = ip >> self._shift6 if v6 else ip >> self._shift4
         key = (prefix, v6, kind, name)
         now = self._clock()
         cell = self._buckets.get(key)
@@ -207,14 +224,16 @@ class RateLimiter:
             return SEND
         return self._limited(key, cell, now, kind)
 
-    def _is_exempt(self, prefix: int, ip: int, v6: bool) -> bool:
+    def _is_exempt(self, ip: int, v6: bool) -> bool:
+        """Whether the source address is in an exempt network: each address is checked (remembered in a
+        bounded table), never decided for its whole RRL prefix by the first address seen."""
         assert self._exempt is not None
-        exempt = self._exempt_known.get((prefix, v6))
+        exempt = self._exempt_known.get((ip, v6))
         if exempt is None:
             exempt = (ip, v6) in self._exempt
             if len(self._exempt_known) >= MAX_BUCKETS:
                 self._exempt_known.clear()
-            self._exempt_known[prefix, v6] = exempt
+            self._exempt_known[ip, v6] = exempt
         return exempt
 
     def _limited(self, key: tuple[int, bool, int, bytes], cell: list[float], now: float, kind: int) -> int:

@@ -4,9 +4,11 @@ The order of checks (each answers or drops, the first that applies wins):
   1. shorter than a header (12 bytes), or QR set: dropped (None);
   2. the message does not parse: NOTIMP for an opcode other than QUERY, else BADVERS when a readable
      OPT record has a version above 0, else FORMERR; the question is echoed when it can be read, an
-     OPT record is added when one could be found; a TSIG signature that does not verify with the
-     exchange's key (`peers.tsig`; without one every key is unknown): NOTAUTH with the TSIG error
-     record of RFC 8945 5.2 and, with EDNS, an EDE naming it (wire/tsig.py);
+     OPT record is added when one could be found (written from bytes by wire/precheck.py, which the
+     responder asks first: a message whose structure breaks never reaches dnspython); a TSIG
+     signature that does not verify with the exchange's key (`peers.tsig`; without one every key is
+     unknown): NOTAUTH with the TSIG error record of RFC 8945 5.2 and, with EDNS, an EDE naming it
+     (wire/tsig.py);
   3. opcode other than QUERY: NOTIMP (NOTIFY goes to the `on_notify` hook when there is one);
   4. QDCOUNT != 1: FORMERR without a question;
   5. EDNS version above 0: BADVERS (extended rcode 16, in the OPT record);
@@ -61,6 +63,7 @@ from gslbd.wire.compile import SignedZone
 from gslbd.wire.dnssec import CO, NXNAME, Signer
 from gslbd.wire.metatypes import meta_reply
 from gslbd.wire.notify import NotifyHook, notify_response
+from gslbd.wire.precheck import error_response, scan
 from gslbd.wire.render import (
     DO,
     IN,
@@ -75,7 +78,6 @@ from gslbd.wire.render import (
 from gslbd.wire.tsig import ERROR_NAMES, TsigRefused, error_reply, read_signed, sign_reply
 
 BADVERS = 16
-OPT_TYPE = 41
 ZONE_TRANSFERS = (dns.rdatatype.AXFR, dns.rdatatype.IXFR)
 
 
@@ -112,7 +114,7 @@ def slow_response(
             on_notify("", src_ip, src_v6)  # counted as refused, like any NOTIFY it does not accept
         return _tsig_error(data, qid, qflags, refused, key, max_udp_payload)
     except Exception:  # dnspython raises many kinds of errors on malformed input
-        return _unparsed(data, qid, qflags, max_udp_payload)
+        return _unparsed(data, max_udp_payload)
     wire = _respond(
         query,
         qid,
@@ -376,57 +378,24 @@ def _tsig_error(
     return error_reply(wire, data, refused.error, key, int(time.time()))
 
 
-def _unparsed(data: bytes, qid: int, qflags: int, max_udp_payload: int) -> bytes:
-    """The error response to a packet dnspython cannot parse."""
-    question = readable_question(data)
-    opt = scan_opt(data)
-    edns = EdnsReply(max_udp_payload, opt[1] & DO) if opt is not None else None
-    if qflags & 0x7800:
-        rcode = Rcode.NOTIMP
-    elif opt is not None and (opt[1] >> 16) & 0xFF:
-        rcode = BADVERS
-    else:
-        rcode = Rcode.FORMERR
-    return _error(qid, qflags, question, rcode, edns)
+def _unparsed(data: bytes, max_udp_payload: int) -> bytes | None:
+    """The error response to a packet dnspython cannot parse (wire/precheck.py writes it)."""
+    return error_response(data, scan(data), max_udp_payload)
 
 
 def readable_question(data: bytes) -> list[dns.rrset.RRset]:
-    """The question of a packet whose rest may be broken: only when QDCOUNT is 1 and it parses."""
-    if data[4:6] != b"\x00\x01":
+    """The question of a packet whose rest may be broken: only when QDCOUNT is 1 and it reads
+    (wire/precheck.py)."""
+    question = scan(data)[1]
+    if not question:
         return []
-    try:
-        return list(dns.message.from_wire(data, question_only=True).question)
-    except Exception:  # any malformed question
-        return []
+    name, end = dns.name.from_wire(question, 0)
+    rdtype, rdclass = struct.unpack_from("!HH", question, end)
+    return [dns.rrset.RRset(name, rdclass, rdtype)]
 
 
 def scan_opt(data: bytes) -> tuple[int, int] | None:
     """(payload, ttl) of the first OPT record in the additional section of a possibly broken packet,
-    found by skipping records without parsing them; None when there is none or the walk fails."""
-    try:
-        qdcount, ancount, nscount, arcount = struct.unpack_from("!HHHH", data, 4)
-        pos = 12
-        for _ in range(qdcount):
-            pos = _skip_name(data, pos) + 4
-        for index in range(ancount + nscount + arcount):
-            pos = _skip_name(data, pos)
-            rtype, rclass, ttl, rdlen = struct.unpack_from("!HHIH", data, pos)
-            if rtype == OPT_TYPE and index >= ancount + nscount:
-                return rclass, ttl
-            pos += 10 + rdlen
-    except (IndexError, ValueError, struct.error):
-        return None
-    return None
-
-
-def _skip_name(data: bytes, pos: int) -> int:
-    """The offset just after the (possibly compressed) name at `pos`."""
-    while True:
-        length = data[pos]
-        if length == 0:
-            return pos + 1
-        if length & 0xC0 == 0xC0:
-            return pos + 2
-        if length & 0xC0:
-            raise ValueError("unknown label type")
-        pos += length + 1
+    found by skipping records without parsing them (wire/precheck.py); None when there is none or the
+    walk fails before it."""
+    return scan(data)[2]

@@ -90,6 +90,20 @@ def test_the_apex_soa_is_answered_to_anyone_with_the_heartbeat() -> None:
     assert read_soa_reply(data, 5, APEX, "heartbeat-eu.gslb.test.", None, b"") == (zones.serial(ZONE), T0)
 
 
+@pytest.mark.parametrize("padding", [0, 200])
+def test_a_question_whose_root_is_a_pointer_gets_its_question_written_again(padding: int) -> None:
+    # issue 19: the root label as `c0 06` (ANCOUNT's zero byte); EDNS padding made the old raw copy long.
+    responder, _, _, _ = site()
+    plain = soa_query(APEX, 9)
+    query = plain[:10] + b"\x00\x01" + plain[12:-5] + b"\xc0\x06" + plain[-4:]
+    query += b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00" + (padding + 4).to_bytes(2, "big")
+    query += b"\x00\x0c" + padding.to_bytes(2, "big") + bytes(padding)
+    assert dns.message.from_wire(query).question[0].name.to_text() == APEX
+    reply = dns.message.from_wire(responder.handle(query, STRANGER, False) or b"")
+    assert reply.rcode() == dns.rcode.NOERROR and [q.name.to_text() for q in reply.question] == [APEX]
+    assert reply.answer[0].rdtype == dns.rdatatype.SOA and reply.answer[0].name.to_text() == APEX
+
+
 def test_axfr_from_a_peer_over_tcp_is_the_sites_own_publication() -> None:
     responder, _, _, _ = site()
     data = responder.handle(transfer_query(APEX, AXFR, 6), PEER, False, True) or b""

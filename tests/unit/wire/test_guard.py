@@ -15,6 +15,7 @@ from wire_support import CONFIG, ask, ask_wire, client, make_responder, make_vie
 from gslbd.clock import FakeClock
 from gslbd.model.config import CookieConfig, DnsConfig, RrlConfig
 from gslbd.wire import Responder
+from gslbd.wire.ede import RATE_LIMITED, RATE_LIMITED_OPTION
 from gslbd.wire.guard import Guard
 
 SECRET = bytes.fromhex("e5e973e5a6b2a43f48e7dc849e37bfcf")
@@ -110,7 +111,9 @@ def test_rrl_drops_and_slips_udp_answers_over_the_rate_and_never_tcp() -> None:
         assert slipped is not None and len(slipped) <= len(wire) + 6
         msg = dns.message.from_wire(slipped)
         assert msg.flags & dns.flags.TC and not msg.answer and msg.question
-        assert [(o.otype, o.to_wire()) for o in msg.options] == [(dns.edns.EDE, b"\x00\x00")]
+        assert [(o.otype, o.to_wire()) for o in msg.options] == [(dns.edns.EDE, RATE_LIMITED_OPTION[4:])]
+        [ede] = msg.options
+        assert isinstance(ede, dns.edns.EDEOption) and (ede.code, ede.text or "") == RATE_LIMITED
     assert all(ask_wire(responder, wire, tcp=True) is not None for _ in range(20))
     assert responder.guard_counts() == {
         "rrl_limited": 4,

@@ -1,17 +1,23 @@
-"""The rate limiter's buckets, with a fake clock: rates, kinds, names, window, slip, prefixes, exempt."""
+"""The rate limiter's buckets, with a fake clock: rates, kinds, names, window, slip, prefixes, exempt,
+denials per zone (NXDOMAIN, NODATA, compact denials of signed zones)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+import dns.message
+import dns.rcode
+import dns.rdatatype
 import pytest
+from test_wire_dnssec import NXNAME, World, bitmap_types, signed_config
 from wire_support import ask_wire, client, make_responder, query
 
 from gslbd.clock import FakeClock
 from gslbd.model.config import RrlConfig
 from gslbd.wire import Responder
 from gslbd.wire import rrl as Action
-from gslbd.wire.rrl import MAX_BUCKETS, RateLimiter
+from gslbd.wire.rrl import MAX_BUCKETS, RateLimiter, denial_of
 
 CONFIG = RrlConfig(responses_per_second=5, errors_per_second=2, nxdomains_per_second=3, window=4.0, slip=2)
 
@@ -134,3 +140,49 @@ def test_the_bucket_table_stays_bounded_under_a_flood_from_many_sources(plain: R
     for ip in range(MAX_BUCKETS + 10):
         limiter.decide(data, ip, False)
     assert len(limiter) <= MAX_BUCKETS
+
+
+@pytest.mark.parametrize("first", ["192.0.2.10", "192.0.2.11"])
+def test_exemption_is_decided_per_address_whichever_address_of_the_prefix_comes_first(
+    plain: Responder, first: str
+) -> None:
+    # exempt .10/32 inside the default /24: .10 is never limited, .11 is, in either arrival order.
+    limiter = RateLimiter(replace(CONFIG, exempt=("192.0.2.10/32",)), FakeClock().monotonic)
+    data = reply(plain, "app.gslb.example.com.")
+    other = "192.0.2.11" if first == "192.0.2.10" else "192.0.2.10"
+    outcomes = {src: run(limiter, data, 20, src) for src in (first, other)}
+    assert set(outcomes["192.0.2.10"]) == {Action.SEND}
+    assert Action.DROP in outcomes["192.0.2.11"]
+    assert outcomes["192.0.2.11"][:5] == [Action.SEND] * 5
+
+
+def test_nodata_at_any_name_or_type_of_a_zone_shares_one_bucket_per_zone(plain: Responder) -> None:
+    limiter = RateLimiter(CONFIG, FakeClock().monotonic)
+    nodata = [reply(plain, "app.gslb.example.com.", t) for t in ("TXT", "MX", "SRV", "CAA", "HINFO")]
+    nodata += [reply(plain, "solo.gslb.example.com.", t) for t in ("TXT", "AAAA")]
+    for data in nodata:
+        msg = dns.message.from_wire(data)
+        assert msg.rcode() == dns.rcode.NOERROR and not msg.answer and msg.authority
+    actions = [limiter.decide(r, *client("192.0.2.1")) for r in nodata]
+    assert actions == [Action.SEND] * 5 + [Action.DROP, Action.SLIP]  # responses_per_second: 5
+    # Its own bucket: the answers and the NXDOMAIN budget of the same zone are untouched.
+    assert run(limiter, reply(plain, "app.gslb.example.com."), 1) == [Action.SEND]
+    assert run(limiter, reply(plain, "nope.gslb.example.com."), 1) == [Action.SEND]
+
+
+def test_compact_denials_of_random_names_count_as_nxdomain_of_the_zone(tmp_path: Path) -> None:
+    world = World(signed_config(tmp_path, 15, False))
+    limiter = RateLimiter(CONFIG, FakeClock().monotonic)
+    replies = []
+    for i in range(5):
+        data = ask_wire(world.responder, query(f"r{i}x.gslb.example.com.", edns=0, dnssec_ok=True))
+        assert data is not None
+        msg = dns.message.from_wire(data)
+        assert msg.rcode() == dns.rcode.NOERROR and not msg.answer  # RFC 9824 compact denial
+        assert any(NXNAME in bitmap_types(r) for r in msg.authority if r.rdtype == dns.rdatatype.NSEC)
+        replies.append(data)
+    assert denial_of(replies[0]) == (b"\x04gslb\x07example\x03com\x00", True)
+    actions = [limiter.decide(r, *client("192.0.2.1")) for r in replies]
+    assert actions == [Action.SEND] * 3 + [Action.DROP, Action.SLIP]  # nxdomains_per_second: 3
+    # The same bucket as the unsigned NXDOMAIN of that zone.
+    assert run(limiter, reply(make_responder(), "nope.gslb.example.com."), 1) == [Action.DROP]

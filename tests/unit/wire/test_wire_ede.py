@@ -11,7 +11,6 @@ import pytest
 from wire_support import ORIGIN, ask, fast_and_slow, query
 
 from gslbd.wire import Responder
-from gslbd.wire.ede import RATE_LIMITED, rate_limited_truncation
 
 
 def edes(msg: dns.message.Message) -> list[tuple[int, str | None]]:
@@ -55,19 +54,3 @@ def test_all_down_servfail_says_why(responder: Responder) -> None:
 def test_positive_and_negative_answers_carry_no_ede(responder: Responder) -> None:
     for name in (f"app.{ORIGIN}", f"nope.{ORIGIN}", f"info.{ORIGIN}"):
         assert edes(same_on_both_paths(responder, query(name, edns=0))) == []
-
-
-def test_rate_limited_truncation_is_tc_with_the_question_and_ede_only_with_edns() -> None:
-    wire = query(f"App.{ORIGIN}", edns=0, dnssec_ok=True, qid=77)
-    out = rate_limited_truncation(wire, 1232)
-    assert out is not None
-    msg = dns.message.from_wire(out)
-    assert msg.id == 77 and msg.flags & dns.flags.TC and not msg.flags & dns.flags.AA
-    assert msg.question[0].name.to_text() == f"App.{ORIGIN}"
-    assert (msg.answer, msg.authority) == ([], [])
-    assert msg.ednsflags & dns.flags.DO and msg.payload == 1232
-    assert edes(msg) == [RATE_LIMITED]
-    plain = rate_limited_truncation(query(f"app.{ORIGIN}"), 1232)
-    assert plain is not None and dns.message.from_wire(plain).edns == -1
-    assert rate_limited_truncation(b"\x00" * 11, 1232) is None
-    assert rate_limited_truncation(wire[:20], 1232) is None
