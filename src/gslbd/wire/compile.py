@@ -165,6 +165,10 @@ class AnswerTable:
     # The wire keys of the parents of wildcard names (`*.apps.<zone>` -> key of `apps.<zone>`): the fast
     # path leaves a nonexistent name below one of them to the slow path, which synthesizes the answer.
     wildcard_parents: frozenset[bytes] = frozenset()
+    # The wire keys of zone cuts and DNAME owners (answer/dname.py): the fast path leaves a nonexistent
+    # name below one of them to the slow path, which answers the referral or the DNAME's synthesis.
+    # Derived from the zones' static records, so an update (same config) keeps it.
+    delegated: frozenset[bytes] = frozenset()
     # Some names of the view are not compiled yet (server/build.py compiles a large view in steps): the
     # fast path leaves every name it does not find to the slow path, which answers from the view.
     partial: bool = False
@@ -542,7 +546,18 @@ def compile_table(
         identity=identity,
         nsid=nsid_option(identity),
         wildcard_parents=_wildcard_parents(names),
+        delegated=delegated_keys(view),
         partial=bool(defer),
+    )
+
+
+def delegated_keys(view: View) -> frozenset[bytes]:
+    """The wire keys of the zone cuts (static NS below an apex) and DNAME owners of the view's zones."""
+    return frozenset(
+        _wire_key(r.name)
+        for zone in view.zones.values()
+        for r in zone.records
+        if r.rtype == "DNAME" or (r.rtype == "NS" and r.name != zone.origin)
     )
 
 
@@ -665,9 +680,10 @@ def compile_signed_answer(data: NameData, answer: Answer, signer: Signer, unsign
     if reply is None:
         return unsigned
     sections, an, ns, ar = signed_sections_wire(data.name, reply)
+    aa = answer.authoritative  # a referral is not
     return Variant(
-        heads(reply.rcode, authoritative=True, counts=(an, ns, ar)),
-        tc_heads(reply.rcode, authoritative=True),
+        heads(reply.rcode, authoritative=aa, counts=(an, ns, ar)),
+        tc_heads(reply.rcode, authoritative=aa),
         sections,
         unsigned.options,
     )

@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from gslbd.answer import Answer, NameData, Negative
+from gslbd.answer import Answer, NameData, Negative, Referral
 from gslbd.clock import SystemClock
 from gslbd.model.dnssec import Dnssec, DnssecKey
 from gslbd.types import Rcode
@@ -49,6 +49,7 @@ except ImportError:  # not compiled here: the C tables are not used either
 if TYPE_CHECKING:
     from gslbd.wire.denial import Denier
 
+NS_TYPE = 2
 RRSIG = 46
 NSEC = 47
 NXNAME = 128  # RFC 9824: the meta-type in an NSEC bitmap that says the name does not exist
@@ -400,10 +401,12 @@ class Signer:
         zone = self.zone_of(qname)
         if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
             return None
+        if answer.referral is not None:
+            return self.signed_referral(answer.referral)
         if answer.answer:  # `data` None: synthesized at the query name (a wildcard's answer)
             return SignedReply(
                 Rcode.NOERROR,
-                self.with_rrsigs(to_rrsets(answer.answer), synthesized=data is None),
+                self.answer_rrsigs(to_rrsets(answer.answer), synthesized=data is None),
                 self.with_rrsigs(to_rrsets(answer.authority)),
                 self.with_rrsigs(to_rrsets(answer.additional)),
             )
@@ -429,6 +432,33 @@ class Signer:
             denial = [nsec, sigs]
         authority = [*self.with_rrsigs(to_rrsets(soa)), *denial]
         return SignedReply(rcode, [], authority, [], compact_nx=not exists)
+
+    def signed_referral(self, referral: Referral) -> SignedReply:
+        """A referral to a DO query (RFC 4035 3.1.4): the NS set unsigned, then the cut's DS RRset with
+        its RRSIGs, or the NSEC of the cut (its types: NS, and RRSIG NSEC; no DS, no SOA) with its
+        RRSIGs proving there is no DS; the glue unsigned."""
+        if referral.ds:
+            proof = self.with_rrsigs(to_rrsets(referral.ds))
+        else:
+            proof = self.with_rrsigs([self.nsec_rrset(referral.cut, referral.nsec_ttl, (NS_TYPE,))])
+        return SignedReply(Rcode.NOERROR, [], [*to_rrsets(referral.ns), *proof], to_rrsets(referral.glue))
+
+    def answer_rrsigs(
+        self, rrsets: Iterable[dns.rrset.RRset], synthesized: bool = False
+    ) -> list[dns.rrset.RRset]:
+        """An answer section's RRsets each followed by its RRSIGs, but a CNAME a DNAME of the same
+        answer synthesized (owned below the DNAME's owner), which is sent unsigned (RFC 6672 5.3.1)."""
+        rrsets = list(rrsets)
+        owners = [r.name for r in rrsets if r.rdtype == dns.rdatatype.DNAME]
+        if not owners:
+            return self.with_rrsigs(rrsets, synthesized)
+        out: list[dns.rrset.RRset] = []
+        for rrset in rrsets:
+            made = rrset.rdtype == dns.rdatatype.CNAME and any(
+                rrset.name.is_subdomain(o) and rrset.name != o for o in owners
+            )
+            out.extend([rrset] if made else self.with_rrsigs([rrset], synthesized))
+        return out
 
     @staticmethod
     def _chain_rrsets(

@@ -211,10 +211,13 @@ def fast_answer(
             heads, tc_heads, sections, options = table.refused
             zones = table.zones
             wildcards = table.wildcard_parents
+            delegated = table.delegated
             for offset in suffixes:
                 zone_key = key[offset - 12 :]
                 if wildcards and zone_key in wildcards:
                     return None  # maybe a wildcard's answer: the slow path decides (RFC 4592)
+                if delegated and zone_key in delegated:
+                    return None  # below a zone cut or a DNAME: the slow path (answer/dname.py)
                 zone = zones.get(zone_key)
                 if zone is not None:
                     options = b""

@@ -54,6 +54,7 @@ from gslbd.answer import (
     render,
     wildcard_at,
 )
+from gslbd.answer.dname import beneath
 from gslbd.model.tsig import TsigKey
 from gslbd.types import Rcode
 from gslbd.wire.compile import SignedZone
@@ -291,6 +292,10 @@ def resolve(
     while True:
         zone = view.zones.get(name.to_text())
         if zone is not None:
+            encloser = _encloser(view, qname.canonicalize(), zone.origin)
+            if encloser is not None and (encloser.referral is not None or "DNAME" in encloser.outcomes):
+                text = qname.canonicalize().to_text()  # below a zone cut or a DNAME (answer/dname.py)
+                return beneath(view, encloser, text, dns.rdatatype.to_text(rdtype), ip, v6, rng, seq)
             wild = _wildcard(view, qname.canonicalize(), zone.origin)
             if wild is not None:
                 answer = render(wild, wild.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
@@ -299,6 +304,18 @@ def resolve(
         if name == dns.name.root:
             return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
         name = name.parent()
+
+
+def _encloser(view: View, qname: dns.name.Name, origin: str) -> NameData | None:
+    """The closest encloser of the nonexistent `qname` (its longest existing ancestor), found label by
+    label like the zone."""
+    name = qname
+    while name != dns.name.root:
+        name = name.parent()
+        found = view.get(name.to_text())
+        if found is not None or name.to_text() == origin:
+            return found
+    return None
 
 
 def _wildcard(view: View, qname: dns.name.Name, origin: str) -> NameData | None:
