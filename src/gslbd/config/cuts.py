@@ -53,7 +53,8 @@ def redirects(info: ZoneInfo, served: Iterable[str]) -> Redirects:
     for rec in info.zone.records:
         if rec.rtype == "NS" and rec.name != info.zone.origin and rec.name not in origins:
             cuts.setdefault(rec.name, set()).add(rec.value.lower())
-    dnames = frozenset(rec.name for rec in info.zone.records if rec.rtype == "DNAME")
+    # A DNAME at the apex is an error of its own (`_misplaced`), not a reason to report every name.
+    dnames = frozenset(r.name for r in info.zone.records if r.rtype == "DNAME" and r.name != info.zone.origin)
     return Redirects({cut: frozenset(targets) for cut, targets in cuts.items()}, dnames)
 
 
@@ -97,7 +98,8 @@ def check_cuts(rep: Report, zones: list[ZoneInfo]) -> dict[str, Redirects]:
     out: dict[str, Redirects] = {}
     for info in zones:
         found = redirects(info, served)
-        if not found.cuts and not found.dnames:
+        apex_dname = any(r.rtype == "DNAME" for r in info.owners.get(info.zone.origin, ()))
+        if not found.cuts and not found.dnames and not apex_dname:
             continue
         out[info.zone.origin] = found
         for name, places in info.owners.items():
