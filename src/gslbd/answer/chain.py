@@ -124,7 +124,7 @@ def _outcome_tree(walk: _Walk, outcome: Outcome, zone: Zone, chain: tuple[Rr, ..
     if isinstance(outcome, Negative):
         return [_negative(outcome.rcode, zone, chain)], None
     if isinstance(outcome, Referral):  # a target at or below a zone cut: the resolver follows
-        return [Answer(Rcode.NOERROR, answer=chain)], None
+        return [_referred(chain, outcome)], None
     if isinstance(outcome, Chain):  # a precompiled answer set (an HTTPS record's): after the CNAMEs
         walk.dependent |= outcome.location_dependent
         return [replace(a, answer=chain + a.answer) for a in outcome.answers], outcome.pick
@@ -175,7 +175,7 @@ def _target_tree(walk: _Walk, target: str, chain: tuple[Rr, ...], links: int) ->
         walk.followed = True
         encloser = closest_encloser(walk.names, target, zone.origin)
         if encloser is not None and encloser.referral is not None:  # delegated: the resolver follows
-            return [Answer(Rcode.NOERROR, answer=chain)], None
+            return [_referred(chain, encloser.referral)], None
         dname = dname_record(encloser) if encloser is not None else None
         if dname is not None:  # RFC 6672: the DNAME, its synthesized CNAME, and on to the new name
             walk.reasons.append(f"DNAME {dname.name} to {dname.rdata}")
@@ -185,6 +185,14 @@ def _target_tree(walk: _Walk, target: str, chain: tuple[Rr, ...], links: int) ->
             return _target_tree(walk, cname.rdata, (*chain, dname, cname), links + 1)
         return [Answer(Rcode.NXDOMAIN, answer=chain, authority=(negative_soa(zone),))], None
     return [Answer(Rcode.NOERROR, answer=chain)], None
+
+
+def _referred(chain: tuple[Rr, ...], referral: Referral) -> Answer:
+    """The CNAMEs to a name at or below a zone cut, then the cut's referral (NS in authority, glue in
+    additional), as Knot and NSD answer; authoritative for the CNAMEs."""
+    return Answer(
+        Rcode.NOERROR, answer=chain, authority=referral.ns, additional=referral.glue, referral=referral
+    )
 
 
 def closest_encloser(names: Mapping[str, NameData], qname: str, origin: str) -> NameData | None:

@@ -401,8 +401,8 @@ class Signer:
         zone = self.zone_of(qname)
         if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
             return None
-        if answer.referral is not None:
-            return self.signed_referral(answer.referral)
+        if answer.referral is not None:  # after CNAMEs (into the cut), signed as any answer
+            return self.signed_referral(answer.referral, self.answer_rrsigs(to_rrsets(answer.answer)))
         if answer.answer:  # `data` None: synthesized at the query name (a wildcard's answer)
             return SignedReply(
                 Rcode.NOERROR,
@@ -433,15 +433,18 @@ class Signer:
         authority = [*self.with_rrsigs(to_rrsets(soa)), *denial]
         return SignedReply(rcode, [], authority, [], compact_nx=not exists)
 
-    def signed_referral(self, referral: Referral) -> SignedReply:
+    def signed_referral(
+        self, referral: Referral, answer: list[dns.rrset.RRset] | None = None
+    ) -> SignedReply:
         """A referral to a DO query (RFC 4035 3.1.4): the NS set unsigned, then the cut's DS RRset with
         its RRSIGs, or the NSEC of the cut (its types: NS, and RRSIG NSEC; no DS, no SOA) with its
-        RRSIGs proving there is no DS; the glue unsigned."""
+        RRSIGs proving there is no DS; the glue unsigned. `answer`: the signed CNAMEs before it."""
         if referral.ds:
             proof = self.with_rrsigs(to_rrsets(referral.ds))
         else:
             proof = self.with_rrsigs([self.nsec_rrset(referral.cut, referral.nsec_ttl, (NS_TYPE,))])
-        return SignedReply(Rcode.NOERROR, [], [*to_rrsets(referral.ns), *proof], to_rrsets(referral.glue))
+        ns = to_rrsets(referral.ns)
+        return SignedReply(Rcode.NOERROR, answer or [], [*ns, *proof], to_rrsets(referral.glue))
 
     def answer_rrsigs(
         self, rrsets: Iterable[dns.rrset.RRset], synthesized: bool = False

@@ -238,10 +238,19 @@ def test_a_cname_into_a_dname_is_followed_through_it(world: World) -> None:
     ]
 
 
-def test_a_cname_into_a_cut_stops_at_the_cname(world: World) -> None:
+def test_a_cname_into_a_cut_gives_the_cname_then_the_referral(world: World) -> None:
     msg = world.ask(f"to-sub.{ORIGIN}", "A")
+    assert msg.flags & dns.flags.AA and msg.rcode() == dns.rcode.NOERROR
     assert texts(msg) == [f"to-sub.{ORIGIN} 300 IN CNAME www.sub.{ORIGIN}"]
-    assert msg.rcode() == dns.rcode.NOERROR and msg.authority == []
+    assert texts(msg, "authority") == SUB_NS
+    assert texts(msg, "additional") == SUB_GLUE
+
+
+def test_a_signed_cname_into_a_cut_signs_the_cname_and_proves_no_ds(signed: World) -> None:
+    msg = signed.ask(f"to-sub.{ORIGIN}", "A", dnssec_ok=True)
+    signed.validate(msg.answer[0], msg)
+    assert [r.rdtype for r in msg.authority] == [dns.rdatatype.NS, dns.rdatatype.NSEC, dns.rdatatype.RRSIG]
+    signed.validate(msg.authority[1], msg)
 
 
 def test_the_dname_owner_answers_its_own_dname_and_nodata(world: World) -> None:
