@@ -433,9 +433,7 @@ class Signer:
         authority = [*self.with_rrsigs(to_rrsets(soa)), *denial]
         return SignedReply(rcode, [], authority, [], compact_nx=not exists)
 
-    def signed_referral(
-        self, referral: Referral, answer: list[dns.rrset.RRset] | None = None
-    ) -> SignedReply:
+    def signed_referral(self, referral: Referral, answer: list[dns.rrset.RRset] | None = None) -> SignedReply:
         """A referral to a DO query (RFC 4035 3.1.4): the NS set unsigned, then the cut's DS RRset with
         its RRSIGs, or the NSEC of the cut (its types: NS, and RRSIG NSEC; no DS, no SOA) with its
         RRSIGs proving there is no DS; the glue unsigned. `answer`: the signed CNAMEs before it."""
