@@ -490,9 +490,13 @@ class SignedReply:
 
 
 def existing_types(data: NameData) -> tuple[int, ...]:
-    """The types with data at a name now (the NODATA bitmap, besides RRSIG and NSEC)."""
+    """The types with data at a name now (the NODATA bitmap, besides RRSIG and NSEC); at a zone cut the
+    parent's own, NS and DS (glue at the cut is the child's)."""
+    cut = data.referral is not None
     return tuple(
-        int(dns.rdatatype.from_text(t)) for t, o in data.outcomes.items() if not isinstance(o, Negative)
+        int(dns.rdatatype.from_text(t))
+        for t, o in data.outcomes.items()
+        if not isinstance(o, Negative) and (not cut or t in ("NS", "DS"))
     )
 
 

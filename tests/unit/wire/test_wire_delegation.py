@@ -426,3 +426,14 @@ def test_every_path_gives_the_same_bytes_at_and_below_cuts_and_dnames(
     dnssec_ok = data.draw(st.booleans(), "do")
     target = data.draw(st.sampled_from([world, signed]), "world")
     target.ask(name, rtype, dnssec_ok=dnssec_ok)  # asserts C, Python and the slow path agree
+
+
+def test_the_nsec_chain_links_the_cuts_but_no_name_below_them() -> None:
+    from gslbd.wire.denial import chain_names, name_key
+
+    view = build_view(load_config_text(CONFIG_TEXT), Snapshot(version=1), env())
+    links = chain_names(view, [ORIGIN])[ORIGIN]
+    for below in ("ns1.sub", "ns2.x.sub", "x.sub"):
+        assert name_key(f"{below}.{ORIGIN}", ORIGIN) not in links
+    assert links[name_key(f"sub.{ORIGIN}", ORIGIN)] == (int(dns.rdatatype.NS),)
+    assert links[name_key(f"secure.{ORIGIN}", ORIGIN)] == (int(dns.rdatatype.NS), int(dns.rdatatype.DS))
