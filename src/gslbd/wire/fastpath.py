@@ -21,7 +21,7 @@ from dataclasses import replace
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire import ctable
-from gslbd.wire.compile import AnswerTable, Entry, Heads, count_answers, key_name, nx_soa
+from gslbd.wire.compile import AnswerTable, Entry, Heads, compile_answer, count_answers, key_name, nx_soa
 from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.notify import NotifyHook
@@ -216,8 +216,15 @@ def fast_answer(
                 zone_key = key[offset - 12 :]
                 if wildcards and zone_key in wildcards:
                     return None  # maybe a wildcard's answer: the slow path decides (RFC 4592)
-                if delegated and zone_key in delegated:
-                    return None  # below a zone cut or a DNAME: the slow path (answer/dname.py)
+                if delegated and zone_key in delegated:  # below a zone cut or a DNAME (answer/dname.py)
+                    referral = table.referrals.get(zone_key)
+                    if referral is None or (do and table.signer is not None):
+                        return None  # a DNAME's synthesis, or a signed referral: the slow path
+                    qname = key_name(key)
+                    if "\\" in qname:
+                        return None  # a label with a dot or an odd byte: its shape is not its text's
+                    heads, tc_heads, sections, options = compile_answer(qname, referral)
+                    break
                 zone = zones.get(zone_key)
                 if zone is not None:
                     options = b""
