@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_support import CLIENT, client, query, texts
 
-from gslbd.answer import Referral, build_view
+from gslbd.answer import Answer, Referral, build_view
 from gslbd.clock import FakeClock
 from gslbd.config import check_config_text, load_config_text
 from gslbd.config.dnssec import generate_key_pair, read_key_pair
@@ -28,6 +28,7 @@ from gslbd.model.dnssec import Dnssec
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
+from gslbd.types import Rcode
 from gslbd.wire import Responder, ctable, slow_response
 
 ORIGIN = "cuts.example."
@@ -437,3 +438,27 @@ def test_the_nsec_chain_links_the_cuts_but_no_name_below_them() -> None:
         assert name_key(f"{below}.{ORIGIN}", ORIGIN) not in links
     assert links[name_key(f"sub.{ORIGIN}", ORIGIN)] == (int(dns.rdatatype.NS),)
     assert links[name_key(f"secure.{ORIGIN}", ORIGIN)] == (int(dns.rdatatype.NS), int(dns.rdatatype.DS))
+
+
+def test_the_answer_model_resolves_below_cuts_and_dnames_without_the_wire() -> None:
+    view = build_view(load_config_text(CONFIG_TEXT), Snapshot(version=1), env())
+
+    def resolve(name: str, rtype: str = "A") -> Answer:
+        return view.resolve(name, rtype, 0, False, random.Random(0), 0)
+
+    below = resolve(f"a.b.sub.{ORIGIN}", "MX")
+    assert below.referral is not None and below.referral.cut == f"sub.{ORIGIN}"
+    assert (below.rcode, below.authoritative, below.answer) == (Rcode.NOERROR, False, ())
+    assert [rr.rdata for rr in below.authority] == [
+        f"ns1.sub.{ORIGIN}",
+        f"ns2.x.sub.{ORIGIN}",
+        "ns.example.net.",
+    ]
+    dname = resolve(f"www.old.{ORIGIN}")
+    assert [(rr.name, rr.rtype, rr.ttl) for rr in dname.answer] == [
+        (f"old.{ORIGIN}", "DNAME", 120),
+        (f"www.old.{ORIGIN}", "CNAME", 120),
+        (f"www.new.{ORIGIN}", "A", 300),
+    ]
+    assert resolve(FAR_NAME).rcode == Rcode.YXDOMAIN
+    assert resolve(f"secure.{ORIGIN}", "DS").authoritative
