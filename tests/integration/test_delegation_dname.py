@@ -134,3 +134,15 @@ def test_unbound_validates_the_proof_of_no_ds_at_an_insecure_cut(world: World) -
     msg = world.unbound.ask(PLAIN, "DS", dnssec=True)
     assert msg.rcode() == dns.rcode.NOERROR and not msg.answer
     assert msg.flags & dns.flags.AD, world.unbound.log()[-3000:]
+
+
+def test_unbound_validates_a_dname_chain_that_ends_at_a_missing_name(world: World) -> None:
+    msg = world.unbound.ask(f"nope.legacy.{ORIGIN}", "A", dnssec=True)
+    assert msg.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN), world.unbound.log()[-3000:]
+    assert msg.flags & dns.flags.AD
+    assert not [r for r in msg.answer if r.rdtype == dns.rdatatype.A]
+
+
+def test_unbound_validates_a_dname_chain_that_ends_in_nodata(world: World) -> None:
+    msg = world.unbound.ask(f"app.legacy.{ORIGIN}", "TXT", dnssec=True)
+    assert msg.rcode() == dns.rcode.NOERROR and msg.flags & dns.flags.AD, world.unbound.log()[-3000:]

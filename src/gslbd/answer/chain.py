@@ -115,14 +115,21 @@ def follow(
     )
 
 
-def _outcome_tree(walk: _Walk, outcome: Outcome, zone: Zone, chain: tuple[Rr, ...], links: int) -> _Tree:
+def _outcome_tree(
+    walk: _Walk,
+    outcome: Outcome,
+    zone: Zone,
+    chain: tuple[Rr, ...],
+    links: int,
+    owner: NameData | None = None,
+) -> _Tree:
     if isinstance(outcome, Records):
         target = _pointer(outcome.answer)
         if target is not None:
             return _target_tree(walk, target, chain + outcome.answer, links + 1)
         return [Answer(Rcode.NOERROR, answer=chain + outcome.answer, additional=outcome.additional)], None
     if isinstance(outcome, Negative):
-        return [_negative(outcome.rcode, zone, chain)], None
+        return [_negative(outcome.rcode, zone, chain, owner)], None
     if isinstance(outcome, Referral):  # a target at or below a zone cut: the resolver follows
         return [_referred(chain, outcome)], None
     if isinstance(outcome, Chain):  # a precompiled answer set (an HTTPS record's): after the CNAMEs
@@ -169,7 +176,7 @@ def _target_tree(walk: _Walk, target: str, chain: tuple[Rr, ...], links: int) ->
     found = walk.names.get(target)
     if found is not None:
         walk.followed = True
-        return _outcome_tree(walk, found.raw_outcome(walk.rtype), found.zone, chain, links)
+        return _outcome_tree(walk, found.raw_outcome(walk.rtype), found.zone, chain, links, found)
     zone = walk.find_zone(target)
     if zone is not None:
         walk.followed = True
@@ -183,7 +190,8 @@ def _target_tree(walk: _Walk, target: str, chain: tuple[Rr, ...], links: int) ->
             if cname is None:
                 return [Answer(Rcode.YXDOMAIN, answer=(*chain, dname))], None
             return _target_tree(walk, cname.rdata, (*chain, dname, cname), links + 1)
-        return [Answer(Rcode.NXDOMAIN, answer=chain, authority=(negative_soa(zone),))], None
+        denied = (target, ())  # a signed answer proves the name does not exist (wire/dnssec.py)
+        return [Answer(Rcode.NXDOMAIN, answer=chain, authority=(negative_soa(zone),), denied=denied)], None
     return [Answer(Rcode.NOERROR, answer=chain)], None
 
 
@@ -193,6 +201,11 @@ def _referred(chain: tuple[Rr, ...], referral: Referral) -> Answer:
     return Answer(
         Rcode.NOERROR, answer=chain, authority=referral.ns, additional=referral.glue, referral=referral
     )
+
+
+def existing(data: NameData) -> tuple[str, ...]:
+    """The types with data at a name now (what a NODATA proof lists there)."""
+    return tuple(t for t, o in data.outcomes.items() if not isinstance(o, Negative))
 
 
 def closest_encloser(names: Mapping[str, NameData], qname: str, origin: str) -> NameData | None:
@@ -245,9 +258,13 @@ def wire_length(name: str) -> int:
     return octets
 
 
-def _negative(rcode: int, zone: Zone, chain: tuple[Rr, ...]) -> Answer:
+def _negative(rcode: int, zone: Zone, chain: tuple[Rr, ...], owner: NameData | None) -> Answer:
     if rcode in (Rcode.NOERROR, Rcode.NXDOMAIN):
-        return Answer(rcode, answer=chain, authority=(negative_soa(zone),))
+        denied = None
+        if chain and owner is not None:  # the chain's last name: what a signed answer proves of it
+            types = () if rcode == Rcode.NXDOMAIN else existing(owner)
+            denied = (owner.name, types)
+        return Answer(rcode, answer=chain, authority=(negative_soa(zone),), denied=denied)
     if chain:
         return Answer(Rcode.NOERROR, answer=chain)
     return Answer(rcode, ede=EDE_ALL_DOWN if rcode == Rcode.SERVFAIL else None)

@@ -72,6 +72,9 @@ class Answer:
     ede: tuple[int, str] | None = None
     # A referral (the NS set in authority, glue in additional): what a DO query adds (DS or NSEC).
     referral: Referral | None = None
+    # A CNAME/DNAME chain that ends in NXDOMAIN or NODATA: (its last name, the types there; () when it
+    # does not exist), which a signed answer proves with that name's NSEC.
+    denied: tuple[str, tuple[str, ...]] | None = None
 
 
 # Extended DNS Errors gslbd sends (RFC 8914 section 4; the choices are explained in docs/wire.md).

@@ -399,16 +399,18 @@ class Signer:
         `data` is the name's node (None: the name does not exist). `deniers` (the table's, by zone
         origin in wire form) answer a nonexistent name from the NSEC chain past the signing budget."""
         zone = self.zone_of(qname)
-        if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
+        if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN, Rcode.YXDOMAIN):
             return None
         if answer.referral is not None:  # after CNAMEs (into the cut), signed as any answer
             return self.signed_referral(answer.referral, self.answer_rrsigs(to_rrsets(answer.answer)))
         if answer.answer:  # `data` None: synthesized at the query name (a wildcard's answer)
+            rcode, proof, compact_nx = self._chain_end(answer, compact_ok)
             return SignedReply(
-                Rcode.NOERROR,
+                rcode,
                 self.answer_rrsigs(to_rrsets(answer.answer), synthesized=data is None),
-                self.with_rrsigs(to_rrsets(answer.authority)),
+                [*self.with_rrsigs(to_rrsets(answer.authority)), *proof],
                 self.with_rrsigs(to_rrsets(answer.additional)),
+                compact_nx=compact_nx,
             )
         soa = [rr for rr in answer.authority if rr.rtype == "SOA"]
         ttl = soa[0].ttl if soa else 0
@@ -432,6 +434,24 @@ class Signer:
             denial = [nsec, sigs]
         authority = [*self.with_rrsigs(to_rrsets(soa)), *denial]
         return SignedReply(rcode, [], authority, [], compact_nx=not exists)
+
+    def _chain_end(self, answer: Answer, compact_ok: bool) -> tuple[int, list[dns.rrset.RRset], bool]:
+        """(rcode, proof, compact) of a positive-looking answer: a CNAME/DNAME chain that ends in NODATA
+        or NXDOMAIN in a signed zone gets the NSEC of its last name (compact, like the denials of names
+        asked for: NXNAME for a name that does not exist, rcode NOERROR unless CO asks for NXDOMAIN);
+        YXDOMAIN (a DNAME's too long name) stays; everything else is NOERROR."""
+        denied = answer.denied
+        if denied is None or self.zone_of(denied[0]) is None:
+            kept = answer.rcode if answer.rcode == Rcode.YXDOMAIN or denied is not None else Rcode.NOERROR
+            return kept, [], False
+        name, types = denied
+        soa = [rr for rr in answer.authority if rr.rtype == "SOA"]
+        ttl = soa[0].ttl if soa else 0
+        gone = answer.rcode == Rcode.NXDOMAIN
+        codes = (NXNAME,) if gone else tuple(int(dns.rdatatype.from_text(t)) for t in types)
+        proof = self.with_rrsigs([self.nsec_rrset(name, ttl, codes)], synthesized=gone)
+        rcode = Rcode.NXDOMAIN if gone and compact_ok else Rcode.NOERROR
+        return rcode, proof, gone
 
     def signed_referral(self, referral: Referral, answer: list[dns.rrset.RRset] | None = None) -> SignedReply:
         """A referral to a DO query (RFC 4035 3.1.4): the NS set unsigned, then the cut's DS RRset with

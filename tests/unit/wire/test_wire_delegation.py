@@ -462,3 +462,27 @@ def test_the_answer_model_resolves_below_cuts_and_dnames_without_the_wire() -> N
     ]
     assert resolve(FAR_NAME).rcode == Rcode.YXDOMAIN
     assert resolve(f"secure.{ORIGIN}", "DS").authoritative
+
+
+def test_a_signed_dname_chain_to_a_missing_name_proves_it_does_not_exist(signed: World) -> None:
+    msg = signed.ask(f"nope.old.{ORIGIN}", "A", dnssec_ok=True)
+    assert msg.rcode() == dns.rcode.NOERROR  # RFC 9824 compact denial, as for names asked directly
+    nsec = next(r for r in msg.authority if r.rdtype == dns.rdatatype.NSEC)
+    assert nsec.name == dns.name.from_text(f"nope.new.{ORIGIN}") and "NXNAME" in nsec.to_text()
+    signed.validate(nsec, msg)
+    signed.validate(msg.answer[0], msg)  # the DNAME
+
+
+def test_a_signed_dname_chain_to_nodata_proves_the_types_of_its_last_name(signed: World) -> None:
+    msg = signed.ask(f"www.old.{ORIGIN}", "TXT", dnssec_ok=True)
+    assert msg.rcode() == dns.rcode.NOERROR
+    nsec = next(r for r in msg.authority if r.rdtype == dns.rdatatype.NSEC)
+    assert nsec.name == dns.name.from_text(f"www.new.{ORIGIN}")
+    assert set(nsec[0].to_text().split()[1:]) == {"A", "RRSIG", "NSEC"}
+    signed.validate(nsec, msg)
+
+
+def test_a_signed_yxdomain_carries_the_signed_dname(signed: World) -> None:
+    msg = signed.ask(FAR_NAME, "A", dnssec_ok=True)
+    assert msg.rcode() == dns.rcode.YXDOMAIN
+    signed.validate(msg.answer[0], msg)
