@@ -486,3 +486,16 @@ def test_a_signed_yxdomain_carries_the_signed_dname(signed: World) -> None:
     msg = signed.ask(FAR_NAME, "A", dnssec_ok=True)
     assert msg.rcode() == dns.rcode.YXDOMAIN
     signed.validate(msg.answer[0], msg)
+
+
+def test_explain_says_a_name_is_delegated_or_below_a_dname() -> None:
+    from gslbd.explain import explain
+
+    config = load_config_text(CONFIG_TEXT)
+    view = build_view(config, Snapshot(version=1), env())
+    text = explain(config, view, env(), f"www.sub.{ORIGIN}", "A", "192.0.2.9")
+    assert f"name: at or below the zone cut sub.{ORIGIN} -> referral (not authoritative)" in text
+    assert "answer: NOERROR (referral)\n" in text
+    assert f"  authority: sub.{ORIGIN} 300 IN NS ns1.sub.{ORIGIN}\n" in text
+    text = explain(config, view, env(), f"www.old.{ORIGIN}", "A", "192.0.2.9")
+    assert f"name: does not exist; below the DNAME at old.{ORIGIN} (RFC 6672)" in text
