@@ -1,7 +1,7 @@
 """Zone cuts and DNAME in a real gslbd: the referral's shape with its glue, DS and the NSEC proving no DS
-at a cut (asked with dnspython), and a validating Unbound in front resolving through a DNAME of gslbd's
-signed zone into a secure child zone delegated by it (a signed NSD), with AD; the signed parent of
-gslbd's zone is another NSD."""
+at a cut (asked with dnspython), and validating resolvers in front (Unbound, BIND) resolving through a
+DNAME of gslbd's signed zone into a secure child zone delegated by it (a signed NSD), with AD; the signed
+parent of gslbd's zone is another NSD."""
 
 from __future__ import annotations
 
@@ -10,10 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dns.flags
+import dns.message
 import dns.rcode
 import dns.rdatatype
 import pytest
-from dnssec_support import Child, ds_of, keygen, resolver_test_marks, signed_parent
+from dnssec_support import (
+    BindResolver,
+    Child,
+    ds_of,
+    keygen,
+    resolver_test_marks,
+    running_bind_resolver,
+    signed_parent,
+)
 from gslbd_harness import Running, running_gslbd
 from nsd_support import running_nsd
 from unbound_support import Resolver, running_validating_unbound
@@ -52,6 +61,16 @@ services:
 class World:
     gslbd: Running
     unbound: Resolver
+    bind: BindResolver
+
+    def resolve(self, which: str, name: str, rtype: str) -> dns.message.Message:
+        """A validating resolver's answer (DO set): Unbound's or BIND's."""
+        if which == "unbound":
+            return self.unbound.ask(name, rtype, dnssec=True)
+        return self.bind.ask(name, rtype)
+
+    def log(self, which: str) -> str:
+        return (self.unbound if which == "unbound" else self.bind).log()[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +93,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     ):
         forwards = {"example.com.": parent.port, ORIGIN: gslbd.port, CHILD: child.port}
         (base / "unbound").mkdir()
-        with running_validating_unbound(base / "unbound", anchor, forwards, ORIGIN) as unbound:
-            yield World(gslbd, unbound)
+        with (
+            running_validating_unbound(base / "unbound", anchor, forwards, ORIGIN) as unbound,
+            running_bind_resolver(base / "bind", anchor, forwards, ORIGIN) as bind,
+        ):
+            yield World(gslbd, unbound, bind)
+
+
+RESOLVERS = pytest.mark.parametrize("resolver", ["unbound", "bind"])
 
 
 def test_a_name_below_a_cut_gets_a_referral_with_glue_from_the_process(world: World) -> None:
@@ -111,38 +136,52 @@ def test_a_dname_answer_from_the_process(world: World) -> None:
     ]
 
 
-def test_unbound_validates_the_secure_delegation_to_the_child(world: World) -> None:
-    msg = world.unbound.ask(f"ns1.{CHILD}", "A", dnssec=True)
+@RESOLVERS
+def test_validating_resolvers_validate_the_secure_delegation_to_the_child(
+    world: World, resolver: str
+) -> None:
+    msg = world.resolve(resolver, f"ns1.{CHILD}", "A")
     assert msg.rcode() == dns.rcode.NOERROR and msg.flags & dns.flags.AD
     assert msg.answer[0].to_text().endswith("IN A 127.0.0.1")
 
 
-def test_unbound_follows_a_dname_into_the_delegated_child_with_ad(world: World) -> None:
-    msg = world.unbound.ask(f"ns1.old.{ORIGIN}", "A", dnssec=True)
-    assert msg.rcode() == dns.rcode.NOERROR, world.unbound.log()[-3000:]
+@RESOLVERS
+def test_validating_resolvers_follow_a_dname_into_the_delegated_child_with_ad(
+    world: World, resolver: str
+) -> None:
+    msg = world.resolve(resolver, f"ns1.old.{ORIGIN}", "A")
+    assert msg.rcode() == dns.rcode.NOERROR, world.log(resolver)
     assert msg.flags & dns.flags.AD
     types = [r.rdtype for r in msg.answer if r.rdtype != dns.rdatatype.RRSIG]
     assert types == [dns.rdatatype.DNAME, dns.rdatatype.CNAME, dns.rdatatype.A]
 
 
-def test_unbound_validates_a_dname_chain_inside_the_zone(world: World) -> None:
-    msg = world.unbound.ask(f"app.legacy.{ORIGIN}", "A", dnssec=True)
+@RESOLVERS
+def test_validating_resolvers_validate_a_dname_chain_inside_the_zone(world: World, resolver: str) -> None:
+    msg = world.resolve(resolver, f"app.legacy.{ORIGIN}", "A")
     assert msg.rcode() == dns.rcode.NOERROR and msg.flags & dns.flags.AD
 
 
-def test_unbound_validates_the_proof_of_no_ds_at_an_insecure_cut(world: World) -> None:
-    msg = world.unbound.ask(PLAIN, "DS", dnssec=True)
+@RESOLVERS
+def test_validating_resolvers_validate_the_proof_of_no_ds_at_an_insecure_cut(
+    world: World, resolver: str
+) -> None:
+    msg = world.resolve(resolver, PLAIN, "DS")
     assert msg.rcode() == dns.rcode.NOERROR and not msg.answer
-    assert msg.flags & dns.flags.AD, world.unbound.log()[-3000:]
+    assert msg.flags & dns.flags.AD, world.log(resolver)
 
 
-def test_unbound_validates_a_dname_chain_that_ends_at_a_missing_name(world: World) -> None:
-    msg = world.unbound.ask(f"nope.legacy.{ORIGIN}", "A", dnssec=True)
-    assert msg.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN), world.unbound.log()[-3000:]
+@RESOLVERS
+def test_validating_resolvers_validate_a_dname_chain_that_ends_at_a_missing_name(
+    world: World, resolver: str
+) -> None:
+    msg = world.resolve(resolver, f"nope.legacy.{ORIGIN}", "A")
+    assert msg.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN), world.log(resolver)
     assert msg.flags & dns.flags.AD
     assert not [r for r in msg.answer if r.rdtype == dns.rdatatype.A]
 
 
-def test_unbound_validates_a_dname_chain_that_ends_in_nodata(world: World) -> None:
-    msg = world.unbound.ask(f"app.legacy.{ORIGIN}", "TXT", dnssec=True)
-    assert msg.rcode() == dns.rcode.NOERROR and msg.flags & dns.flags.AD, world.unbound.log()[-3000:]
+@RESOLVERS
+def test_validating_resolvers_validate_a_dname_chain_that_ends_in_nodata(world: World, resolver: str) -> None:
+    msg = world.resolve(resolver, f"app.legacy.{ORIGIN}", "TXT")
+    assert msg.rcode() == dns.rcode.NOERROR and msg.flags & dns.flags.AD, world.log(resolver)
