@@ -499,3 +499,20 @@ def test_explain_says_a_name_is_delegated_or_below_a_dname() -> None:
     assert f"  authority: sub.{ORIGIN} 300 IN NS ns1.sub.{ORIGIN}\n" in text
     text = explain(config, view, env(), f"www.old.{ORIGIN}", "A", "192.0.2.9")
     assert f"name: does not exist; below the DNAME at old.{ORIGIN} (RFC 6672)" in text
+
+
+def test_a_service_of_a_services_file_below_a_cut_is_an_error_at_its_line(tmp_path: Path) -> None:
+    from gslbd.config import check_config
+
+    lines = [
+        '{"name": "ok.cuts.example.", "endpoints": [{"address": "192.0.2.1"}]}',
+        '{"name": "api.x.sub.cuts.example.", "endpoints": [{"address": "192.0.2.2"}]}',
+    ]
+    (tmp_path / "services.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "gslbd.yaml").write_text(CONFIG_TEXT + "services_file: services.jsonl\n")
+    _, problems = check_config(tmp_path / "gslbd.yaml")
+    found = [(Path(p.file).name, p.line, p.message) for p in problems if p.severity == "error"]
+    message = (
+        f"'api.x.sub.{ORIGIN}' is at or below the zone cut 'sub.{ORIGIN}': the child zone's servers answer it"
+    )
+    assert found == [("services.jsonl", 2, message)]
