@@ -516,3 +516,26 @@ def test_a_service_of_a_services_file_below_a_cut_is_an_error_at_its_line(tmp_pa
         f"'api.x.sub.{ORIGIN}' is at or below the zone cut 'sub.{ORIGIN}': the child zone's servers answer it"
     )
     assert found == [("services.jsonl", 2, message)]
+
+
+def test_referrals_and_dnames_survive_an_incremental_rebuild() -> None:
+    config = load_config_text(CONFIG_TEXT)
+    builder = AnswerBuilder(FakeClock())
+    policy_env = env()
+    _, table = builder.build(config, Snapshot(version=1), policy_env)
+    down = {e.key: False for s in config.services for e in s.endpoints if s.name == f"lb.new.{ORIGIN}"}
+    view2, table2 = builder.build(config, Snapshot(version=2, health=down), policy_env)
+    assert table2.derived_from == table.serial  # an update, not a new compilation
+    world = World(config)
+    world.view, world.table = view2, table2
+    world.python.swap(table2, view2)
+    if world.native is not None:
+        world.native.swap(table2, view2)
+    assert texts(world.ask(f"www.sub.{ORIGIN}"), "authority") == SUB_NS
+    assert texts(world.ask(f"sub.{ORIGIN}"), "authority") == SUB_NS
+    lb = world.ask(f"lb.old.{ORIGIN}")
+    assert [r.rdtype for r in lb.answer] == [
+        dns.rdatatype.DNAME,
+        dns.rdatatype.CNAME,
+        dns.rdatatype.A,
+    ]
