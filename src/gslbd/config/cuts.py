@@ -6,6 +6,7 @@ the zone's data, so a record or service written there would never be answered:
 
 - at a cut: NS, DS, and A/AAAA when the cut is one of its own nameservers (glue);
 - below a cut: A/AAAA of the cut's nameservers only (glue); every nameserver below its cut needs one;
+  none of the zone's own nameservers (`nameservers`) may be there;
 - below a DNAME: nothing; a DNAME RRset has one record, and none is at the apex (the names gslbd keeps
   in every zone, heartbeats and the exchange's, would be below it);
 - no service at or below a cut or below a DNAME.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gslbd.config.fields import Report
+from gslbd.config.fields import Report, join
 from gslbd.config.names import in_zone
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.service import Service
@@ -111,6 +112,15 @@ def check_cuts(rep: Report, zones: list[ZoneInfo]) -> dict[str, Redirects]:
                     why = f"{name!r} has more than one DNAME (RFC 6672: a DNAME RRset holds one record)"
                 if why is not None:
                     rep.error(place.line, place.path, why)
+        for ns in info.zone.nameservers:
+            cut = found.cut_of(ns.name)
+            if cut is not None:
+                rep.error(
+                    info.line,
+                    join(info.path, "nameservers"),
+                    f"the zone's nameserver {ns.name!r} is below the zone cut {cut!r}: its address belongs "
+                    "to the child zone",
+                )
         for cut, targets in found.cuts.items():
             for target in sorted(targets):
                 has_glue = any(p.rtype in GLUE_TYPES for p in info.owners.get(target, ()))

@@ -539,3 +539,16 @@ def test_referrals_and_dnames_survive_an_incremental_rebuild() -> None:
         dns.rdatatype.CNAME,
         dns.rdatatype.A,
     ]
+
+
+def test_a_zone_nameserver_below_a_cut_is_a_located_error() -> None:
+    text = CONFIG_TEXT.replace(
+        f"{{name: ns1.{ORIGIN}, address: 192.0.2.53}}", f"{{name: ns3.sub.{ORIGIN}, address: 192.0.2.53}}"
+    )
+    _, problems = check_config_text(text)
+    errors = [(p.line, p.path, p.message) for p in problems if p.severity == "error"]
+    message = (
+        f"the zone's nameserver 'ns3.sub.{ORIGIN}' is below the zone cut 'sub.{ORIGIN}': its address belongs "
+        "to the child zone"
+    )
+    assert errors == [(4, "zones[0].nameservers", message)]
