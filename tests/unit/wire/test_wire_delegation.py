@@ -285,6 +285,8 @@ def test_ordinary_nonexistent_names_stay_on_the_fast_path(world: World) -> None:
     before = world.python.slow_count
     assert world.python.handle(query(f"nope.{ORIGIN}"), 1, False, False) is not None
     assert world.python.slow_count == before
+    world.python.handle(query(f"q.www.sub.{ORIGIN}"), 1, False, False)  # the cut's referral, from the table
+    assert world.python.slow_count == before
     world.python.handle(query(f"x.www.old.{ORIGIN}"), 1, False, False)  # a DNAME: the slow path
     assert world.python.slow_count == before + 1
 
