@@ -166,7 +166,7 @@ def answer_lines(view: View, qname: str, rtype: str, client: Client) -> tuple[li
     answer = view.resolve(qname, rtype, client.ip, client.v6, random.Random(0), 0)
     rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
     if answer.rcode == Rcode.NOERROR and not answer.answer:
-        rcode = "NOERROR (NODATA)"
+        rcode = "NOERROR (referral)" if answer.referral is not None else "NOERROR (NODATA)"
     lines = [f"answer: {rcode}{', authoritative' if answer.authoritative else ''}"]
     sections = (("answer", answer.answer), ("authority", answer.authority), ("additional", answer.additional))
     for section, rrs in sections:
@@ -195,6 +195,17 @@ def explain(
         lines.extend(answer_lines(view, name, rtype, client)[0])
         return "\n".join(lines) + "\n"
     lines.append(f"zone: {zone.origin}")
+    encloser = view.encloser(name, zone.origin) if data is None else data
+    if encloser is not None and encloser.referral is not None:
+        lines.append(
+            f"name: at or below the zone cut {encloser.referral.cut} -> referral (not authoritative)"
+        )
+        lines.extend(answer_lines(view, name, rtype, client)[0])
+        return "\n".join(lines) + "\n"
+    if data is None and encloser is not None and "DNAME" in encloser.outcomes:
+        lines.append(f"name: does not exist; below the DNAME at {encloser.name} (RFC 6672)")
+        lines.extend(answer_lines(view, name, rtype, client)[0])
+        return "\n".join(lines) + "\n"
     if data is None and (wild := view.wildcard(name, zone.origin)) is not None:
         lines.append(f"name: does not exist; the wildcard {wild.name} answers it (RFC 4592)")
         data = wild

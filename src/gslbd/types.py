@@ -88,4 +88,5 @@ class Rcode:
     NXDOMAIN = 3
     NOTIMP = 4
     REFUSED = 5
+    YXDOMAIN = 6  # a DNAME substitution longer than 255 octets (RFC 6672 2.2)
     NOTAUTH = 9

@@ -58,6 +58,14 @@ RECORDS = [
     ("loop1", "CNAME", f"loop2.{ORIGIN}", 120),
     ("loop2", "CNAME", f"loop1.{ORIGIN}", 120),
     ("host.deep", "A", "192.0.2.7", 120),
+    # A zone cut with in-bailiwick glue, and a DNAME (issue 20 items 2 and 3).
+    ("sub", "NS", f"ns1.sub.{ORIGIN}", 300),
+    ("sub", "NS", "ns.example.net.", 300),
+    ("ns1.sub", "A", "192.0.2.53", 300),
+    ("old", "DNAME", f"new.{ORIGIN}", 120),
+    ("www.new", "A", "192.0.2.8", 120),
+    ("to-old", "CNAME", f"www.old.{ORIGIN}", 120),
+    ("to-sub", "CNAME", f"www.sub.{ORIGIN}", 120),
 ]
 GSLBD_CONFIG = f"""
 version: 1
@@ -168,6 +176,19 @@ CASES: list[tuple[str, Callable[[], bytes]]] = [
     ),
     ("EDNS, NSID", lambda: make(f"app.{ORIGIN}", options=[dns.edns.NSIDOption(b"")], **EDNS)),
     ("TSIG, unknown key", tsig_unknown_key),
+    ("referral at the cut", lambda: make(f"sub.{ORIGIN}")),
+    ("referral below the cut", lambda: make(f"www.sub.{ORIGIN}")),
+    ("referral at a glue name", lambda: make(f"ns1.sub.{ORIGIN}")),
+    ("NS at the cut", lambda: make(f"sub.{ORIGIN}", "NS")),
+    ("DS at the cut (none)", lambda: make(f"sub.{ORIGIN}", "DS")),
+    ("referral with EDNS, DO set", lambda: make(f"www.sub.{ORIGIN}", want_dnssec=True)),
+    ("CNAME into a cut", lambda: make(f"to-sub.{ORIGIN}")),
+    ("DNAME at its owner", lambda: make(f"old.{ORIGIN}", "DNAME")),
+    ("DNAME owner, other type", lambda: make(f"old.{ORIGIN}")),
+    ("below a DNAME", lambda: make(f"www.old.{ORIGIN}")),
+    ("below a DNAME, missing target", lambda: make(f"nope.old.{ORIGIN}")),
+    ("below a DNAME, CNAME question", lambda: make(f"www.old.{ORIGIN}", "CNAME")),
+    ("CNAME into a DNAME", lambda: make(f"to-old.{ORIGIN}")),
 ]
 
 # The same questions with DO at a signed zone of the same records plus a wildcard (parity_signed.py).

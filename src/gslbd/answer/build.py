@@ -34,9 +34,11 @@ from gslbd.answer.view import (
     NameData,
     Outcome,
     Records,
+    Referral,
     Rr,
     View,
     https_outcome,
+    negative_soa_ttl,
     service_outcome,
     soa_rr,
     srv_outcome,
@@ -99,6 +101,7 @@ def base_names(config: Config) -> dict[str, NameData]:
             grouped.setdefault((rec.name, rec.rtype), []).append(Rr(rec.name, rec.rtype, rec.ttl, rec.value))
         for (name, rtype), rrs in grouped.items():
             node(name, zone).outcomes[rtype] = Records(tuple(rrs))
+        _mark_cuts(zone, names, node)
         # In-zone nameservers answer their own addresses (resolvers re-query glue names).
         ns = apex.get("NS")
         glue = ns.additional if isinstance(ns, Records) else ()
@@ -108,6 +111,41 @@ def base_names(config: Config) -> dict[str, NameData]:
                 same = tuple(g for g in glue if g.name == rr.name and g.rtype == rr.rtype)
                 outcomes[rr.rtype] = Records(same)
     return names
+
+
+def zone_cuts(zone: Zone) -> tuple[str, ...]:
+    """The zone cuts of a zone: the owners of its static NS records below the apex."""
+    return tuple(dict.fromkeys(r.name for r in zone.records if r.rtype == "NS" and r.name != zone.origin))
+
+
+def _mark_cuts(zone: Zone, names: dict[str, NameData], node: Callable[[str, Zone], NameData]) -> None:
+    """Give the names at and below each zone cut of `zone` the cut's referral (answer/view.py
+    `Referral`), making the empty non-terminals between the cut and its glue names."""
+    cuts = zone_cuts(zone)
+    if not cuts:
+        return
+    ttl = negative_soa_ttl(zone)
+    for cut in cuts:
+        at = names[cut]
+        ns = at.outcomes["NS"]
+        ds = at.outcomes.get("DS")
+        assert isinstance(ns, Records)
+        below = "." + cut
+        targets = dict.fromkeys(rr.rdata.lower() for rr in ns.answer)
+        glue = tuple(
+            rr
+            for target in targets
+            if target == cut or target.endswith(below)
+            for rtype in ("A", "AAAA")
+            if isinstance(found := names[target].outcomes.get(rtype) if target in names else None, Records)
+            for rr in found.answer
+        )
+        referral = Referral(cut, ns.answer, glue, ds.answer if isinstance(ds, Records) else (), ttl)
+        at.referral = referral
+        for name in [n for n in names if n.endswith(below)]:
+            names[name].referral = referral
+            for parent in _ancestors(name, cut):
+                node(parent, zone).referral = referral
 
 
 def _on_base(name: str, zone: Zone, base: Mapping[str, NameData]) -> NameData:
@@ -638,6 +676,7 @@ class ViewBuilder:
             self._eager_services is None
             or len(services) <= self._defer_over
             or any(z.dnssec is not None for z in config.zones)
+            or any(r.rtype == "DNAME" for z in config.zones for r in z.records)  # targets anywhere
         ):
             return []
         base = self._base

@@ -39,6 +39,7 @@ from gslbd.answer.view import (
     Outcome,
     PickFn,
     Records,
+    Referral,
     Rr,
     negative_soa,
 )
@@ -114,14 +115,23 @@ def follow(
     )
 
 
-def _outcome_tree(walk: _Walk, outcome: Outcome, zone: Zone, chain: tuple[Rr, ...], links: int) -> _Tree:
+def _outcome_tree(
+    walk: _Walk,
+    outcome: Outcome,
+    zone: Zone,
+    chain: tuple[Rr, ...],
+    links: int,
+    owner: NameData | None = None,
+) -> _Tree:
     if isinstance(outcome, Records):
         target = _pointer(outcome.answer)
         if target is not None:
             return _target_tree(walk, target, chain + outcome.answer, links + 1)
         return [Answer(Rcode.NOERROR, answer=chain + outcome.answer, additional=outcome.additional)], None
     if isinstance(outcome, Negative):
-        return [_negative(outcome.rcode, zone, chain)], None
+        return [_negative(outcome.rcode, zone, chain, owner)], None
+    if isinstance(outcome, Referral):  # a target at or below a zone cut: the resolver follows
+        return [_referred(chain, outcome)], None
     if isinstance(outcome, Chain):  # a precompiled answer set (an HTTPS record's): after the CNAMEs
         walk.dependent |= outcome.location_dependent
         return [replace(a, answer=chain + a.answer) for a in outcome.answers], outcome.pick
@@ -166,17 +176,95 @@ def _target_tree(walk: _Walk, target: str, chain: tuple[Rr, ...], links: int) ->
     found = walk.names.get(target)
     if found is not None:
         walk.followed = True
-        return _outcome_tree(walk, found.raw_outcome(walk.rtype), found.zone, chain, links)
+        return _outcome_tree(walk, found.raw_outcome(walk.rtype), found.zone, chain, links, found)
     zone = walk.find_zone(target)
     if zone is not None:
         walk.followed = True
-        return [Answer(Rcode.NXDOMAIN, answer=chain, authority=(negative_soa(zone),))], None
+        encloser = closest_encloser(walk.names, target, zone.origin)
+        if encloser is not None and encloser.referral is not None:  # delegated: the resolver follows
+            return [_referred(chain, encloser.referral)], None
+        dname = dname_record(encloser) if encloser is not None else None
+        if dname is not None:  # RFC 6672: the DNAME, its synthesized CNAME, and on to the new name
+            walk.reasons.append(f"DNAME {dname.name} to {dname.rdata}")
+            cname = synthesized_cname(target, dname)
+            if cname is None:
+                return [Answer(Rcode.YXDOMAIN, answer=(*chain, dname))], None
+            return _target_tree(walk, cname.rdata, (*chain, dname, cname), links + 1)
+        denied = (target, ())  # a signed answer proves the name does not exist (wire/dnssec.py)
+        return [Answer(Rcode.NXDOMAIN, answer=chain, authority=(negative_soa(zone),), denied=denied)], None
     return [Answer(Rcode.NOERROR, answer=chain)], None
 
 
-def _negative(rcode: int, zone: Zone, chain: tuple[Rr, ...]) -> Answer:
+def _referred(chain: tuple[Rr, ...], referral: Referral) -> Answer:
+    """The CNAMEs to a name at or below a zone cut, then the cut's referral (NS in authority, glue in
+    additional), as Knot and NSD answer; authoritative for the CNAMEs."""
+    return Answer(
+        Rcode.NOERROR, answer=chain, authority=referral.ns, additional=referral.glue, referral=referral
+    )
+
+
+def existing(data: NameData) -> tuple[str, ...]:
+    """The types with data at a name now (what a NODATA proof lists there)."""
+    return tuple(t for t, o in data.outcomes.items() if not isinstance(o, Negative))
+
+
+def closest_encloser(names: Mapping[str, NameData], qname: str, origin: str) -> NameData | None:
+    """The longest existing ancestor in `names` of the nonexistent `qname` of zone `origin`."""
+    name = qname
+    while name not in (origin, "."):
+        name = name[name.find(".") + 1 :] or "."
+        found = names.get(name)
+        if found is not None:
+            return found
+    return None
+
+
+def dname_record(data: NameData) -> Rr | None:
+    """The static DNAME at this name, when it holds one (a DNAME RRset has one record)."""
+    outcome = data.outcomes.get("DNAME")
+    if isinstance(outcome, Records) and outcome.answer:
+        return outcome.answer[0]
+    return None
+
+
+def synthesized_cname(qname: str, dname: Rr) -> Rr | None:
+    """The CNAME a DNAME synthesizes for `qname` below its owner (RFC 6672 2.2: the owner's suffix
+    replaced by the DNAME's target, TTL the DNAME's), or None when the new name is longer than 255
+    octets (the answer is then YXDOMAIN)."""
+    stem = qname[: len(qname) - len(dname.name)]
+    target = dname.rdata.lower()
+    new = stem + target if target != "." else stem
+    if wire_length(new) > MAX_NAME_OCTETS:
+        return None
+    return Rr(qname, "CNAME", dname.ttl, new)
+
+
+MAX_NAME_OCTETS = 255
+
+
+def wire_length(name: str) -> int:
+    """The length in wire form of an absolute name in presentation form (escapes counted as one octet)."""
+    if name == ".":
+        return 1
+    octets = 1  # the root label
+    i = 0
+    while i < len(name):
+        c = name[i]
+        if c == "\\":
+            i += 4 if name[i + 1 : i + 2].isdigit() else 2
+        else:
+            i += 1
+        octets += 1  # a label's character, or the length byte standing for its dot
+    return octets
+
+
+def _negative(rcode: int, zone: Zone, chain: tuple[Rr, ...], owner: NameData | None) -> Answer:
     if rcode in (Rcode.NOERROR, Rcode.NXDOMAIN):
-        return Answer(rcode, answer=chain, authority=(negative_soa(zone),))
+        denied = None
+        if chain and owner is not None:  # the chain's last name: what a signed answer proves of it
+            types = () if rcode == Rcode.NXDOMAIN else existing(owner)
+            denied = (owner.name, types)
+        return Answer(rcode, answer=chain, authority=(negative_soa(zone),), denied=denied)
     if chain:
         return Answer(Rcode.NOERROR, answer=chain)
     return Answer(rcode, ede=EDE_ALL_DOWN if rcode == Rcode.SERVFAIL else None)

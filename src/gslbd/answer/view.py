@@ -40,6 +40,25 @@ class Rr:
 
 
 @dataclass(frozen=True, slots=True)
+class Referral:
+    """The answer at and below a zone cut (a static NS set below the apex, RFC 1034 4.3.2 step 3b):
+    not authoritative, the cut's NS set in authority and its in-bailiwick glue (the static A/AAAA
+    records of its nameservers below the cut) in additional. `ds`: the cut's static DS RRset, which
+    a DO query of a signed zone gets after the NS set (signed); without one it gets the NSEC of the
+    cut proving there is none (RFC 4035 3.1.4), with TTL `nsec_ttl`. NS and glue are never signed."""
+
+    cut: str
+    ns: tuple[Rr, ...]
+    glue: tuple[Rr, ...] = ()
+    ds: tuple[Rr, ...] = ()
+    nsec_ttl: int = 0
+
+    @property
+    def reason(self) -> str:
+        return f"delegated: referral to the NS set of {self.cut}"
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     """The answer model, independent of the wire format."""
 
@@ -51,6 +70,11 @@ class Answer:
     location_dependent: bool = False
     # An Extended DNS Error (RFC 8914) as (INFO-CODE, EXTRA-TEXT); sent only to queries with EDNS.
     ede: tuple[int, str] | None = None
+    # A referral (the NS set in authority, glue in additional): what a DO query adds (DS or NSEC).
+    referral: Referral | None = None
+    # A CNAME/DNAME chain that ends in NXDOMAIN or NODATA: (its last name, the types there; () when it
+    # does not exist), which a signed answer proves with that name's NSEC.
+    denied: tuple[str, tuple[str, ...]] | None = None
 
 
 # Extended DNS Errors gslbd sends (RFC 8914 section 4; the choices are explained in docs/wire.md).
@@ -113,7 +137,7 @@ class Chain:
         return self.answers[index]
 
 
-Outcome = Records | Negative | Dynamic | Chain
+Outcome = Records | Negative | Dynamic | Chain | Referral
 # Question types for which a CNAME is the answer itself and is never followed.
 UNFOLLOWED_TYPES = frozenset(("CNAME", "ANY", "SOA", "NS"))
 
@@ -129,9 +153,14 @@ class NameData:
     # The outcomes with in-zone CNAME chains followed (answer/chain.py), by type; "" stands for every
     # type not listed. None when no answer here starts with a CNAME into our zones.
     chained: dict[str, Outcome] | None = None
+    # The referral of the zone cut at or above this name (the cut itself, its glue names and the empty
+    # non-terminals between): every type answers it, but DS at the cut (the parent's own data).
+    referral: Referral | None = None
 
     def outcome(self, rtype: str) -> Outcome:
         """The outcome for a type at this name (NODATA when it has none), chains followed."""
+        if self.referral is not None:
+            return self.raw_outcome(rtype)
         chained = self.chained
         if chained is not None and rtype not in UNFOLLOWED_TYPES:
             found = chained.get(rtype)
@@ -140,12 +169,19 @@ class NameData:
 
     def special_types(self) -> tuple[str, ...]:
         """The types this name answers otherwise than its default (every other type)."""
+        if self.referral is not None:  # every type is the referral, but DS at the cut
+            return ("DS",) if self.name == self.referral.cut else ()
         if self.chained is None:
             return tuple(self.outcomes)
         return tuple(dict.fromkeys((*self.outcomes, *(t for t in self.chained if t))))
 
     def raw_outcome(self, rtype: str) -> Outcome:
         """The outcome of this name alone: a CNAME is not followed."""
+        referral = self.referral
+        if referral is not None:
+            if rtype == "DS" and self.name == referral.cut:
+                return self.outcomes.get("DS") or Negative(Rcode.NOERROR)
+            return referral
         found = self.outcomes.get(rtype)
         if found is not None:
             return found
@@ -436,11 +472,27 @@ class View:
             zone = self.find_zone(qname)
             if zone is None:
                 return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
+            encloser = self.encloser(qname, zone.origin)
+            if encloser is not None and (encloser.referral is not None or "DNAME" in encloser.outcomes):
+                from gslbd.answer.dname import beneath  # answer/dname.py follows chains (answer/chain.py)
+
+                return beneath(self, encloser, qname, rtype, ip, v6, rng, seq)
             wild = self.wildcard(qname, zone.origin)
             if wild is not None:
                 return wildcard_at(render(wild, wild.outcome(rtype), ip, v6, rng, seq), wild.name, qname)
             return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
         return render(data, data.outcome(rtype), ip, v6, rng, seq)
+
+    def encloser(self, qname: str, origin: str) -> NameData | None:
+        """The closest encloser of the nonexistent `qname` of zone `origin`: its longest existing
+        ancestor (RFC 4592), or None when none exists (a view without the apex)."""
+        name = qname
+        while name not in (origin, "."):
+            name = name[name.find(".") + 1 :] or "."
+            found = self.get(name)
+            if found is not None:
+                return found
+        return None
 
 
 def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
@@ -450,6 +502,8 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
         return Answer(Rcode.NOERROR, answer=outcome.answer, additional=outcome.additional)
     if isinstance(outcome, Chain):
         return outcome.answer(ip, v6, rng, seq)
+    if isinstance(outcome, Referral):
+        return referral_answer(outcome)
     if isinstance(outcome, Negative):
         return (
             Answer(outcome.rcode, authority=(negative_soa(zone),))
@@ -465,4 +519,15 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
         Rcode.NOERROR,
         answer=outcome.records(index),
         location_dependent=outcome.plan.location_dependent,
+    )
+
+
+def referral_answer(referral: Referral) -> Answer:
+    """A referral's answer: NOERROR without AA, NS in authority, glue in additional (RFC 1034 4.3.2)."""
+    return Answer(
+        Rcode.NOERROR,
+        authority=referral.ns,
+        additional=referral.glue,
+        authoritative=False,
+        referral=referral,
     )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from gslbd.config.checks import CheckRef, read_profiles
+from gslbd.config.cuts import Redirects, check_cuts, service_problem
 from gslbd.config.discovery import with_discovered
-from gslbd.config.fields import Invalid, MapReader, Report, as_map, describe, integer
+from gslbd.config.fields import Invalid, MapReader, Report, as_map, describe, integer, join
 from gslbd.config.loader import Map, Node
 from gslbd.config.locality import check_locality_names
 from gslbd.config.logs import read_log
@@ -21,10 +22,12 @@ from gslbd.config.network import (
 )
 from gslbd.config.run_as import read_run_as
 from gslbd.config.service_context import ServiceContext
-from gslbd.config.service_file import read_services_file
+from gslbd.config.service_file import ServicesFile, read_services_file
 from gslbd.config.services import locality_lookup, read_services
 from gslbd.config.zones import ZoneInfo, read_zones
+from gslbd.errors import Problem
 from gslbd.model.config import Config, PeersConfig, SiteConfig
+from gslbd.model.service import Service
 from gslbd.model.topology import Locality, SiteInfo, Topology
 from gslbd.types import Discover
 
@@ -69,6 +72,26 @@ def _records_in_subzones(rep: Report, zones: list[ZoneInfo]) -> None:
                         f"{name!r} belongs to the more specific zone {inner!r}",
                     )
                     break
+
+
+def _services_below_cuts(
+    rep: Report,
+    r: MapReader,
+    inline: list[Service],
+    from_file: ServicesFile | None,
+    redirected: dict[str, Redirects],
+) -> None:
+    """A service at or below a zone cut, or below a DNAME, is never answered (config/cuts.py)."""
+    items = list(r.items("services"))
+    for service, (item, path) in zip(inline, items if len(items) == len(inline) else (), strict=False):
+        why = service_problem(service, redirected)
+        if why is not None:
+            rep.error(item.line, join(path, "name"), why)
+    if from_file is not None:
+        for service, line in zip(from_file.services, from_file.lines, strict=True):
+            why = service_problem(service, redirected)
+            if why is not None:
+                rep.problems.append(Problem(from_file.source, line, "name", why))
 
 
 def _conflict(a: Locality, b: Locality) -> bool:
@@ -163,6 +186,7 @@ def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | 
     topology = read_topology(r.sub("topology"))
     zones = read_zones(rep, r)
     _records_in_subzones(rep, zones)
+    redirected = check_cuts(rep, zones)
     if not zones and not r.has("zones"):
         rep.warn(1, "zones", "no zones: every query will be answered REFUSED")
     _discover_warning(rep, r, peers, zones)
@@ -182,6 +206,8 @@ def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | 
     inline = read_services(ctx, r)
     from_file = read_services_file(ctx, r, context, (s.name for s in inline))
     services = inline + from_file.services if from_file is not None else inline
+    if redirected:
+        _services_below_cuts(rep, r, inline, from_file, redirected)
     if not rep.failed:
         # Every service with locality names, with where to report a clash (its line in the file).
         # (a reader only for those: making one per service costs at 100,000 services)

@@ -44,6 +44,7 @@ from gslbd.answer import (
     Rr,
     View,
     negative_soa,
+    referral_answer,
     render,
 )
 from gslbd.cow import CowMap
@@ -165,6 +166,13 @@ class AnswerTable:
     # The wire keys of the parents of wildcard names (`*.apps.<zone>` -> key of `apps.<zone>`): the fast
     # path leaves a nonexistent name below one of them to the slow path, which synthesizes the answer.
     wildcard_parents: frozenset[bytes] = frozenset()
+    # The wire keys of zone cuts and DNAME owners (answer/dname.py): the fast path leaves a nonexistent
+    # name below one of them to the slow path, which answers the referral or the DNAME's synthesis.
+    # Derived from the zones' static records, so an update (same config) keeps it.
+    delegated: frozenset[bytes] = frozenset()
+    # The referral of each zone cut by its wire key: the fast path answers a nonexistent name below a cut
+    # of an unsigned query with it (`compile_answer`, cached by the name's shape).
+    referrals: Mapping[bytes, Answer] = field(default_factory=dict)
     # Some names of the view are not compiled yet (server/build.py compiles a large view in steps): the
     # fast path leaves every name it does not find to the slow path, which answers from the view.
     partial: bool = False
@@ -542,7 +550,29 @@ def compile_table(
         identity=identity,
         nsid=nsid_option(identity),
         wildcard_parents=_wildcard_parents(names),
+        delegated=delegated_keys(view),
+        referrals=_referrals(view),
         partial=bool(defer),
+    )
+
+
+def _referrals(view: View) -> dict[bytes, Answer]:
+    """The referral answer of every zone cut of the view, by the cut's wire key."""
+    out: dict[bytes, Answer] = {}
+    for key in delegated_keys(view):
+        data = view.names.get(key_name(key))
+        if data is not None and data.referral is not None and data.referral.cut == data.name:
+            out[key] = referral_answer(data.referral)
+    return out
+
+
+def delegated_keys(view: View) -> frozenset[bytes]:
+    """The wire keys of the zone cuts (static NS below an apex) and DNAME owners of the view's zones."""
+    return frozenset(
+        _wire_key(r.name)
+        for zone in view.zones.values()
+        for r in zone.records
+        if r.rtype == "DNAME" or (r.rtype == "NS" and r.name != zone.origin)
     )
 
 
@@ -665,9 +695,10 @@ def compile_signed_answer(data: NameData, answer: Answer, signer: Signer, unsign
     if reply is None:
         return unsigned
     sections, an, ns, ar = signed_sections_wire(data.name, reply)
+    aa = answer.authoritative  # a referral is not
     return Variant(
-        heads(reply.rcode, authoritative=True, counts=(an, ns, ar)),
-        tc_heads(reply.rcode, authoritative=True),
+        heads(reply.rcode, authoritative=aa, counts=(an, ns, ar)),
+        tc_heads(reply.rcode, authoritative=aa),
         sections,
         unsigned.options,
     )

@@ -282,6 +282,19 @@ def _signed_parts(table: AnswerTable, key: bytes) -> tuple[Any, ...] | bool:
     return (*compact, nx1, nx2, nx_tc, signed.soa_tails, flat, links, gate, cache)
 
 
+def _zone_specs(table: AnswerTable) -> tuple[tuple[Any, ...], ...]:
+    """The zones as C reads them; a zone cut or DNAME owner (`AnswerTable.delegated`) is a zone whose
+    nonexistent names C leaves to Python (no SOA parts), found before the zone around it."""
+    zones = tuple(
+        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z), _signed_parts(table, key))
+        for key, z in table.zones.items()
+    )
+    if not table.delegated or not zones:
+        return zones
+    _, any_heads, any_tc, _, _ = zones[0]
+    return tuple((key, any_heads, any_tc, None, False) for key in table.delegated) + zones
+
+
 def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
     return (
         table.max_udp_payload,
@@ -313,10 +326,7 @@ def build_ctable(
         signed = tuple(
             _node_spec(key, node, _policies(table, key), locators) for key, node in table.signed_names.items()
         )
-    zones = tuple(
-        (key, b"".join(z.heads), b"".join(z.tc_heads), _soa_parts(z), _signed_parts(table, key))
-        for key, z in table.zones.items()
-    )
+    zones = _zone_specs(table)
     native = _cfast.build(
         _settings(table, fallback),
         zones,
@@ -342,6 +352,7 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
         and table.use_client_subnet == base.use_client_subnet
         and table.opt_plain == base.opt_plain
         and table.signed_zones is base.signed_zones
+        and table.delegated == base.delegated
     )
     if not same_base:
         return build_ctable(table, fallback, old)

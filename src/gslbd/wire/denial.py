@@ -293,6 +293,11 @@ def chain_types(view: View, name: str) -> tuple[int, ...] | None:
     data = view.names[name]
     if not data.outcomes:
         return None
+    referral = data.referral
+    if referral is not None:  # below a zone cut nothing is ours (RFC 4035 2.3); at it, NS and DS only
+        if name != referral.cut:
+            return None
+        return tuple(sorted({_type_code(t) for t in data.outcomes if t in ("NS", "DS")}))
     return tuple(sorted({_type_code(t) for t in data.outcomes}))
 
 

@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from gslbd.answer import Answer, NameData, Negative, Rr
+from gslbd.answer import Answer, NameData, Negative, Referral, Rr
 from gslbd.clock import SystemClock
 from gslbd.model.dnssec import Dnssec, DnssecKey
 from gslbd.types import Rcode
@@ -49,6 +49,7 @@ except ImportError:  # not compiled here: the C tables are not used either
 if TYPE_CHECKING:
     from gslbd.wire.denial import Denier, Link
 
+NS_TYPE = 2
 RRSIG = 46
 NSEC = 47
 NXNAME = 128  # RFC 9824: the meta-type in an NSEC bitmap that says the name does not exist
@@ -405,14 +406,18 @@ class Signer:
         the name asked whose bitmap is the wildcard's types, signed there like its positive answers;
         never a denial of the name (NXNAME), which a resolver would apply to the wildcard's answers."""
         zone = self.zone_of(qname)
-        if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN):
+        if zone is None or answer.rcode not in (Rcode.NOERROR, Rcode.NXDOMAIN, Rcode.YXDOMAIN):
             return None
+        if answer.referral is not None:  # after CNAMEs (into the cut), signed as any answer
+            return self.signed_referral(answer.referral, self.answer_rrsigs(to_rrsets(answer.answer)))
         if answer.answer:
+            rcode, proof, compact_nx = self._chain_end(answer, compact_ok)
             return SignedReply(
-                Rcode.NOERROR,
-                self.with_rrsigs(to_rrsets(answer.answer), synthesized=synthesized),
-                self.with_rrsigs(to_rrsets(answer.authority)),
+                rcode,
+                self.answer_rrsigs(to_rrsets(answer.answer), synthesized=synthesized),
+                [*self.with_rrsigs(to_rrsets(answer.authority)), *proof],
                 self.with_rrsigs(to_rrsets(answer.additional)),
+                compact_nx=compact_nx,
             )
         soa = [rr for rr in answer.authority if rr.rtype == "SOA"]
         ttl = soa[0].ttl if soa else 0
@@ -447,6 +452,52 @@ class Signer:
         authority = [*self.with_rrsigs(to_rrsets(soa)), *(r for pair in chain for r in pair)]
         return SignedReply(Rcode.NXDOMAIN, [], authority, [])
 
+    def _chain_end(self, answer: Answer, compact_ok: bool) -> tuple[int, list[dns.rrset.RRset], bool]:
+        """(rcode, proof, compact) of a positive-looking answer: a CNAME/DNAME chain that ends in NODATA
+        or NXDOMAIN in a signed zone gets the NSEC of its last name (compact, like the denials of names
+        asked for: NXNAME for a name that does not exist, rcode NOERROR unless CO asks for NXDOMAIN);
+        YXDOMAIN (a DNAME's too long name) stays; everything else is NOERROR."""
+        denied = answer.denied
+        if denied is None or self.zone_of(denied[0]) is None:
+            kept = answer.rcode if answer.rcode == Rcode.YXDOMAIN or denied is not None else Rcode.NOERROR
+            return kept, [], False
+        name, types = denied
+        soa = [rr for rr in answer.authority if rr.rtype == "SOA"]
+        ttl = soa[0].ttl if soa else 0
+        gone = answer.rcode == Rcode.NXDOMAIN
+        codes = (NXNAME,) if gone else tuple(int(dns.rdatatype.from_text(t)) for t in types)
+        proof = self.with_rrsigs([self.nsec_rrset(name, ttl, codes)], synthesized=gone)
+        rcode = Rcode.NXDOMAIN if gone and compact_ok else Rcode.NOERROR
+        return rcode, proof, gone
+
+    def signed_referral(self, referral: Referral, answer: list[dns.rrset.RRset] | None = None) -> SignedReply:
+        """A referral to a DO query (RFC 4035 3.1.4): the NS set unsigned, then the cut's DS RRset with
+        its RRSIGs, or the NSEC of the cut (its types: NS, and RRSIG NSEC; no DS, no SOA) with its
+        RRSIGs proving there is no DS; the glue unsigned. `answer`: the signed CNAMEs before it."""
+        if referral.ds:
+            proof = self.with_rrsigs(to_rrsets(referral.ds))
+        else:
+            proof = self.with_rrsigs([self.nsec_rrset(referral.cut, referral.nsec_ttl, (NS_TYPE,))])
+        ns = to_rrsets(referral.ns)
+        return SignedReply(Rcode.NOERROR, answer or [], [*ns, *proof], to_rrsets(referral.glue))
+
+    def answer_rrsigs(
+        self, rrsets: Iterable[dns.rrset.RRset], synthesized: bool = False
+    ) -> list[dns.rrset.RRset]:
+        """An answer section's RRsets each followed by its RRSIGs, but a CNAME a DNAME of the same
+        answer synthesized (owned below the DNAME's owner), which is sent unsigned (RFC 6672 5.3.1)."""
+        rrsets = list(rrsets)
+        owners = [r.name for r in rrsets if r.rdtype == dns.rdatatype.DNAME]
+        if not owners:
+            return self.with_rrsigs(rrsets, synthesized)
+        out: list[dns.rrset.RRset] = []
+        for rrset in rrsets:
+            made = rrset.rdtype == dns.rdatatype.CNAME and any(
+                rrset.name.is_subdomain(o) and rrset.name != o for o in owners
+            )
+            out.extend([rrset] if made else self.with_rrsigs([rrset], synthesized))
+        return out
+
     @staticmethod
     def _chain_rrsets(
         owner: bytes, rdata: bytes, sigs: Sequence[bytes], ttl: int
@@ -476,9 +527,13 @@ class SignedReply:
 
 
 def existing_types(data: NameData) -> tuple[int, ...]:
-    """The types with data at a name now (the NODATA bitmap, besides RRSIG and NSEC)."""
+    """The types with data at a name now (the NODATA bitmap, besides RRSIG and NSEC); at a zone cut the
+    parent's own, NS and DS (glue at the cut is the child's)."""
+    cut = data.referral is not None
     return tuple(
-        int(dns.rdatatype.from_text(t)) for t, o in data.outcomes.items() if not isinstance(o, Negative)
+        int(dns.rdatatype.from_text(t))
+        for t, o in data.outcomes.items()
+        if not isinstance(o, Negative) and (not cut or t in ("NS", "DS"))
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire import ctable
-from gslbd.wire.compile import AnswerTable, Entry, Heads, count_answers, key_name, nx_soa
+from gslbd.wire.compile import AnswerTable, Entry, Heads, compile_answer, count_answers, key_name, nx_soa
 from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.guard import Guard, guard_for
 from gslbd.wire.names import BadName, read_name
@@ -210,10 +210,20 @@ def fast_answer(
             heads, tc_heads, sections, options = table.refused
             zones = table.zones
             wildcards = table.wildcard_parents
+            delegated = table.delegated
             for offset in suffixes:
                 zone_key = key[offset - 12 :]
                 if wildcards and zone_key in wildcards:
                     return None  # maybe a wildcard's answer: the slow path decides (RFC 4592)
+                if delegated and zone_key in delegated:  # below a zone cut or a DNAME (answer/dname.py)
+                    referral = table.referrals.get(zone_key)
+                    if referral is None or (do and table.signer is not None):
+                        return None  # a DNAME's synthesis, or a signed referral: the slow path
+                    qname = key_name(key)
+                    if "\\" in qname:
+                        return None  # a label with a dot or an odd byte: its shape is not its text's
+                    heads, tc_heads, sections, options = compile_answer(qname, referral)
+                    break
                 zone = zones.get(zone_key)
                 if zone is not None:
                     options = b""

@@ -56,6 +56,7 @@ from gslbd.answer import (
     render,
     wildcard_at,
 )
+from gslbd.answer.dname import beneath
 from gslbd.model.tsig import TsigKey
 from gslbd.model.zone import Zone
 from gslbd.types import Rcode
@@ -316,6 +317,11 @@ def resolve(
     if found is None:
         return Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
     data, zone, synthesized = found
+    if data is None or synthesized:  # a name of no node: below a zone cut or a DNAME first
+        encloser = _encloser(view, qname.canonicalize(), zone.origin)
+        if encloser is not None and (encloser.referral is not None or "DNAME" in encloser.outcomes):
+            text = qname.canonicalize().to_text()  # (answer/dname.py)
+            return beneath(view, encloser, text, dns.rdatatype.to_text(rdtype), ip, v6, rng, seq)
     if data is None:
         return Answer(Rcode.NXDOMAIN, authority=(negative_soa(zone),))
     answer = render(data, data.outcome(dns.rdatatype.to_text(rdtype)), ip, v6, rng, seq)
@@ -339,6 +345,18 @@ def answering_node(view: View, qname: dns.name.Name) -> tuple[NameData | None, Z
         if name == dns.name.root:
             return None
         name = name.parent()
+
+
+def _encloser(view: View, qname: dns.name.Name, origin: str) -> NameData | None:
+    """The closest encloser of the nonexistent `qname` (its longest existing ancestor), found label by
+    label like the zone."""
+    name = qname
+    while name != dns.name.root:
+        name = name.parent()
+        found = view.get(name.to_text())
+        if found is not None or name.to_text() == origin:
+            return found
+    return None
 
 
 def _wildcard(view: View, qname: dns.name.Name, origin: str) -> NameData | None:
