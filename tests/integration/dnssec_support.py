@@ -2,10 +2,12 @@
 
 `signed_parent` writes the parent zone `example.com.` with delegations (NS + DS) to child zones that
 gslbd serves, makes its key with BIND's dnssec-keygen and signs it with dnssec-signzone; NSD serves it
-(nsd_support.py). Its DS is the trust anchor of the validating resolvers: Unbound
-(unbound_support.running_validating_unbound) and BIND named as a validating resolver (here), which
-forwards each zone to its server on loopback. `delv` validates a name itself with the same anchor.
-`signature_breaking_proxy` sits between a resolver and gslbd and breaks the signatures of one name.
+(nsd_support.py). Its DS is the trust anchor of the validating resolvers, one `ValidatingResolver` of
+each kind in RESOLVERS, started by `running_validating_resolver`: Unbound
+(unbound_support.running_validating_unbound), BIND named (here), Knot Resolver and PowerDNS Recursor
+(kresd_pdns_support.py), each sending every zone to its server on loopback. `delv` validates a name
+itself with the same anchor. `signature_breaking_proxy` sits between a resolver and gslbd and breaks the
+signatures of one name.
 """
 
 from __future__ import annotations
