@@ -30,7 +30,7 @@ import dns.rrset
 import pytest
 from bind_harness import find_named
 from daemon_support import daemon
-from dns_proxy_support import Proxy, udp_proxy, zone_route
+from dns_proxy_support import Proxy, dns_proxy, zone_route
 from gslbd_harness import free_port
 from kresd_pdns_support import kresd_binary, kresd_conf, pdns_binary, pdns_conf, pdns_lua_conf
 from nsd_support import nsd_binary
@@ -214,7 +214,7 @@ def running_validating_resolver(
         if kind == "kresd":
             # kresd 5 sends a forwarded request's every lookup (the parent's DNSKEY, the DS) to one
             # address: a router on loopback sends each to its zone's server, as a stub zone would.
-            router = stack.enter_context(udp_proxy(zone_route(forwards)))
+            router = stack.enter_context(dns_proxy(zone_route(forwards)))
             conf = workdir / "kresd.conf"
             conf.write_text(kresd_conf(workdir, port, anchor, dict.fromkeys(forwards, router.port)))
             argv = [binary, "-n", "-c", str(conf), str(workdir)]
@@ -371,8 +371,8 @@ SignatureBreaker = Proxy  # a forwarder on 127.0.0.1:`port`; `broken`: RRSIGs br
 
 @contextlib.contextmanager
 def signature_breaking_proxy(upstream_port: int, owner: str) -> Iterator[SignatureBreaker]:
-    """Forward every UDP query to 127.0.0.1:`upstream_port` and hand back its answer with the RRSIGs
-    of `owner` broken (break_signatures): a man in the middle for one name (dns_proxy_support)."""
+    """Forward every query to 127.0.0.1:`upstream_port` and hand back its answer with the RRSIGs of
+    `owner` broken (break_signatures): a man in the middle for one name (dns_proxy_support)."""
     target = dns.name.from_text(owner)
-    with udp_proxy(lambda _: upstream_port, lambda reply: break_signatures(reply, target)) as proxy:
+    with dns_proxy(lambda _: upstream_port, lambda reply: break_signatures(reply, target)) as proxy:
         yield proxy

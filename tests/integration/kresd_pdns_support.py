@@ -40,6 +40,7 @@ def kresd_conf(workdir: Path, port: int, anchor: str, forwards: dict[str, int]) 
     return f"""\
 net.ipv6 = false
 net.listen('127.0.0.1', {port}, {{ kind = 'dns' }})
+net.outgoing_v4('127.0.0.1')
 log_level('info')
 for _, name in ipairs({{'priming', 'detect_time_skew', 'detect_time_jump', 'ta_signal_query',
                         'ta_sentinel', 'ta_update'}}) do
