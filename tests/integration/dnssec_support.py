@@ -2,20 +2,20 @@
 
 `signed_parent` writes the parent zone `example.com.` with delegations (NS + DS) to child zones that
 gslbd serves, makes its key with BIND's dnssec-keygen and signs it with dnssec-signzone; NSD serves it
-(nsd_support.py). Its DS is the trust anchor of the validating resolvers: Unbound
-(unbound_support.running_validating_unbound) and BIND named as a validating resolver (here), which
-forwards each zone to its server on loopback. `delv` validates a name itself with the same anchor.
-`signature_breaking_proxy` sits between a resolver and gslbd and breaks the signatures of one name.
+(nsd_support.py). Its DS is the trust anchor of the validating resolvers, one `ValidatingResolver` of
+each kind in RESOLVERS, started by `running_validating_resolver`: Unbound
+(unbound_support.running_validating_unbound), BIND named (here), Knot Resolver and PowerDNS Recursor
+(kresd_pdns_support.py), each sending every zone to its server on loopback. `delv` validates a name
+itself with the same anchor. `signature_breaking_proxy` sits between a resolver and gslbd and breaks the
+signatures of one name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,9 +30,11 @@ import dns.rrset
 import pytest
 from bind_harness import find_named
 from daemon_support import daemon
+from dns_proxy_support import Proxy, dns_proxy, zone_route
 from gslbd_harness import free_port
+from kresd_pdns_support import kresd_binary, kresd_conf, pdns_binary, pdns_conf, pdns_lua_conf
 from nsd_support import nsd_binary
-from unbound_support import unbound_binary
+from unbound_support import running_validating_unbound, unbound_binary
 
 PARENT = "example.com."
 STARTUP_TIMEOUT = 20.0
@@ -125,20 +127,105 @@ def signed_parent(workdir: Path, children: list[Child], parent: str = PARENT) ->
     return (workdir / "parent.signed").read_text(), anchor
 
 
+RESOLVERS = ("unbound", "bind", "kresd", "pdns")  # every validating resolver the tests run
+
+
+def resolver_binary(kind: str) -> str | None:
+    """The binary of resolver `kind` (RESOLVERS), None where it is not installed."""
+    found = {"unbound": unbound_binary, "bind": find_named, "kresd": kresd_binary, "pdns": pdns_binary}
+    return found[kind]()
+
+
+def resolver_param(kind: str) -> object:
+    """`kind` as a pytest parameter, skipped with the Debian package to install where it is missing."""
+    package = {"unbound": "unbound", "bind": "bind9", "kresd": "knot-resolver", "pdns": "pdns-recursor"}
+    reason = f"{kind} is not installed (scripts/test installs the Debian package {package[kind]})"
+    return pytest.param(kind, marks=pytest.mark.skipif(resolver_binary(kind) is None, reason=reason))
+
+
+# Questions a resolver answers by its own rule, without asking the server (seen here: no query goes
+# out for them), whatever the zone holds: PowerDNS Recursor 4.8 answers every RRSIG question SERVFAIL
+# (with CD too) and Knot Resolver 5.6 every ANY question.
+OWN_ANSWERS = {("pdns", "RRSIG"): "SERVFAIL", ("kresd", "ANY"): "SERVFAIL"}
+
+
+def sets_ad(kind: str, rtype: str, has_data: bool) -> bool:
+    """Whether resolver `kind` sets AD on a validated answer to an `rtype` question: Unbound never on
+    RRSIG records (they carry no signature of their own), Knot Resolver on no RRSIG answer at all (it
+    does not validate that question type)."""
+    return rtype != "RRSIG" or (kind == "unbound" and not has_data) or kind == "bind"
+
+
 @dataclass
-class BindResolver:
-    """A validating BIND named on 127.0.0.1:`port`."""
+class ValidatingResolver:
+    """A validating resolver (`kind`, one of RESOLVERS) on 127.0.0.1:`port`."""
 
     proc: subprocess.Popen[bytes]
     port: int
     log_path: Path
+    kind: str = "bind"
 
     def ask(self, name: str, rtype: str = "A", timeout: float = 5.0) -> dns.message.Message:
+        """A recursive query with DO, as a validating stub sends it."""
         query = dns.message.make_query(name, dns.rdatatype.from_text(rtype), want_dnssec=True)
         return dns.query.udp(query, "127.0.0.1", port=self.port, timeout=timeout)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+BindResolver = ValidatingResolver
+
+
+def _wait_until_resolving(resolver: ValidatingResolver, ready_zone: str) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while True:
+        if resolver.proc.poll() is not None:
+            raise RuntimeError(f"{resolver.kind} exited with {resolver.proc.returncode}:\n{resolver.log()}")
+        with contextlib.suppress(dns.exception.DNSException, OSError):
+            if resolver.ask(ready_zone, "SOA", timeout=0.5).answer:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{resolver.kind} did not resolve SOA {ready_zone}:\n{resolver.log()}")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def running_validating_resolver(
+    kind: str, workdir: Path, anchor: str, forwards: dict[str, int], ready_zone: str
+) -> Iterator[ValidatingResolver]:
+    """Start resolver `kind` (RESOLVERS) in `workdir`, validating from `anchor` (a DS line) and sending
+    each zone to 127.0.0.1:port; waits until it resolves SOA `ready_zone`; stopped when the block ends."""
+    if kind == "bind":
+        with running_bind_resolver(workdir, anchor, forwards, ready_zone) as resolver:
+            yield resolver
+        return
+    binary = resolver_binary(kind)
+    if binary is None:
+        raise RuntimeError(f"{kind} is not installed (scripts/test installs it)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    if kind == "unbound":
+        with running_validating_unbound(workdir, anchor, dict(forwards), ready_zone) as unbound:
+            yield ValidatingResolver(unbound.proc, unbound.port, unbound.log_path, kind)
+        return
+    port = free_port()
+    log_path = workdir / f"{kind}.log"
+    with contextlib.ExitStack() as stack:
+        if kind == "kresd":
+            # kresd 5 sends a forwarded request's every lookup (the parent's DNSKEY, the DS) to one
+            # address: a router on loopback sends each to its zone's server, as a stub zone would.
+            router = stack.enter_context(dns_proxy(zone_route(forwards)))
+            conf = workdir / "kresd.conf"
+            conf.write_text(kresd_conf(workdir, port, anchor, dict.fromkeys(forwards, router.port)))
+            argv = [binary, "-n", "-c", str(conf), str(workdir)]
+        else:
+            (workdir / "recursor.conf").write_text(pdns_conf(workdir, port, forwards))
+            (workdir / "recursor.lua").write_text(pdns_lua_conf(anchor))
+            argv = [binary, f"--config-dir={workdir}"]
+        proc = stack.enter_context(daemon(argv, log_path))
+        resolver = ValidatingResolver(proc, port, log_path, kind)
+        _wait_until_resolving(resolver, ready_zone)
+        yield resolver
 
 
 def _static_ds(anchor: str) -> str:
@@ -177,7 +264,7 @@ controls {{ }};
 @contextlib.contextmanager
 def running_bind_resolver(
     workdir: Path, anchor: str, forwards: dict[str, int], ready_zone: str
-) -> Iterator[BindResolver]:
+) -> Iterator[ValidatingResolver]:
     """Start named as a validating resolver that forwards each zone to 127.0.0.1:port."""
     named = find_named()
     if named is None:
@@ -188,17 +275,8 @@ def running_bind_resolver(
     conf.write_text(bind_resolver_conf(workdir, port, anchor, forwards))
     log_path = workdir / "named.log"
     with daemon([named, "-g", "-n", "1", "-4", "-c", str(conf)], log_path) as proc:
-        resolver = BindResolver(proc, port, log_path)
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"named exited with {proc.returncode}:\n{resolver.log()}")
-            with contextlib.suppress(dns.exception.DNSException, OSError):
-                if resolver.ask(ready_zone, "SOA", timeout=0.5).answer:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"named did not resolve SOA {ready_zone}:\n{resolver.log()}")
-            time.sleep(0.05)
+        resolver = ValidatingResolver(proc, port, log_path, "bind")
+        _wait_until_resolving(resolver, ready_zone)
         yield resolver
 
 
@@ -288,49 +366,13 @@ def break_signatures(wire: bytes, owner: dns.name.Name) -> tuple[bytes, int]:
     return (message.to_wire() if broken else wire), broken
 
 
-@dataclass
-class SignatureBreaker:
-    """A UDP DNS forwarder on 127.0.0.1:`port` (signature_breaking_proxy); `broken`: RRSIGs broken."""
-
-    port: int
-    broken: int = 0
+SignatureBreaker = Proxy  # a forwarder on 127.0.0.1:`port`; `broken`: RRSIGs broken
 
 
 @contextlib.contextmanager
 def signature_breaking_proxy(upstream_port: int, owner: str) -> Iterator[SignatureBreaker]:
-    """Forward every UDP query to 127.0.0.1:`upstream_port` and hand back its answer with the RRSIGs
-    of `owner` broken (break_signatures): a man in the middle for one name. UDP only, one query at a
-    time (a thread with a socket); stopped when the block ends."""
+    """Forward every query to 127.0.0.1:`upstream_port` and hand back its answer with the RRSIGs of
+    `owner` broken (break_signatures): a man in the middle for one name (dns_proxy_support)."""
     target = dns.name.from_text(owner)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    port = free_port()
-    listener.bind(("127.0.0.1", port))
-    listener.settimeout(0.05)
-    proxy = SignatureBreaker(port)
-    stopping = threading.Event()
-
-    def serve() -> None:
-        while not stopping.is_set():
-            try:
-                query, client = listener.recvfrom(65535)
-            except TimeoutError:
-                continue
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as upstream:
-                upstream.settimeout(2.0)
-                upstream.sendto(query, ("127.0.0.1", upstream_port))
-                try:
-                    reply, _ = upstream.recvfrom(65535)
-                except TimeoutError:
-                    continue
-            reply, broken = break_signatures(reply, target)
-            proxy.broken += broken
-            listener.sendto(reply, client)
-
-    thread = threading.Thread(target=serve, name=f"signature-breaker-{port}", daemon=True)
-    thread.start()
-    try:
+    with dns_proxy(lambda _: upstream_port, lambda reply: break_signatures(reply, target)) as proxy:
         yield proxy
-    finally:
-        stopping.set()
-        thread.join(5)
-        listener.close()

@@ -8,6 +8,7 @@ NXDOMAIN), which both resolvers validate too."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,10 @@ import dns.rcode
 import dns.rdatatype
 import pytest
 from dnssec_support import (
+    RESOLVERS,
     BindResolver,
     Child,
+    ValidatingResolver,
     delv,
     delv_anchor_file,
     dnsviz_binary,
@@ -28,9 +31,12 @@ from dnssec_support import (
     ds_of,
     grok_problems,
     keygen,
+    resolver_binary,
+    resolver_param,
     resolver_test_marks,
     run,
     running_bind_resolver,
+    running_validating_resolver,
     signature_breaking_proxy,
     signed_parent,
 )
@@ -125,6 +131,7 @@ class World:
     chain_key: Path
     anchor: str
     forwards: dict[str, int]
+    resolvers: dict[str, ValidatingResolver]  # the installed ones of RESOLVERS, Unbound and BIND too
 
 
 @pytest.fixture(scope="module")
@@ -155,12 +162,23 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         with (
             running_validating_unbound(base / "unbound", anchor, forwards, ORIGIN) as unbound,
             running_bind_resolver(base / "bind", anchor, forwards, ORIGIN) as bind,
+            contextlib.ExitStack() as others,
         ):
+            resolvers = {
+                "unbound": ValidatingResolver(unbound.proc, unbound.port, unbound.log_path, "unbound"),
+                "bind": bind,
+            }
+            for kind in RESOLVERS:
+                if kind not in resolvers and resolver_binary(kind) is not None:
+                    resolver = running_validating_resolver(kind, base / kind, anchor, forwards, ORIGIN)
+                    resolvers[kind] = others.enter_context(resolver)
             # The checks that fail take the `down` endpoints out within a few hundred milliseconds.
             wait_until(lambda: gslbd.ask(f"nx.{ORIGIN}").rcode() == dns.rcode.NXDOMAIN, timeout=10)
             wait_until(lambda: len(gslbd.ask(f"loc.zone-c.region-2.{ORIGIN}").answer) == 3, timeout=10)
             anchor_file = delv_anchor_file(base / "anchor.conf", anchor)
-            yield World(gslbd, unbound, bind, anchor_file, ksk, base, nsd.port, chain, anchor, forwards)
+            yield World(
+                gslbd, unbound, bind, anchor_file, ksk, base, nsd.port, chain, anchor, forwards, resolvers
+            )
 
 
 # (name, type, expected rcode, whether the answer section has data)
@@ -224,18 +242,12 @@ def check_secure(reply: dns.message.Message, rcode: str, has_data: bool) -> None
     assert bool(reply.answer) == has_data, reply.to_text()
 
 
+@pytest.mark.parametrize("resolver", [resolver_param(kind) for kind in RESOLVERS])
 @pytest.mark.parametrize(("name", "rtype", "rcode", "has_data"), SECURE)
-def test_unbound_validates_every_kind_of_answer_with_the_ad_bit(
-    world: World, name: str, rtype: str, rcode: str, has_data: bool
+def test_validating_resolvers_validate_every_kind_of_answer_with_the_ad_bit(
+    world: World, resolver: str, name: str, rtype: str, rcode: str, has_data: bool
 ) -> None:
-    check_secure(world.unbound.ask(name, rtype, dnssec=True), rcode, has_data)
-
-
-@pytest.mark.parametrize(("name", "rtype", "rcode", "has_data"), SECURE)
-def test_bind_validates_every_kind_of_answer_with_the_ad_bit(
-    world: World, name: str, rtype: str, rcode: str, has_data: bool
-) -> None:
-    check_secure(world.bind.ask(name, rtype), rcode, has_data)
+    check_secure(world.resolvers[resolver].ask(name, rtype), rcode, has_data)
 
 
 def test_unbound_answers_a_flood_from_the_nsec_chain_it_cached_without_asking_gslbd(world: World) -> None:
@@ -259,18 +271,17 @@ def test_a_locality_chain_validates_link_by_link(world: World) -> None:
     assert types == ["CNAME", "CNAME", "A"]
 
 
-def test_a_zone_without_ds_in_the_parent_is_insecure(world: World) -> None:
-    for reply in (
-        world.unbound.ask(f"plain.{INSECURE}", "A", dnssec=True),
-        world.bind.ask(f"plain.{INSECURE}"),
-    ):
-        assert reply.rcode() == dns.rcode.NOERROR and reply.answer
-        assert not reply.flags & dns.flags.AD
+@pytest.mark.parametrize("resolver", [resolver_param(kind) for kind in RESOLVERS])
+def test_a_zone_without_ds_in_the_parent_is_insecure(world: World, resolver: str) -> None:
+    reply = world.resolvers[resolver].ask(f"plain.{INSECURE}")
+    assert reply.rcode() == dns.rcode.NOERROR and reply.answer, reply.to_text()
+    assert not reply.flags & dns.flags.AD, reply.to_text()
 
 
-def test_a_zone_whose_keys_do_not_match_the_parents_ds_is_bogus(world: World) -> None:
-    assert world.unbound.ask(f"broken.{BOGUS}", "A", dnssec=True).rcode() == dns.rcode.SERVFAIL
-    assert world.bind.ask(f"broken.{BOGUS}").rcode() == dns.rcode.SERVFAIL
+@pytest.mark.parametrize("resolver", [resolver_param(kind) for kind in RESOLVERS])
+def test_a_zone_whose_keys_do_not_match_the_parents_ds_is_bogus(world: World, resolver: str) -> None:
+    reply = world.resolvers[resolver].ask(f"broken.{BOGUS}")
+    assert reply.rcode() == dns.rcode.SERVFAIL, reply.to_text()
 
 
 def test_an_answer_whose_signature_was_altered_on_the_way_is_bogus(world: World) -> None:
