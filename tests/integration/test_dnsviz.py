@@ -52,15 +52,22 @@ ORIGIN = f"viz.{PARENT}"
 # More static records of the zone, as YAML flow mappings: a delegation and a DNAME go here, e.g.
 #   "{name: sub, type: NS, value: ns1.sub}", "{name: ns1.sub, type: A, value: 127.0.0.1}",
 #   "{name: old, type: DNAME, value: viz.example.com.}"
-EXTRA_RECORDS: list[str] = []
-EXTRA_NAMES: list[str] = []  # and their names to probe, e.g. "sub", "x.sub", "old", "foo.old"
+# A secure delegation to a signed child on NSD (its DS is added in `world`) and a DNAME back into the zone.
+EXTRA_RECORDS: list[str] = [
+    "{name: sub, type: NS, value: ns1.sub}",
+    "{name: ns1.sub, type: A, value: 127.0.0.1}",
+    "{name: old, type: DNAME, value: viz.example.com.}",
+]
+EXTRA_NAMES: list[str] = ["sub", "ns1.sub", "old", "www.old"]  # and their names to probe
+CHILD = f"sub.{ORIGIN}"
 NAMES = ["@", "www", "info", "mail", "host.deep", "deep", "app", "x.apps", "y.x.apps", "apps", "nothing"]
 # Problems grok reports about the test's own network (servers on loopback), not about the answers.
 NETWORK_CODES = ("LOOPBACK", "PRIVATE", "NOT_ROUTABLE", "NO_SERVERS")
 
 
-def config(key: Path) -> str:
+def config(key: Path, child_ds: str) -> str:
     records = [
+        f'{{name: sub, type: DS, value: "{" ".join(child_ds.split()[3:])}"}}',
         "{name: www, type: CNAME, value: app}",
         '{name: info, type: TXT, value: "hello"}',
         '{name: mail, type: MX, value: "10 mx.example.net."}',
@@ -96,6 +103,7 @@ class World:
     parent_ds: str
     workdir: Path
     resolvers: dict[str, ValidatingResolver]  # the installed ones of RESOLVERS
+    child: Nsd  # the delegated child sub.viz.example.com. (unsigned)
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +112,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     keys = base / "keys"
     keys.mkdir()
     key = keygen(ORIGIN, keys)
+    child_zone, child_ds = signed_parent(base / "child", [], parent=CHILD)
     zone_text, anchor = signed_parent(
         base / "parent", [Child(ORIGIN, (ds_of(key.with_name(key.name + ".key")),))]
     )
     [parent_key] = (base / "parent").glob("K*.key")
     with (
-        running_gslbd(base, config(key), zone=ORIGIN) as gslbd,
+        running_gslbd(base, config(key, child_ds), zone=ORIGIN) as gslbd,
         running_nsd(base / "nsd", PARENT, zone_text) as nsd,
+        running_nsd(base / "child", CHILD, child_zone) as child,
     ):
         forwards = {PARENT: nsd.port, ORIGIN: gslbd.port}
         with contextlib.ExitStack() as stack:
@@ -121,7 +131,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                 for kind in RESOLVERS
                 if resolver_binary(kind) is not None
             }
-            yield World(gslbd, nsd, parent_key, anchor, base, resolvers)
+            yield World(gslbd, nsd, parent_key, anchor, base, resolvers, child)
 
 
 def grok(world: World, names: list[str]) -> dict[str, object]:
@@ -133,7 +143,7 @@ def grok(world: World, names: list[str]) -> dict[str, object]:
     probe = [
         "dnsviz", "probe", "-A", "-a", PARENT,
         "-x", f"{PARENT}:{parent}", "-N", f"{PARENT}:ns1.{PARENT}={parent}", "-D", f"{PARENT}:{ds_rdata}",
-        "-x", f"{ORIGIN}:{child}",
+        "-x", f"{ORIGIN}:{child}", "-x", f"{CHILD}:127.0.0.1:{world.child.port}",
         "-o", str(world.workdir / "probe.json"), *names,
     ]  # fmt: skip
     run(probe, world.workdir)
