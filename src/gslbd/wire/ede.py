@@ -46,7 +46,7 @@ def rate_limited_truncation(
         return None
     rest = end + 4
     arcount = data[10] << 8 | data[11]
-    flags = bytes((0x80 | 0x02 | (data[2] & 0x01), 0))
+    flags = bytes((0x80 | 0x02 | (data[2] & 0x01), data[3] & 0x10))  # RD and CD copied
     opt = b""
     if arcount == 1 and data[6:10] == b"\x00\x00\x00\x00":
         if rest + 11 > len(data) or data[rest] or data[rest + 1 : rest + 3] != b"\x00\x29":
