@@ -166,3 +166,14 @@ def test_a_learning_query_without_a_question_gets_noerror_and_a_server_cookie(gs
     assert answer.rcode() == dns.rcode.NOERROR and answer.answer and cookie_of(answer) == learnt
     over_tcp = dns.query.tcp(learning_query(CLIENT), "127.0.0.1", port=gslbd.port, timeout=3)
     assert over_tcp.rcode() == dns.rcode.NOERROR and cookie_of(over_tcp)[:8] == CLIENT
+
+
+def test_knot_answers_a_learning_query_formerr_where_gslbd_follows_rfc7873(
+    gslbd: Running, knot: Knot
+) -> None:
+    """The one difference with Knot 3.2 (mod-cookies): it answers FORMERR without a cookie to a query
+    without a question; RFC 7873 5.4 (and BIND) answer NOERROR with the server cookie, as gslbd does."""
+    at_knot = dns.query.udp(learning_query(CLIENT), "127.0.0.1", port=knot.port, timeout=3)
+    assert at_knot.rcode() == dns.rcode.FORMERR and not at_knot.options
+    here = dns.query.udp(learning_query(CLIENT), "127.0.0.1", port=gslbd.port, timeout=3)
+    assert here.rcode() == dns.rcode.NOERROR and cookie_of(here)[:8] == CLIENT

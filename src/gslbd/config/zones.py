@@ -16,6 +16,13 @@ from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 
 PLACEHOLDER_ORIGIN = "zone.invalid."  # lets the rest of a zone be checked when its origin is wrong
 RESERVED_PREFIXES = ("localtargets-", "heartbeat-", "_gslbd-exchange-")
+# SOA timer defaults that pass zonemaster (refresh >= 14400, retry >= 3600, expire >= 604800, minimum >= 300;
+# docs/configuration.md). gslbd has no secondaries of its public zones, so refresh, retry and expire only
+# inform; a resolver caches a denial for the TTL of the SOA in it, min(ttl, negative_ttl).
+REFRESH = 14400
+RETRY = 3600
+EXPIRE = 604800
+MIN_MINIMUM = 300
 # Types gslbd makes itself (docs/dnssec.md): from the zone's keys, or when it signs and denies.
 KEY_TYPES = ("DNSKEY", "CDS", "CDNSKEY")
 SIGNER_TYPES = ("RRSIG", "NSEC", "NSEC3", "NSEC3PARAM")
@@ -72,8 +79,11 @@ def _read_soa(
 ) -> Soa:
     mname = nameservers[0].name if nameservers else "ns1." + origin
     rname = "hostmaster." + origin
+    # The MINIMUM field is at least 300 (zonemaster); resolvers cache a denial for the TTL of the SOA in
+    # it, which is min(ttl, negative_ttl): a GSLB keeps that short (a new service answers soon).
+    minimum = max(negative_ttl, MIN_MINIMUM)
     if r is None:
-        return Soa(mname, rname, 1, minimum=negative_ttl)
+        return Soa(mname, rname, 1, REFRESH, RETRY, EXPIRE, minimum)
     if r.has("minimum"):
         r.error("minimum", "set the zone's negative_ttl instead (the SOA minimum is the negative TTL)")
     r.check_keys(("mname", "rname", "serial", "refresh", "retry", "expire", "minimum"))
@@ -82,10 +92,10 @@ def _read_soa(
         mname=r.get("mname", name_in(origin), mname),
         rname=r.get("rname", rname_conv, rname),
         serial=r.get("serial", integer(0, 2**32 - 1), 1),
-        refresh=r.get("refresh", ttl, 3600),
-        retry=r.get("retry", ttl, 600),
-        expire=r.get("expire", ttl, 604800),
-        minimum=negative_ttl,
+        refresh=r.get("refresh", ttl, REFRESH),
+        retry=r.get("retry", ttl, RETRY),
+        expire=r.get("expire", ttl, EXPIRE),
+        minimum=minimum,
     )
 
 
