@@ -35,7 +35,7 @@ def soa_authority(reply: dns.message.Message) -> list[tuple[str, str, int, str]]
     return rrset_texts(reply.authority)
 
 
-# Negative answers: the SOA's TTL is min(its own TTL 30, negative_ttl 45); the MINIMUM field is 300 (zonemaster).
+# Negative answers: the SOA's TTL is min(its TTL 30, negative_ttl 45); MINIMUM is 300 (zonemaster).
 SOA_NEG = [(ZONE, "SOA", 30, f"ns1.{ZONE} hostmaster.example.com. 1 14400 3600 604800 300")]
 
 
