@@ -83,7 +83,7 @@ def _read_soa(
     # it, which is min(ttl, negative_ttl): a GSLB keeps that short (a new service answers soon).
     minimum = max(negative_ttl, MIN_MINIMUM)
     if r is None:
-        return Soa(mname, rname, 1, REFRESH, RETRY, EXPIRE, minimum)
+        return Soa(mname, rname, 1, REFRESH, RETRY, EXPIRE, minimum, automatic=True)
     if r.has("minimum"):
         r.error("minimum", "set the zone's negative_ttl instead (the SOA minimum is the negative TTL)")
     r.check_keys(("mname", "rname", "serial", "refresh", "retry", "expire", "minimum"))
@@ -96,6 +96,7 @@ def _read_soa(
         retry=r.get("retry", ttl, RETRY),
         expire=r.get("expire", ttl, EXPIRE),
         minimum=minimum,
+        automatic=not r.has("serial"),
     )
 
 

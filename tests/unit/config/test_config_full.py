@@ -102,6 +102,7 @@ def test_full_example_zone_with_derived_soa_fields() -> None:
         retry=3600,
         expire=604800,
         minimum=300,
+        automatic=True,  # no soa.serial: the app stamps it (app/serials.py)
     )
     assert zone.nameservers == (
         Nameserver("gslb-ns-eu-gslb.example.com.", ("127.0.0.2",)),
@@ -210,7 +211,7 @@ def test_minimal_config_gets_every_documented_default() -> None:
     assert zone.origin == "gslb.example.com."
     assert (zone.ttl, zone.negative_ttl, zone.records) == (30, 30, ())
     assert zone.soa == Soa(
-        "ns1.gslb.example.com.", "hostmaster.gslb.example.com.", 1, 14400, 3600, 604800, 300
+        "ns1.gslb.example.com.", "hostmaster.gslb.example.com.", 1, 14400, 3600, 604800, 300, automatic=True
     )
     (app,) = config.services
     assert (app.name, app.zone, app.label) == ("app.gslb.example.com.", "gslb.example.com.", "app")
