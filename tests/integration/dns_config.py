@@ -20,7 +20,7 @@ zones:
   - origin: {ZONE}
     ttl: 30
     negative_ttl: 45
-    soa: {{mname: ns1.{ZONE}, rname: hostmaster.example.com.}}
+    soa: {{mname: ns1.{ZONE}, rname: hostmaster.example.com., serial: 1}}  # a fixed serial to compare
     nameservers:
       - {{name: ns1.{ZONE}, address: 192.0.2.53}}
       - {{name: ns2.{ZONE}, address: "2001:db8::53"}}

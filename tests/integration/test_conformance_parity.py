@@ -73,7 +73,7 @@ dns: {{listen: @LISTEN@, lame_duck: 0s, identity: {IDENTITY}, version: {VERSION}
 zones:
   - origin: {ORIGIN}
     ttl: 300
-    negative_ttl: 60
+    negative_ttl: 300
     soa: {{mname: ns1.{ORIGIN}, rname: hostmaster.{ORIGIN}, serial: 1}}
     nameservers: [{{name: ns1.{ORIGIN}, address: 127.0.0.1}}]
     records:
@@ -86,7 +86,7 @@ zones:
 def zone_file(origin: str, records: list[tuple[str, str, str, int]]) -> str:
     return (
         f"$ORIGIN {origin}\n$TTL 300\n"
-        f"@ 300 IN SOA ns1.{origin} hostmaster.{origin} 1 3600 600 604800 60\n"
+        f"@ 300 IN SOA ns1.{origin} hostmaster.{origin} 1 14400 3600 604800 300\n"  # gslbd's default timers
         f"@ 300 IN NS ns1.{origin}\nns1 300 IN A 127.0.0.1\n"
         + "".join(f"{name} {ttl} IN {rtype} {value}\n" for name, rtype, value, ttl in records)
     )
@@ -161,6 +161,8 @@ CASES: list[tuple[str, Callable[[], bytes]]] = [
     ("opcode UPDATE", lambda: with_opcode(5)),
     ("no question (QDCOUNT 0)", no_question),
     ("EDNS version 1", lambda: make(f"app.{ORIGIN}", use_edns=1)),
+    ("CD set (RFC 4035 3.1.6)", lambda: make(f"app.{ORIGIN}", flags=dns.flags.RD | dns.flags.CD)),
+    ("CD and DO set", lambda: make(f"app.{ORIGIN}", want_dnssec=True, flags=dns.flags.CD)),
     ("EDNS, DO set", lambda: make(f"app.{ORIGIN}", want_dnssec=True)),
     (
         "EDNS, unknown option",
@@ -231,6 +233,10 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "EDNS, ECS 192.0.2.0/24": "gslbd is an ECS-aware authoritative server (RFC 7871 7.2.2): it echoes "
     "the option, scope 0 when the answer does not depend on the location, the source prefix when it "
     "does; Knot (without its geoip module) and NSD ignore ECS and send no option",
+    "CD set (RFC 4035 3.1.6)": "gslbd copies CD from the query into every response, as RFC 4035 3.1.6 "
+    "says a security-aware server MUST (ISC genreport `docd`; BIND does the same); Knot 3.2 and NSD 4.6 "
+    "clear it for this unsigned zone. Resolvers ignore CD in responses, so nothing is cached differently",
+    "CD and DO set": "as for `CD set`: gslbd copies CD, Knot and NSD clear it",
     "TSIG, unknown key": "the same NOTAUTH with the TSIG error BADKEY; gslbd adds EDE 0 'TSIG error "
     "BADKEY' for clients that show EDE (wire.md)",
     # The signed zone: gslbd signs online with compact denial (RFC 9824), Knot and NSD serve a zone

@@ -147,3 +147,33 @@ def test_knot_and_gslbd_accept_each_others_cookies_made_with_one_secret(gslbd: R
 def test_knot_and_gslbd_both_answer_formerr_to_a_malformed_cookie(gslbd: Running, knot: Knot) -> None:
     for port in (gslbd.port, knot.port):
         assert ask(port, bytes(5)).rcode() == dns.rcode.FORMERR
+
+
+def learning_query(cookie: bytes) -> dns.message.Message:
+    """RFC 7873 5.4: no question, an OPT with only a COOKIE option."""
+    query = dns.message.Message()
+    query.use_edns(0, 0, 1232, options=[dns.edns.GenericOption(dns.edns.COOKIE, cookie)])
+    return query
+
+
+def test_a_learning_query_without_a_question_gets_noerror_and_a_server_cookie(gslbd: Running) -> None:
+    reply = dns.query.udp(learning_query(CLIENT), "127.0.0.1", port=gslbd.port, timeout=3)
+    assert (reply.rcode(), reply.question, reply.answer) == (dns.rcode.NOERROR, [], [])
+    learnt = cookie_of(reply)
+    assert len(learnt) == 24 and learnt[:8] == CLIENT
+    # The cookie it learnt is good for the next query: echoed unchanged with the answer.
+    answer = ask(gslbd.port, learnt)
+    assert answer.rcode() == dns.rcode.NOERROR and answer.answer and cookie_of(answer) == learnt
+    over_tcp = dns.query.tcp(learning_query(CLIENT), "127.0.0.1", port=gslbd.port, timeout=3)
+    assert over_tcp.rcode() == dns.rcode.NOERROR and cookie_of(over_tcp)[:8] == CLIENT
+
+
+def test_knot_answers_a_learning_query_formerr_where_gslbd_follows_rfc7873(
+    gslbd: Running, knot: Knot
+) -> None:
+    """The one difference with Knot 3.2 (mod-cookies): it answers FORMERR without a cookie to a query
+    without a question; RFC 7873 5.4 (and BIND) answer NOERROR with the server cookie, as gslbd does."""
+    at_knot = dns.query.udp(learning_query(CLIENT), "127.0.0.1", port=knot.port, timeout=3)
+    assert at_knot.rcode() == dns.rcode.FORMERR and not at_knot.options
+    here = dns.query.udp(learning_query(CLIENT), "127.0.0.1", port=gslbd.port, timeout=3)
+    assert here.rcode() == dns.rcode.NOERROR and cookie_of(here)[:8] == CLIENT

@@ -35,8 +35,8 @@ def soa_authority(reply: dns.message.Message) -> list[tuple[str, str, int, str]]
     return rrset_texts(reply.authority)
 
 
-# Negative answers: the SOA's TTL is min(its own TTL 30, MINIMUM 45) (RFC 2308 section 3).
-SOA_NEG = [(ZONE, "SOA", 30, f"ns1.{ZONE} hostmaster.example.com. 1 3600 600 604800 45")]
+# Negative answers: the SOA's TTL is min(its TTL 30, negative_ttl 45); MINIMUM is 300 (zonemaster).
+SOA_NEG = [(ZONE, "SOA", 30, f"ns1.{ZONE} hostmaster.example.com. 1 14400 3600 604800 300")]
 
 
 def raw_header(ident: int, flags: int, qd: int) -> bytes:
@@ -79,7 +79,7 @@ def test_a_name_outside_every_served_zone_is_refused(server: Running) -> None:
 def test_apex_soa(server: Running) -> None:
     reply = server.ask(ZONE, "SOA")
     assert rrset_texts(reply.answer) == [
-        (ZONE, "SOA", 30, f"ns1.{ZONE} hostmaster.example.com. 1 3600 600 604800 45")
+        (ZONE, "SOA", 30, f"ns1.{ZONE} hostmaster.example.com. 1 14400 3600 604800 300")
     ]
     assert reply.flags & dns.flags.AA
 

@@ -156,8 +156,12 @@ def gauge_values(cfg: Config) -> dict[str, tuple[float | None, float | None]]:
     }
 
 
+# The clock the automatic SOA serials are stamped with (app/serials.py), so that builds compare alike.
+WALL = 1_700_000_000.0
+
+
 def full_generation(cfg: Config, snapshot: Snapshot) -> Generation:
-    return GenerationBuilder().first(resolve(cfg, random.Random(1)), snapshot)
+    return GenerationBuilder().first(resolve(cfg, random.Random(1), wall=WALL), snapshot)
 
 
 def expected_gauges(full: Generation) -> dict[str, tuple[float | None, float | None]]:
@@ -200,7 +204,7 @@ def test_incremental_generations_answer_and_count_like_full_builds_over_a_random
     book = HealthBook()
     book.set_evaluated(1_700_000_000.0)
     builder = GenerationBuilder()
-    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    generation = builder.first(resolve(cfg, random.Random(1), wall=WALL), book.snapshot())
     book.take_touched()
     gauges = ServiceGauges()
     gauges.update(generation)
@@ -241,7 +245,7 @@ def test_an_admin_forced_down_peer_endpoint_counts_nowhere() -> None:
     peer = Endpoint(service, "203.0.113.50", EndpointKind.IPV4, "us", Locality("america", "america-a"))
     book.set_peer_endpoints({service: (peer,)})
     builder = GenerationBuilder()
-    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    generation = builder.first(resolve(cfg, random.Random(1), wall=WALL), book.snapshot())
     assert "203.0.113.50" in generation.counts[service].up_addresses
     book.set_admin(peer.key, AdminState.DOWN)
     generation = builder.next(generation, NewSnapshot(book.snapshot(), book.take_touched()))
@@ -348,7 +352,7 @@ def test_a_reload_that_changes_services_rebuilds_only_those_and_answers_like_a_f
     book = HealthBook()
     book.set_evaluated(1_700_000_000.0)
     builder = GenerationBuilder()
-    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    generation = builder.first(resolve(cfg, random.Random(1), wall=WALL), book.snapshot())
     book.take_touched()
     for serial in range(40):
         step(cfg, book, rng)  # verdicts pending when the reload comes: they must not be lost
@@ -371,7 +375,7 @@ def test_a_reload_that_changes_services_rebuilds_only_those_and_answers_like_a_f
 def test_a_reload_that_changes_more_than_services_builds_everything() -> None:
     cfg = config()
     builder = GenerationBuilder()
-    first = builder.first(resolve(cfg, random.Random(1)), Snapshot())
+    first = builder.first(resolve(cfg, random.Random(1), wall=WALL), Snapshot())
     other = replace(cfg, dns=replace(cfg.dns, max_udp_payload=1400))
     resolved = resolve(other, random.Random(1), first.resolved)
     assert resolved.env is not first.env
@@ -469,7 +473,7 @@ def test_the_next_fill_step_compiles_the_names_clients_asked_for_first(kind: str
 
     def started() -> tuple[GenerationBuilder, Generation]:
         builder = GenerationBuilder(eager_names=20)
-        return builder, builder.first(resolve(cfg, random.Random(1)), HealthBook().snapshot())
+        return builder, builder.first(resolve(cfg, random.Random(1), wall=WALL), HealthBook().snapshot())
 
     # A deferred service that a step without asked-for names would not build (the fill's own order).
     other, first = started()
@@ -510,7 +514,7 @@ def test_a_view_built_in_steps_answers_like_a_whole_one_through_verdicts_and_rel
     book = HealthBook()
     book.set_evaluated(1_700_000_000.0)
     builder = GenerationBuilder(eager_names=20)
-    generation = builder.first(resolve(cfg, random.Random(1)), book.snapshot())
+    generation = builder.first(resolve(cfg, random.Random(1), wall=WALL), book.snapshot())
     book.take_touched()
     deferred = generation.view.deferred
     assert deferred is not None and generation.table.partial

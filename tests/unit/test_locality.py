@@ -25,7 +25,7 @@ ZC = f"app.europe-west1-c.europe-west1.{ORIGIN}"
 EU = f"app.europe-west1.{ORIGIN}"
 US = f"app.us-east1.{ORIGIN}"
 USB = f"app.us-east1-b.us-east1.{ORIGIN}"
-SOA_NEG = Rr(ORIGIN, "SOA", 45, "ns1.gslb.example.com. hostmaster.gslb.example.com. 1 3600 600 604800 45")
+SOA_NEG = Rr(ORIGIN, "SOA", 45, "ns1.gslb.example.com. hostmaster.gslb.example.com. 1 14400 3600 604800 300")
 
 CONFIG = f"""
 version: 1

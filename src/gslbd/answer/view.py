@@ -226,7 +226,8 @@ def soa_rr(zone: Zone, ttl: int) -> Rr:
 
 def negative_soa_ttl(zone: Zone) -> int:
     """The TTL of the SOA in a negative answer (RFC 2308 section 3): the smaller of the SOA record's
-    own TTL (the zone's `ttl`) and its MINIMUM field (`negative_ttl`: the loader makes them one)."""
+    own TTL (the zone's `ttl`) and its MINIMUM field, and at most the zone's `negative_ttl` (the MINIMUM
+    field is at least 300 for zonemaster; the negative TTL is its own key)."""
     return min(zone.ttl, zone.soa.minimum, zone.negative_ttl)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import time
 from collections.abc import Collection, Container, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -36,6 +37,7 @@ from gslbd.answer.exchange_names import (
     republished,
 )
 from gslbd.app.reconcile import probe_targets, probed_endpoints
+from gslbd.app.serials import stamp_serials
 from gslbd.app.usable import resolved_env
 from gslbd.cow import CowMap
 from gslbd.exchange.notify import notify_sources
@@ -85,13 +87,18 @@ def _stamp(config: Config) -> tuple[int, ...] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def resolve(config: Config, rng: random.Random, previous: Resolved | None = None) -> Resolved:
+def resolve(
+    config: Config, rng: random.Random, previous: Resolved | None = None, wall: float | None = None
+) -> Resolved:
     """Resolve `config`: open its GeoIP database (and look one address up), parse its Redis URL, group
     its probes by target. ConfigError with located problems when something cannot be used.
 
     With `previous` (the running config's): when the new config differs only in its services and the
     GeoIP database file is the one opened before, its environment is reused as it is, which lets the
-    generation builder rebuild only the services that changed."""
+    generation builder rebuild only the services that changed. Zones without a configured
+    `soa.serial` get theirs here (app/serials.py; `wall`: Unix seconds, the clock when None)."""
+    now = time.time() if wall is None else wall
+    config = stamp_serials(config, previous.config if previous is not None else None, now)
     stamp = _stamp(config)
     if previous is not None and previous.geoip_stamp == stamp and same_but_services(previous.config, config):
         return _re_resolved(previous, config)

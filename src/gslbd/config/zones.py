@@ -16,6 +16,16 @@ from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 
 PLACEHOLDER_ORIGIN = "zone.invalid."  # lets the rest of a zone be checked when its origin is wrong
 RESERVED_PREFIXES = ("localtargets-", "heartbeat-", "_gslbd-exchange-")
+# SOA timer defaults that pass zonemaster (refresh >= 14400, retry >= 3600, expire >= 604800, minimum >= 300;
+# docs/configuration.md). gslbd has no secondaries of its public zones, so refresh, retry and expire only
+# inform; a resolver caches a denial for the TTL of the SOA in it, min(ttl, negative_ttl).
+REFRESH = 14400
+RETRY = 3600
+EXPIRE = 604800
+MIN_MINIMUM = 300
+# Types gslbd makes itself (docs/dnssec.md): from the zone's keys, or when it signs and denies.
+KEY_TYPES = ("DNSKEY", "CDS", "CDNSKEY")
+SIGNER_TYPES = ("RRSIG", "NSEC", "NSEC3", "NSEC3PARAM")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +79,11 @@ def _read_soa(
 ) -> Soa:
     mname = nameservers[0].name if nameservers else "ns1." + origin
     rname = "hostmaster." + origin
+    # The MINIMUM field is at least 300 (zonemaster); resolvers cache a denial for the TTL of the SOA in
+    # it, which is min(ttl, negative_ttl): a GSLB keeps that short (a new service answers soon).
+    minimum = max(negative_ttl, MIN_MINIMUM)
     if r is None:
-        return Soa(mname, rname, 1, minimum=negative_ttl)
+        return Soa(mname, rname, 1, REFRESH, RETRY, EXPIRE, minimum, automatic=True)
     if r.has("minimum"):
         r.error("minimum", "set the zone's negative_ttl instead (the SOA minimum is the negative TTL)")
     r.check_keys(("mname", "rname", "serial", "refresh", "retry", "expire", "minimum"))
@@ -79,10 +92,11 @@ def _read_soa(
         mname=r.get("mname", name_in(origin), mname),
         rname=r.get("rname", rname_conv, rname),
         serial=r.get("serial", integer(0, 2**32 - 1), 1),
-        refresh=r.get("refresh", ttl, 3600),
-        retry=r.get("retry", ttl, 600),
-        expire=r.get("expire", ttl, 604800),
-        minimum=negative_ttl,
+        refresh=r.get("refresh", ttl, REFRESH),
+        retry=r.get("retry", ttl, RETRY),
+        expire=r.get("expire", ttl, EXPIRE),
+        minimum=minimum,
+        automatic=not r.has("serial"),
     )
 
 
@@ -137,7 +151,9 @@ def _record_value(node: Node) -> str:
     return str(value)
 
 
-def _read_record(r: MapReader, origin: str, zone_ttl: int, info: ZoneInfo) -> list[StaticRecord]:
+def _read_record(
+    r: MapReader, origin: str, zone_ttl: int, info: ZoneInfo, signed: bool
+) -> list[StaticRecord]:
     r.check_keys(("name", "type", "value", "ttl"))
     name = r.req("name", name_in(origin))
     _warn_relative(r, "name", origin)
@@ -154,7 +170,7 @@ def _read_record(r: MapReader, origin: str, zone_ttl: int, info: ZoneInfo) -> li
     if name is None or rdtype is None:
         return []
     reserved = reserved_message(name, origin)
-    misplaced = ("name", reserved) if reserved is not None else _placement(name, rdtype, origin)
+    misplaced = ("name", reserved) if reserved is not None else _placement(name, rdtype, origin, signed)
     if misplaced is not None:
         r.error(*misplaced)
         return []
@@ -183,10 +199,35 @@ def _rtype(node: Node) -> str:
     return dns.rdatatype.to_text(rdtype)
 
 
-def _placement(name: str, rtype: str, origin: str) -> tuple[str, str] | None:
+def _computed(rtype: str, signed: bool) -> str | None:
+    """Why a static record of `rtype` is refused because gslbd makes that type itself, else None.
+
+    gslbd is the only server and signer of its zones: a static copy would replace (or contradict) the
+    records it computes, and every validator would then fail the whole zone."""
+    if rtype in KEY_TYPES:
+        made = f"{rtype} records are made from the zone's dnssec keys"
+        if signed:
+            return made + "; a static set would replace the real one and break validation of the zone"
+        return made + " (gslbd is the only signer of its zones); this zone is unsigned, so it has none"
+    if rtype in SIGNER_TYPES:
+        made = f"{rtype} records are made by gslbd when it signs answers and proves denials"
+        if signed:
+            return made + "; a static one would contradict them"
+        return made + " (gslbd is the only signer of its zones); this zone is unsigned, so it has none"
+    return None
+
+
+def _placement(name: str, rtype: str, origin: str, signed: bool) -> tuple[str, str] | None:
     """(key, why) when a record of this name and type cannot be written in this zone."""
     if not in_zone(name, origin):
         return "name", f"{name!r} is not inside the zone {origin!r}"
+    computed = _computed(rtype, signed)
+    if computed is not None:
+        return "type", computed
+    if name == origin and rtype == "DS":
+        return "type", (
+            "a DS record belongs in the parent zone, not at the apex (`gslbd delegation` prints it)"
+        )
     if rtype == "SOA":
         return "type", "SOA records are made from the zone's soa settings"
     if name == origin and rtype == "NS":
@@ -219,6 +260,18 @@ def _rdata(rtype: str, text: str, origin: str) -> str:
     return rdata.to_text()
 
 
+def _check_ds(rep: Report, name: str, types: set[str], places: list[Place]) -> None:
+    """A static DS is only allowed at a delegation point: a name below the apex with a static NS set."""
+    if "DS" not in types or "NS" in types:
+        return
+    place = next(p for p in places if p.rtype == "DS")
+    message = (
+        f"a DS record is only allowed at a delegation point (a name with a static NS set); "
+        f"{name!r} has no NS records"
+    )
+    rep.error(place.line, place.path, message)
+
+
 def _check_rrsets(rep: Report, info: ZoneInfo) -> None:
     by_name: dict[str, list[StaticRecord]] = {}
     for rec in info.zone.records:
@@ -226,6 +279,7 @@ def _check_rrsets(rep: Report, info: ZoneInfo) -> None:
     for name, records in by_name.items():
         places = info.owners[name]
         types = {rec.rtype for rec in records}
+        _check_ds(rep, name, types, places)
         cnames = [i for i, rec in enumerate(records) if rec.rtype == "CNAME"]
         if len(cnames) > 1:
             place = places[cnames[1]]
@@ -256,10 +310,11 @@ def read_zone(rep: Report, r: MapReader) -> ZoneInfo:
     soa = _read_soa(r.sub("soa"), origin, nameservers, negative_ttl)
     info = ZoneInfo(Zone(origin, zone_ttl, negative_ttl, soa, nameservers), r.path, r.line)
     records: list[StaticRecord] = []
+    signed = r.has("dnssec")
     for item, path in r.items("records"):
         rec = as_map(rep, item, path)
         if rec is not None:
-            records.extend(_read_record(rec, origin, zone_ttl, info))
+            records.extend(_read_record(rec, origin, zone_ttl, info, signed))
     signing = r.sub("dnssec")
     dnssec = None
     if signing is not None:

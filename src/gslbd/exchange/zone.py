@@ -81,10 +81,10 @@ def label_of(localtargets: str, origin: str) -> str | None:
     return localtargets[len(LOCALTARGETS_PREFIX) : -len(suffix)] or None
 
 
-def next_serial(serial: int, wall: float) -> int:
-    """The serial after `serial` at Unix time `wall`: one more, or the wall clock in tenths when later
-    (serial arithmetic, RFC 1982)."""
-    now = int(wall * 10) % SERIAL_MODULO
+def next_serial(serial: int, wall: float, per_second: int = 10) -> int:
+    """The serial after `serial` at Unix time `wall`: one more, or the wall clock (in tenths of seconds
+    by default; the public zones' SOA counts seconds) when later (serial arithmetic, RFC 1982)."""
+    now = int(wall * per_second) % SERIAL_MODULO
     ahead = (now - serial) % SERIAL_MODULO
     if 1 <= ahead < 2**31:
         return now

@@ -18,6 +18,7 @@ class Soa:
     retry: int = 600
     expire: int = 604800
     minimum: int = 30
+    automatic: bool = False  # `soa.serial` not configured: the app stamps it (gslbd/app/serials.py)
 
 
 @dataclass(frozen=True, slots=True)

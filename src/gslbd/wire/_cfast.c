@@ -589,6 +589,7 @@ typedef struct {
     uint8_t scope;
     uint8_t ptr[2]; /* a compression pointer to a signed zone's origin in the question */
     uint8_t opt[11]; /* our OPT record with CO echoed */
+    uint8_t head[10]; /* the header tail with the query's CD bit copied (RFC 4035 3.1.6) */
     uint8_t soa[2 + 10 + 256 + 256 + 20]; /* an NXDOMAIN's SOA record, compressed for this query */
     uint8_t den[DENIAL_RECORDS]; /* a cached compact denial, copied */
 } plan_t;
@@ -1027,12 +1028,16 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     o->n = 0;
     o->total = 0;
     piece(o, data, 2);
-    if (!tcp && rest + seclen + optlen > limit) {
-        piece(o, tcheads[index], 10);
-        piece(o, data + 12, rest - 12);
-    } else {
-        piece(o, heads[index], 10);
-        piece(o, data + 12, rest - 12);
+    const int truncated = !tcp && rest + seclen + optlen > limit;
+    const uint8_t *head = truncated ? tcheads[index] : heads[index];
+    if (data[3] & 0x10) { /* CD copied, as the slow path does */
+        memcpy(o->head, head, 10);
+        o->head[1] |= 0x10;
+        head = o->head;
+    }
+    piece(o, head, 10);
+    piece(o, data + 12, rest - 12);
+    if (!truncated) {
         if (dn) {
             for (int k = 0; k < dn; k++) piece(o, dp[k], dl[k]);
         } else if (seclen) {
@@ -1188,7 +1193,7 @@ static int32_t rj_reply(const uint8_t *d, uint32_t qlen, uint32_t rcode, int opt
     out[0] = d[0];
     out[1] = d[1];
     out[2] = (uint8_t)(0x80 | (d[2] & 0x79));
-    out[3] = (uint8_t)(rcode & 0xF);
+    out[3] = (uint8_t)((d[3] & 0x10) | (rcode & 0xF)); /* CD copied (RFC 4035 3.1.6) */
     out[5] = qlen ? 1 : 0;
     out[11] = opt ? 1 : 0;
     memcpy(out + 12, d + 12, qlen);

@@ -52,7 +52,16 @@ from gslbd.types import Rcode
 from gslbd.wire.denial import Denier, Key, build_chain, chain_changes, chain_names
 from gslbd.wire.dnssec import NSEC, RRSIG, SignedReply, Signer, ZoneKeys, existing_types, type_bitmap
 from gslbd.wire.ede import ede_option
-from gslbd.wire.render import IN, QR, build_message, dns_name, message_wire, rdata, sections_wire
+from gslbd.wire.render import (
+    IN,
+    QR,
+    build_message,
+    carries_aa,
+    dns_name,
+    message_wire,
+    rdata,
+    sections_wire,
+)
 
 PickFn = Callable[[int, bool, random.Random, int], int]
 PolicyCounters = tuple[tuple[str, Iterator[int]], ...]
@@ -196,7 +205,9 @@ def count_answers(counters: Iterable[tuple[str, Iterator[int]]]) -> dict[str, in
 
 
 def heads(rcode: int, *, authoritative: bool, counts: tuple[int, int, int] = (0, 0, 0)) -> Heads:
-    """Header tails (flags and counts) for rd in (0, 1) x OPT in (no, yes)."""
+    """Header tails (flags and counts) for rd in (0, 1) x OPT in (no, yes); AA as `carries_aa` says.
+
+    CD is 0 here: the fast paths copy the query's CD bit in as they answer (RFC 4035 3.1.6)."""
     return _heads(rcode, authoritative, counts, truncated=False)
 
 
@@ -207,6 +218,7 @@ def tc_heads(rcode: int, *, authoritative: bool) -> Heads:
 @lru_cache(maxsize=1024)
 def _heads(rcode: int, authoritative: bool, counts: tuple[int, int, int], *, truncated: bool) -> Heads:
     an, ns, ar = counts
+    authoritative = carries_aa(rcode, authoritative)
     out = []
     for has_opt in (0, 1):
         for rd in (0, 1):
@@ -269,7 +281,7 @@ def compile_answer(qname: str, answer: Answer) -> Variant:
 
 def _compile_answer(qname: str, answer: Answer) -> Variant:
     sections, an, ns, ar = sections_wire(dns_name(qname), answer)
-    aa = answer.authoritative and answer.rcode != Rcode.REFUSED
+    aa = answer.authoritative
     return Variant(
         heads(answer.rcode, authoritative=aa, counts=(an, ns, ar)),
         tc_heads(answer.rcode, authoritative=aa),

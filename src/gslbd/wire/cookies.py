@@ -9,7 +9,8 @@ Hashing in Python costs tens of microseconds, so verified and issued cookies are
 table (client cookie + server cookie + address -> timestamp): a client repeating its cookie costs one
 dictionary lookup. The table only ever holds cookies this secret produced.
 
-`find_cookie` locates the COOKIE option of a query, `add_option` appends an option to the OPT record
+`find_cookie` locates the COOKIE option of a query, `learning_query` tells a query for a cookie alone
+(RFC 7873 5.4), `add_option` appends an option to the OPT record
 that ends a response; both work on wire bytes so that the fast path (and a C one) stay untouched.
 """
 
@@ -154,6 +155,17 @@ def find_cookie(data: bytes) -> tuple[Verdict, bytes]:
             return Verdict.CLIENT_ONLY, data[at + 4 : after]
         at = after
     return Verdict.NONE, b""
+
+
+def learning_query(data: bytes) -> bool:
+    """Whether a query only asks for a cookie (RFC 7873 5.4): opcode QUERY, no question and no records but
+    an OPT record of EDNS version 0 with a well-formed COOKIE option. It gets NOERROR with the cookie where
+    a query without a question otherwise gets FORMERR."""
+    if len(data) < 12 or data[2] & 0xF8 or any(data[4:10]):
+        return False
+    verdict, _ = find_cookie(data)
+    span = opt_rdata(data)
+    return verdict == Verdict.CLIENT_ONLY and span is not None and data[span[0] - 5] == 0
 
 
 def add_option(reply: bytes, code: int, value: bytes) -> bytes | None:

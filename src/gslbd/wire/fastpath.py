@@ -50,6 +50,7 @@ _META_TYPES = (46, 47)  # RRSIG, NSEC
 _CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
 
 
+_CD = 0x10  # Checking Disabled, in the second byte of the header flags
 _CO_FLAGS = b"\xc0"  # DO and CO, the high byte of the OPT flags
 # Names the slow path answered while the table was partial, kept for the next fill step to compile first
 # (server/build.py): at most this many between two steps.
@@ -271,8 +272,15 @@ def fast_answer(
         opt = b""
         limit = 512
     if not tcp and rest + len(sections) + len(opt) > limit:
-        return b"".join((data[:2], tc_heads[index], question, opt))
-    return b"".join((data[:2], heads[index], question, sections, opt))
+        head = tc_heads[index]
+        return b"".join((data[:2], with_cd(head) if data[3] & _CD else head, question, opt))
+    head = heads[index]
+    return b"".join((data[:2], with_cd(head) if data[3] & _CD else head, question, sections, opt))
+
+
+def with_cd(head: bytes) -> bytes:
+    """A header tail with the CD bit set: copied from the query (RFC 4035 3.1.6), as the slow path does."""
+    return head[:1] + bytes((head[1] | _CD,)) + head[2:]
 
 
 # Fill steps (server/build.py) update the C copy at most this often; Python answers what it lacks.

@@ -20,7 +20,16 @@ import time
 from collections.abc import Callable
 
 from gslbd.model.config import CookieConfig, DnsConfig, RrlConfig
-from gslbd.wire.cookies import COOKIE, CookieJar, Verdict, add_option, address_bytes, find_cookie, opt_rdata
+from gslbd.wire.cookies import (
+    COOKIE,
+    CookieJar,
+    Verdict,
+    add_option,
+    address_bytes,
+    find_cookie,
+    learning_query,
+    opt_rdata,
+)
 from gslbd.wire.ede import RATE_LIMITED_OPTION
 from gslbd.wire.names import BadName, name_end
 from gslbd.wire.rrl import DROP, SEND, RateLimiter
@@ -90,6 +99,8 @@ class Guard:
             return None if action == DROP else self._truncated(reply, b"", RATE_LIMITED_OPTION)
         if reply is None or len(reply) < 12:
             return reply
+        if reply[3] & 15 == FORMERR and learning_query(query):  # RFC 7873 5.4: NOERROR and the cookie
+            reply = reply[:3] + bytes((reply[3] & 0xF0,)) + reply[4:]
         limiter = None if tcp else self.rrl
         if (query[10] or query[11]) and reply[3] & 15 != FORMERR:
             verdict, data = find_cookie(query)

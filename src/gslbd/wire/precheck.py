@@ -95,7 +95,7 @@ def error_response(data: bytes, found: Scan, max_udp_payload: int) -> bytes | No
         rcode = BADVERS
     else:
         rcode = FORMERR
-    flags = bytes((0x80 | (data[2] & 0x79), rcode & 0xF))
+    flags = bytes((0x80 | (data[2] & 0x79), (data[3] & 0x10) | (rcode & 0xF)))  # QR, opcode, RD; CD
     counts = struct.pack("!HHHH", 1 if question else 0, 0, 0, 0 if opt is None else 1)
     record = b""
     if opt is not None:

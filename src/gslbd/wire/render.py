@@ -24,6 +24,7 @@ import dns.rdatatype
 import dns.rrset
 
 from gslbd.answer import Answer, Rr
+from gslbd.types import Rcode
 
 IN = dns.rdataclass.IN
 # Header flag bits (RFC 1035 4.1.1) in the 16-bit flags word.
@@ -32,6 +33,7 @@ OPCODE_MASK = 0x7800
 AA = 0x0400
 TC = 0x0200
 RD = 0x0100
+CD = 0x0010  # copied from the query into every response (RFC 4035 3.1.6)
 DO = 0x8000  # in the OPT record's flags (RFC 3225)
 TCP_LIMIT = 65535
 NO_EDNS_LIMIT = 512
@@ -70,9 +72,15 @@ class EdnsReply:
     options: tuple[dns.edns.Option, ...] = ()
 
 
+def carries_aa(rcode: int, authoritative: bool) -> bool:
+    """Whether a response has AA: authoritative data, never REFUSED or SERVFAIL (BIND takes a SERVFAIL
+    with AA for a lame server). The one rule for every path (the compiled heads and the slow path)."""
+    return authoritative and rcode not in (Rcode.REFUSED, Rcode.SERVFAIL)
+
+
 def response_flags(query_flags: int, *, authoritative: bool) -> int:
-    """QR, the query's opcode and RD, AA when authoritative; RA (and every other bit) clear."""
-    flags = QR | (query_flags & (OPCODE_MASK | RD))
+    """QR, the query's opcode, RD and CD, AA when authoritative; RA (and every other bit) clear."""
+    flags = QR | (query_flags & (OPCODE_MASK | RD | CD))
     if authoritative:
         flags |= AA
     return flags

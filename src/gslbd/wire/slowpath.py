@@ -21,7 +21,8 @@ The order of checks (each answers or drops, the first that applies wins):
      wildcard service: the wildcard's answer, RFC 4592).
 NSID (RFC 5001) is answered with `identity` when the query asks for it; EDE (RFC 8914) options follow
 ECS and NSID in the OPT record.
-Error responses (FORMERR, NOTIMP, BADVERS) never have AA and never echo ECS. Every other response
+Error responses (FORMERR, NOTIMP, BADVERS) and SERVFAIL never have AA; errors never echo ECS. Every
+response copies the query's CD bit (RFC 4035 3.1.6). Every other response
 echoes ECS when `use_client_subnet` is on and the query carried it. The response to a query with a
 verified TSIG signature is signed with the same key.
 """
@@ -71,6 +72,7 @@ from gslbd.wire.render import (
     TCP_LIMIT,
     EdnsReply,
     build_message,
+    carries_aa,
     message_wire,
     response_flags,
     to_wire_limited,
@@ -202,7 +204,7 @@ def _respond(
         answer = Answer(Rcode.REFUSED, authoritative=False, ede=NOT_AUTHORITATIVE)
     else:
         answer = resolve(view, question.name, question.rdtype, ip=ip, v6=v6, rng=rng, seq=seq)
-    flags = response_flags(qflags, authoritative=answer.authoritative and answer.rcode != Rcode.REFUSED)
+    flags = response_flags(qflags, authoritative=carries_aa(answer.rcode, answer.authoritative))
     signed = None
     located = answer.location_dependent  # the ECS scope: whether what is sent depends on the client
     co_echo = False

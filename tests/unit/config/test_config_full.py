@@ -98,10 +98,11 @@ def test_full_example_zone_with_derived_soa_fields() -> None:
         mname="gslb-ns-eu-gslb.example.com.",
         rname="hostmaster.example.com.",
         serial=1,
-        refresh=3600,
-        retry=600,
+        refresh=14400,
+        retry=3600,
         expire=604800,
-        minimum=30,
+        minimum=300,
+        automatic=True,  # no soa.serial: the app stamps it (app/serials.py)
     )
     assert zone.nameservers == (
         Nameserver("gslb-ns-eu-gslb.example.com.", ("127.0.0.2",)),
@@ -209,7 +210,9 @@ def test_minimal_config_gets_every_documented_default() -> None:
     (zone,) = config.zones
     assert zone.origin == "gslb.example.com."
     assert (zone.ttl, zone.negative_ttl, zone.records) == (30, 30, ())
-    assert zone.soa == Soa("ns1.gslb.example.com.", "hostmaster.gslb.example.com.", 1, 3600, 600, 604800, 30)
+    assert zone.soa == Soa(
+        "ns1.gslb.example.com.", "hostmaster.gslb.example.com.", 1, 14400, 3600, 604800, 300, automatic=True
+    )
     (app,) = config.services
     assert (app.name, app.zone, app.label) == ("app.gslb.example.com.", "gslb.example.com.", "app")
     assert (app.policy, app.failover_order, app.weights) == (PolicyName.ROUND_ROBIN, (), None)
@@ -238,8 +241,21 @@ zones:
     (zone,) = config.zones
     assert (zone.ttl, zone.negative_ttl) == (60, 120)
     assert zone.soa == Soa(
-        "ns1.gslb.example.com.", "dns-admin.example.com.", 2024010101, 3600, 300, 604800, 120
+        "ns1.gslb.example.com.", "dns-admin.example.com.", 2024010101, 3600, 300, 604800, 300
     )
+
+
+def test_soa_timer_defaults_pass_zonemaster_while_the_negative_ttl_stays_its_own_key() -> None:
+    """refresh >= 14400, retry >= 3600, expire >= 604800 and a MINIMUM field >= 300; a denial is still
+    cached for min(ttl, negative_ttl), the TTL of the SOA in it."""
+    from gslbd.answer.view import negative_soa_ttl
+
+    for negative, minimum, cached in (("30", 300, 30), ("10m", 600, 60)):
+        text = f"zones:\n  - origin: gslb.example.com.\n    ttl: 60\n    negative_ttl: {negative}\n"
+        (zone,) = load_config_text(text).zones
+        soa = zone.soa
+        assert (soa.refresh, soa.retry, soa.expire, soa.minimum) == (14400, 3600, 604800, minimum)
+        assert negative_soa_ttl(zone) == cached
 
 
 def test_service_ttl_defaults_to_its_zone_ttl() -> None:

@@ -153,6 +153,7 @@ def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: s
         ecs=data.draw(ecs_options(), "ecs") if edns is not None else None,
         options=options,
         rd=data.draw(st.booleans(), "rd"),
+        cd=data.draw(st.booleans(), "cd"),
         dnssec_ok=edns is not None and data.draw(st.booleans(), "do"),
         qid=data.draw(st.integers(0, 65535), "id"),
     )

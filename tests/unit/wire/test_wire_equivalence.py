@@ -130,6 +130,7 @@ def test_fast_and_slow_paths_give_the_same_response(data: st.DataObject) -> None
         ecs=ecs,
         options=options,
         rd=data.draw(st.booleans(), "rd"),
+        cd=data.draw(st.booleans(), "cd"),
         dnssec_ok=edns is not None and data.draw(st.booleans(), "do"),
         qid=data.draw(st.integers(0, 65535), "id"),
     )

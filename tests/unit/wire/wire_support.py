@@ -164,13 +164,14 @@ def query(
     ecs: str | None = None,
     options: tuple[dns.edns.Option, ...] = (),
     rd: bool = True,
+    cd: bool = False,
     dnssec_ok: bool = False,
     qid: int = 4242,
     rdclass: int = dns.rdataclass.IN,
 ) -> bytes:
     """A query's wire form. `edns` is the EDNS version (None: no OPT); `ecs` is "address/prefix"."""
     msg = dns.message.Message(id=qid)
-    msg.flags = dns.flags.Flag(dns.flags.RD if rd else 0)
+    msg.flags = dns.flags.Flag((dns.flags.RD if rd else 0) | (dns.flags.CD if cd else 0))
     msg.find_rrset(
         msg.question,
         dns.name.from_text(name),
