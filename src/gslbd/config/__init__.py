@@ -20,6 +20,7 @@ from gslbd.config.loader import Node, parse_yaml
 from gslbd.config.overrides import apply_overrides
 from gslbd.config.protect import secret_warnings
 from gslbd.config.validate import build_config
+from gslbd.config.yaml_fast import FastServices, read_fast
 from gslbd.errors import ConfigError, Problem
 from gslbd.gcpause import collector_paused, keep_long_lived
 from gslbd.model.config import Config
@@ -48,13 +49,19 @@ def _check(
     text: str, source: str, base_dir: str | os.PathLike[str] | None
 ) -> tuple[Config | None, list[Problem], Node | None]:
     """(the Config or None, every problem, the parsed tree): the tree is parsed once and shared."""
-    tree, problems = parse_yaml(text, source)
+    fast = read_fast(text, source)
+    services: FastServices | None = None
+    problems: list[Problem]
+    if fast is not None:
+        (tree, services), problems = fast, []
+    else:
+        tree, problems = parse_yaml(text, source)
     rep = Report(source, Path(base_dir) if base_dir is not None else Path.cwd())
     rep.problems.extend(problems)
     if any(p.severity == "error" for p in problems) and tree is None:
         return None, _order(rep.problems), tree
     try:
-        config = build_config(rep, tree, f"{rep.base_dir}\n{text}")
+        config = build_config(rep, tree, f"{rep.base_dir}\n{text}", services)
     except Exception as exc:  # a validator bug must still be a located answer, never a traceback
         log.exception("validating %s failed", source)
         rep.problems.append(Problem(source, None, "", f"the configuration could not be validated: {exc!r}"))

@@ -156,8 +156,9 @@ def _yaml_problem(source: str, exc: yaml.YAMLError) -> Problem:
     return Problem(source, None, "", f"invalid YAML: {exc}")
 
 
-def parse_yaml(text: str, source: str) -> tuple[Node | None, list[Problem]]:
+def parse_yaml(text: str, source: str, path: str = "") -> tuple[Node | None, list[Problem]]:
     """Parse one YAML document into a marked tree; (None, problems) when the text is not valid YAML.
+    `path`: the dotted path of the document's root in problems (a piece of a larger file).
 
     An empty document gives (None, []).
     """
@@ -172,5 +173,5 @@ def parse_yaml(text: str, source: str) -> tuple[Node | None, list[Problem]]:
     if root is None:
         return None, []
     walker = _Walker(source)
-    tree = walker.walk(root, "")
+    tree = walker.walk(root, path)
     return tree, walker.problems

@@ -9,6 +9,7 @@ from gslbd.config.fast import fast_service, plain_map
 from gslbd.config.fields import (
     Invalid,
     MapReader,
+    Report,
     as_map,
     boolean,
     enum,
@@ -23,6 +24,7 @@ from gslbd.config.names import in_zone, ip_address, make_name, origin_name, rela
 from gslbd.config.network import opt_locality
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
+from gslbd.config.yaml_fast import FastServices
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, HttpsRecord, Service, SrvRecord
@@ -275,12 +277,16 @@ def _srv(r: MapReader | None, service: str, origin: str | None) -> SrvRecord | N
     return SrvRecord(name, port)
 
 
-def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:
+def read_services(ctx: ServiceContext, root: MapReader, fast: FastServices | None = None) -> list[Service]:
+    """The services of `services:`; `fast`: its items read without marks (config/yaml_fast.py), when
+    they were."""
+    if fast is not None:
+        return _read_fast(ctx, fast)
     out: list[Service] = []
     seen: dict[str, str] = {}
     for item, path in root.items("services"):
-        fast = fast_service(ctx, plain_map(item)) if isinstance(item, Map) else None
-        service = fast[0] if fast is not None else None
+        made = fast_service(ctx, plain_map(item)) if isinstance(item, Map) else None
+        service = made[0] if made is not None else None
         if service is None:
             r = as_map(ctx.rep, item, path)
             service = read_service(ctx, r) if r is not None else None
@@ -294,6 +300,38 @@ def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:
         seen[service.name] = path
         out.append(service)
     return out
+
+
+def _read_fast(ctx: ServiceContext, fast: FastServices) -> list[Service]:
+    """As read_services, over items read without marks: an item the fast path does not make is read
+    again with marks from its own lines and validated the located way."""
+    out: list[Service] = []
+    seen: dict[str, int] = {}
+    rep = ctx.rep
+    for k, value in enumerate(fast.values):
+        found = fast_service(ctx, value) if type(value) is dict else None
+        if found is not None:
+            service: Service | None = found[0]
+        else:
+            r = located_item(rep, fast, k)
+            service = read_service(ctx, r) if r is not None else None
+        if service is None:
+            continue
+        if service.name in seen:
+            r = located_item(rep, fast, k)
+            if r is not None:
+                r.error("name", f"duplicate service {service.name!r} (also services[{seen[service.name]}])")
+            continue
+        seen[service.name] = k
+        out.append(service)
+    return out
+
+
+def located_item(rep: Report, fast: FastServices, k: int) -> MapReader | None:
+    """A reader of item k of `fast` read again with marks (a problem of the text itself is reported)."""
+    node, problems = fast.marked(k)
+    rep.problems.extend(problems)
+    return as_map(rep, node, f"services[{k}]") if node is not None else None
 
 
 def locality_lookup(localities: Mapping[str, Locality]) -> Callable[[str], Locality]:

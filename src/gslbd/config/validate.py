@@ -22,7 +22,8 @@ from gslbd.config.network import (
 from gslbd.config.run_as import read_run_as
 from gslbd.config.service_context import ServiceContext
 from gslbd.config.service_file import read_services_file
-from gslbd.config.services import locality_lookup, read_services
+from gslbd.config.services import locality_lookup, located_item, read_services
+from gslbd.config.yaml_fast import FastServices
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.model.config import Config, PeersConfig, SiteConfig
 from gslbd.model.topology import Locality, SiteInfo, Topology
@@ -141,10 +142,13 @@ def _discover(
     return found
 
 
-def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | None:
+def build_config(
+    rep: Report, tree: Node | None, context: str = "", fast: FastServices | None = None
+) -> Config | None:
     """Validate a whole configuration; None when there are errors (all of them are in `rep`).
     `context` identifies the configuration text: a services file's lines validated under the same
-    text are not validated again (config/service_file.py)."""
+    text are not validated again (config/service_file.py). `fast`: the items of `services:` read
+    without marks (config/yaml_fast.py), when they were."""
     if tree is None:
         tree = Map(1, ())
     if not isinstance(tree, Map):
@@ -179,17 +183,20 @@ def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | 
         peer_sites={p.name for p in peers.sites} if peers is not None else set(),
         can_locate=bool(topology.networks) or topology.geoip_database is not None,
     )
-    inline = read_services(ctx, r)
+    inline = read_services(ctx, r, fast)
     from_file = read_services_file(ctx, r, context, (s.name for s in inline))
     services = inline + from_file.services if from_file is not None else inline
     if not rep.failed:
         # Every service with locality names, with where to report a clash (its line in the file).
         # (a reader only for those: making one per service costs at 100,000 services)
-        named = [
-            (s, as_map(rep, item, path))
-            for s, (item, path) in zip(inline, r.items("services"), strict=False)
-            if s.locality_names
-        ]
+        if fast is not None:  # no error: item k made inline[k]
+            named = [(s, located_item(rep, fast, k)) for k, s in enumerate(inline) if s.locality_names]
+        else:
+            named = [
+                (s, as_map(rep, item, path))
+                for s, (item, path) in zip(inline, r.items("services"), strict=False)
+                if s.locality_names
+            ]
         if from_file is not None:
             file_rep = Report(from_file.source, rep.base_dir)
             named += [
