@@ -192,7 +192,8 @@ static int services(Walk *w, long *last_line) {
         if (!next(w, &ev))
             return 0;
         if (ev.type == YAML_SEQUENCE_END_EVENT) {
-            w->end_line = (long)ev.start_mark.line;
+            /* the line after the list: the next key's, or past the text's last line */
+            w->end_line = (long)ev.start_mark.line + (ev.start_mark.column > 0);
             yaml_event_delete(&ev);
             *last_line = previous;
             return 1;

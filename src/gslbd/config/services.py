@@ -24,7 +24,7 @@ from gslbd.config.names import in_zone, ip_address, make_name, origin_name, rela
 from gslbd.config.network import opt_locality
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
-from gslbd.config.yaml_fast import FastServices
+from gslbd.config.yaml_fast import FastServices, Known
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, HttpsRecord, Service, SrvRecord
@@ -304,19 +304,42 @@ def read_services(ctx: ServiceContext, root: MapReader, fast: FastServices | Non
 
 def _read_fast(ctx: ServiceContext, fast: FastServices) -> list[Service]:
     """As read_services, over items read without marks: an item the fast path does not make is read
-    again with marks from its own lines and validated the located way."""
+    again with marks from its own lines and validated the located way. What an item gives without a
+    problem is recorded in `fast.known`; an item known already (a reload) is not read again, only its
+    effects on the context (the sites and check profiles it names) are repeated, in the same order."""
     out: list[Service] = []
     seen: dict[str, int] = {}
     rep = ctx.rep
+    before = fast.known
+    known: list[Known | None] = [None] * len(fast.values)
+    fast.known = known
+    profiles = ctx.checks.profiles
+    sites_used = ctx.sites_used
+    replayed: set[tuple[str, ...]] = set()
     for k, value in enumerate(fast.values):
-        found = fast_service(ctx, value) if type(value) is dict else None
-        if found is not None:
-            service: Service | None = found[0]
+        item = before[k] if before is not None else None
+        service: Service | None
+        if item is not None:
+            service, sites, checks = known[k] = item
+            if sites not in replayed:
+                replayed.add(sites)
+                for site in sites:
+                    sites_used.setdefault(site)
+            if checks:
+                ctx.checks.used.update(checks)
         else:
-            r = located_item(rep, fast, k)
-            service = read_service(ctx, r) if r is not None else None
-        if service is None:
-            continue
+            problems = len(rep.problems)
+            found = fast_service(ctx, value) if type(value) is dict else None
+            if found is not None:
+                service, sites = found
+            else:
+                r = located_item(rep, fast, k)
+                service = read_service(ctx, r) if r is not None else None
+                sites = sites_named(service) if service is not None else ()
+            if service is None:
+                continue
+            if len(rep.problems) == problems:
+                known[k] = (service, sites, _profiles_named(value, profiles) if profiles else ())
         if service.name in seen:
             r = located_item(rep, fast, k)
             if r is not None:
@@ -327,11 +350,29 @@ def _read_fast(ctx: ServiceContext, fast: FastServices) -> list[Service]:
     return out
 
 
+def _profiles_named(value: object, profiles: Mapping[str, object]) -> tuple[str, ...]:
+    """The check profiles a service's plain value names (its own `check` and its endpoints')."""
+    if type(value) is not dict:
+        return ()
+    endpoints = value.get("endpoints")
+    names = [value.get("check")]
+    if type(endpoints) is list:
+        names += [e.get("check") for e in endpoints if type(e) is dict]
+    return tuple(dict.fromkeys(n for n in names if type(n) is str and n in profiles))
+
+
 def located_item(rep: Report, fast: FastServices, k: int) -> MapReader | None:
     """A reader of item k of `fast` read again with marks (a problem of the text itself is reported)."""
     node, problems = fast.marked(k)
     rep.problems.extend(problems)
     return as_map(rep, node, f"services[{k}]") if node is not None else None
+
+
+def sites_named(service: Service) -> tuple[str, ...]:
+    """The sites a service names, in the order its validation meets them (failover_order, weights,
+    endpoints): what it adds to the known sites."""
+    weights = [site for site, _ in service.weights or ()]
+    return tuple(dict.fromkeys([*service.failover_order, *weights, *(e.site for e in service.endpoints)]))
 
 
 def locality_lookup(localities: Mapping[str, Locality]) -> Callable[[str], Locality]:

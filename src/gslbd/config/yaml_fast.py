@@ -24,6 +24,7 @@ import yaml
 
 from gslbd.config.loader import Entry, Map, Node, Scalar, Seq, parse_yaml
 from gslbd.errors import Problem
+from gslbd.model.service import Service
 
 try:
     from gslbd.config import _cyaml
@@ -80,6 +81,11 @@ def available() -> bool:
     return _cyaml is not None and _AS_KNOWN and os.environ.get("GSLBD_NATIVE", "1") != "0"
 
 
+# An item's service, the sites it names (config/service_file.py sites_named) and the check profiles it
+# names: what it adds to the context.
+Known = tuple[Service, tuple[str, ...], tuple[str, ...]]
+
+
 @dataclass(slots=True)
 class FastServices:
     """The items of the top-level `services:` block list, read without marks: item k is `values[k]`,
@@ -92,6 +98,9 @@ class FastServices:
     lines: list[int]
     columns: list[int]
     end: int
+    # What each item gave when it gave a service without a problem (None for the others), filled by
+    # config/services.py; on a reload, what is known already (config/yaml_reload.py).
+    known: list[Known | None] | None = None
     _starts: list[int] | None = field(default=None, repr=False)
 
     def span(self, k: int) -> tuple[int, int]:
