@@ -39,6 +39,7 @@ typedef struct {
     size_t size;
     size_t cursor;      /* byte offset of the start of line `cursor_line` (0-based) */
     size_t cursor_line;
+    int depth;          /* nodes open now: a text nested deeper than MAX_DEPTH is left to PyYAML */
     int bailed;         /* the text is outside the subset: give up */
     int failed;         /* a Python exception or a YAML error is set */
     /* the top-level services list */
@@ -160,6 +161,7 @@ static PyObject *scalar(Walk *w, yaml_event_t *ev) {
 }
 
 static PyObject *node(Walk *w, yaml_event_t *ev, int plain, int top);
+#define MAX_DEPTH 200
 
 /* Whether the bytes before column `column` of line `line` (0-based) are spaces and dashes only: the
  * item starts on its line after `- ` (or `- - `). Lines are met in ascending order. */
@@ -354,8 +356,22 @@ out:
     return NULL;
 }
 
+static PyObject *node_of(Walk *w, yaml_event_t *ev, int plain, int top);
+
 /* The node that starts with event `ev` (deleted here); NULL with w->bailed or w->failed. */
 static PyObject *node(Walk *w, yaml_event_t *ev, int plain, int top) {
+    if (w->depth >= MAX_DEPTH) {
+        yaml_event_delete(ev);
+        give_up(w);
+        return NULL;
+    }
+    w->depth++;
+    PyObject *out = node_of(w, ev, plain, top);
+    w->depth--;
+    return out;
+}
+
+static PyObject *node_of(Walk *w, yaml_event_t *ev, int plain, int top) {
     int line = (int)ev->start_mark.line + 1;
     PyObject *out = NULL;
     switch (ev->type) {

@@ -365,6 +365,8 @@ def located_item(rep: Report, fast: FastServices, k: int) -> MapReader | None:
     """A reader of item k of `fast` read again with marks (a problem of the text itself is reported)."""
     node, problems = fast.marked(k)
     rep.problems.extend(problems)
+    if node is None and not problems:  # its lines hold nothing but a comment: an empty item
+        node = Scalar(fast.lines[k], None)
     return as_map(rep, node, f"services[{k}]") if node is not None else None
 
 

@@ -181,6 +181,8 @@ BROKEN = [
     config(service(1), "  - {name: s2, ttl: -5, endpoints: [{address: 10.0.0.2}]}\n"),
     config(service(1), "  - {name: s2, endpoints: [{address: 10.0.0.2}], colour: red}\n"),
     config(service(1), "  - just a string\n", block_service(3)),
+    config(service(1), "  - # nothing but a comment\n", service(3)),
+    config(service(1), "  -\n", service(3)),
     config(service(1), "  - {name: s2, check: nope, endpoints: [{address: 10.0.0.2}]}\n"),
     config(service(1), "  - {name: s2, endpoints: [{address: 10.0.0.2}, {address: 10.0.0.2}]}\n"),
     config(block_service(1).replace("weights: {eu: 1}", "weights: {us: 1}")),
@@ -308,3 +310,9 @@ def test_a_warning_of_an_unchanged_item_is_reported_again_on_reload(tmp_path: Pa
         [p for p in first if p.severity == "warning"] == [p for p in second if p.severity == "warning"] != []
     )
     assert all(isinstance(p, Problem) for p in second)
+
+
+def test_a_text_nested_too_deeply_is_one_problem_not_a_crash() -> None:
+    assert yaml_fast.read_fast("a: " + "[" * 1000 + "]" * 1000, "t.yaml") is None  # left to PyYAML
+    _, problems = check_config_text("a: " + "[" * 5000 + "]" * 5000, "t.yaml")
+    assert [str(p) for p in problems] == ["t.yaml: invalid YAML: nested too deeply"]
