@@ -178,4 +178,6 @@ def parse_yaml(text: str, source: str, path: str = "") -> tuple[Node | None, lis
         tree = walker.walk(root, path)
     except RecursionError:
         return None, [Problem(source, None, "", "invalid YAML: nested too deeply")]
+    except UnicodeEncodeError as exc:  # text in memory with a lone surrogate (a file cannot hold one)
+        return None, [Problem(source, None, "", f"invalid YAML: not Unicode text ({exc.reason})")]
     return tree, walker.problems

@@ -316,3 +316,8 @@ def test_a_text_nested_too_deeply_is_one_problem_not_a_crash() -> None:
     assert yaml_fast.read_fast("a: " + "[" * 1000 + "]" * 1000, "t.yaml") is None  # left to PyYAML
     _, problems = check_config_text("a: " + "[" * 5000 + "]" * 5000, "t.yaml")
     assert [str(p) for p in problems] == ["t.yaml: invalid YAML: nested too deeply"]
+
+
+def test_text_that_is_not_unicode_is_one_problem_not_a_crash() -> None:
+    _, problems = check_config_text('a: "\ud800"\n', "t.yaml")
+    assert [str(p) for p in problems] == ["t.yaml: invalid YAML: not Unicode text (surrogates not allowed)"]
