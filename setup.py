@@ -4,9 +4,11 @@
 - `gslbd.wire._cfast`: the answer table in C and the UDP loop that answers from it without the GIL
   (wire/ctable.py, server/udp.py);
 - `gslbd.config._cshape`: the common shape of a service read in C (config/fast.py), for large services
-  files.
+  files;
+- `gslbd.config._cyaml`: a configuration read by libyaml straight into values (config/yaml_fast.py),
+  for large inline `services:` lists; it needs libyaml's header (Debian: libyaml-dev).
 
-Both are compiled with -Wall -Wextra -Werror. `optional=True`: where they cannot be compiled (no
+All are compiled with -Wall -Wextra -Werror. `optional=True`: where they cannot be compiled (no
 compiler, no recvmmsg), gslbd installs without them and answers in Python (tests/unit/wire/test_ctable.py
 fails where a compiler exists but the build did not succeed).
 """
@@ -21,6 +23,13 @@ setup(
         Extension("gslbd.wire._cfast", ["src/gslbd/wire/_cfast.c"], optional=True, extra_compile_args=STRICT),
         Extension(
             "gslbd.config._cshape", ["src/gslbd/config/_cshape.c"], optional=True, extra_compile_args=STRICT
+        ),
+        Extension(
+            "gslbd.config._cyaml",
+            ["src/gslbd/config/_cyaml.c"],
+            libraries=["yaml"],
+            optional=True,
+            extra_compile_args=STRICT,
         ),
     ]
 )

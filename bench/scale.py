@@ -8,7 +8,7 @@ For each size a config is generated (mixed policies: round_robin, failover, weig
     all compiled s from the start until every name is compiled (logged, and gslbd_dns_names_pending 0: past
                    20,000 names the services' names are compiled in steps after the first answer)
     RSS MB         resident memory once every name is compiled (VmRSS), and its peak (VmHWM)
-    reload ms      a config that changes one service, applied by POST /api/v1/reload: until that
+    reload ms      a config that changes one service, applied by SIGHUP: until that
                    service's answer changes; `reload cpu s`: the server's CPU time for it
     change ms      one admin change (PUT .../admin down: the same book -> generation path as a verdict)
                    until the answer changes, seen from a DNS client (HTTP round trip included)
@@ -33,6 +33,7 @@ import concurrent.futures
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -99,18 +100,48 @@ def mixed_services(n: int, change: int | None = None) -> list[dict[str, object]]
     return out
 
 
+def block_lines(service: dict[str, object]) -> list[str]:
+    """One service as an operator writes it in YAML: block style, lists of names in flow style."""
+
+    def flow(value: object) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(map(flow, value)) + "]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k}: {flow(v)}" for k, v in value.items()) + "}"
+        return str(value)
+
+    out: list[str] = []
+    for key, value in service.items():
+        lead = "  - " if not out else "    "
+        if key == "endpoints" and isinstance(value, list):
+            out.append(f"{lead}endpoints:")
+            for endpoint in value:
+                items = list(endpoint.items())
+                out.append(f"      - {items[0][0]}: {items[0][1]}")
+                out.extend(f"        {k}: {v}" for k, v in items[1:])
+        else:
+            out.append(f"{lead}{key}: {flow(value)}")
+    return out
+
+
 def write_config(path: Path, fmt: str, n: int, port: int, api_port: int, change: int | None = None) -> None:
-    """The config of N mixed services at `path`: inline YAML (`yaml`, one flow mapping per service) or
-    a JSON Lines services file beside it (`jsonl`, `services_file`)."""
-    lines = [json.dumps(s, separators=(",", ":")) for s in mixed_services(n, change)]
+    """The config of N mixed services at `path`: inline YAML (`yaml`, one flow mapping per service, as
+    a generator writes JSON; `yaml-block`, block style, as an operator writes YAML) or a JSON Lines
+    services file beside it (`jsonl`, `services_file`)."""
+    services = mixed_services(n, change)
     out = header(port, api_port)
     if fmt == "jsonl":
-        services = path.with_suffix(".jsonl")
-        services.write_text("\n".join(lines) + "\n")
-        out.append(f"services_file: {services.name}")
+        lines = [json.dumps(s, separators=(",", ":")) for s in services]
+        beside = path.with_suffix(".jsonl")
+        beside.write_text("\n".join(lines) + "\n")
+        out.append(f"services_file: {beside.name}")
+    elif fmt == "yaml-block":
+        out.append("services:")
+        for service in services:
+            out.extend(block_lines(service))
     else:
         out.append("services:")
-        out.extend(f"  - {line}" for line in lines)
+        out.extend(f"  - {json.dumps(s, separators=(',', ':'))}" for s in services)
     path.write_text("\n".join(out) + "\n")
 
 
@@ -165,6 +196,12 @@ def accepts(port: int) -> bool:
         return False
 
 
+def children_cpu() -> float:
+    """CPU seconds of the waited-for child processes so far (a check's own, whatever the load)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -193,11 +230,12 @@ def measure(n: int, fmt: str, workdir: Path, timeout: float) -> dict[str, object
     port, api_port = free_port(), free_port()
     path = workdir / f"scale-{n}-{fmt}.yaml"
     write_config(path, fmt, n, port, api_port)
-    began = time.monotonic()
+    began, children = time.monotonic(), children_cpu()
     checked = subprocess.run(
         gslbd("check", "--config", str(path)), capture_output=True, text=True, check=False
     )
     check_s = time.monotonic() - began
+    check_cpu = children_cpu() - children
     if checked.returncode != 0:
         raise SystemExit(f"gslbd check failed:\n{checked.stdout}{checked.stderr}")
     last = f"s{n - 1}.{ZONE}"
@@ -222,7 +260,7 @@ def measure(n: int, fmt: str, workdir: Path, timeout: float) -> dict[str, object
         write_config(path, fmt, n, port, api_port, change=index)
         cpu = cpu_seconds(proc.pid)
         began = time.monotonic()
-        api(api_port, "/api/v1/reload", "POST")
+        proc.send_signal(signal.SIGHUP)  # as an operator reloads
         wait(lambda: answer(port, target) != before, timeout)
         reload_s = time.monotonic() - began
         reload_cpu = cpu_seconds(proc.pid) - cpu
@@ -245,6 +283,7 @@ def measure(n: int, fmt: str, workdir: Path, timeout: float) -> dict[str, object
         "format": fmt,
         "verdict_ms": verdict_ms,
         "check_s": check_s,
+        "check_cpu_s": check_cpu,
         "first_answer_s": first_s,
         "whole_s": whole_s,
         "rss_mb": memory.get("VmRSS", 0),
@@ -359,7 +398,10 @@ def main() -> int:
     )
     parser.add_argument("--backends", type=int, default=1000)
     parser.add_argument(
-        "--formats", default="yaml,jsonl", help="services inline (yaml) and/or in a services_file (jsonl)"
+        "--formats",
+        default="yaml,jsonl",
+        help="services inline (yaml: a flow mapping per service; yaml-block: block style) and/or in a "
+        "services_file (jsonl)",
     )
     parser.add_argument("--starts", type=int, default=0, help="more starts per size, check and first answer")
     parser.add_argument("--timeout", type=float, default=900.0)
@@ -378,13 +420,15 @@ def main() -> int:
         shared = measure_shared(args.shared, args.backends, Path(tmp), args.timeout) if args.shared else None
     print()
     print(
-        "| services | format | check s | first answer s | all compiled s | RSS MB (peak) | reload ms (CPU s) "
+        "| services | format | check s (CPU s) | first answer s | all compiled s | RSS MB (peak) "
+        "| reload ms (CPU s) "
         "| admin change ms | verdict ms |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['services']:,} | {r['format']} | {r['check_s']:.1f} | {r['first_answer_s']:.1f} | "
+            f"| {r['services']:,} | {r['format']} | {r['check_s']:.1f} ({r['check_cpu_s']:.1f}) | "
+            f"{r['first_answer_s']:.1f} | "
             f"{r['whole_s']:.1f} | "
             f"{r['rss_mb']:.0f} ({r['peak_mb']:.0f}) | {r['reload_ms']:.0f} ({r['reload_cpu_s']:.2f}) | "
             f"{r['change_ms']:.1f} | {r['verdict_ms']:.2f} |"

@@ -20,6 +20,8 @@ from gslbd.config.loader import Node, parse_yaml
 from gslbd.config.overrides import apply_overrides
 from gslbd.config.protect import secret_warnings
 from gslbd.config.validate import build_config
+from gslbd.config.yaml_fast import FastServices, read_fast
+from gslbd.config.yaml_reload import recall, remember
 from gslbd.errors import ConfigError, Problem
 from gslbd.gcpause import collector_paused, keep_long_lived
 from gslbd.model.config import Config
@@ -45,20 +47,32 @@ def check_config_text(
 
 
 def _check(
-    text: str, source: str, base_dir: str | os.PathLike[str] | None
+    text: str, source: str, base_dir: str | os.PathLike[str] | None, data: bytes | None = None
 ) -> tuple[Config | None, list[Problem], Node | None]:
-    """(the Config or None, every problem, the parsed tree): the tree is parsed once and shared."""
-    tree, problems = parse_yaml(text, source)
+    """(the Config or None, every problem, the parsed tree): the tree is parsed once and shared.
+    `data`: the text as read from the file `source`: what it gives is remembered for the next load of
+    that file, which then reads again only the services whose lines changed (config/yaml_reload.py)."""
     rep = Report(source, Path(base_dir) if base_dir is not None else Path.cwd())
+    services: FastServices | None = None
+    problems: list[Problem] = []
+    recalled = recall(source, str(rep.base_dir), data, text) if data is not None else None
+    if recalled is not None:
+        tree, services = recalled
+    elif (fast := read_fast(text, source)) is not None:
+        tree, services = fast
+    else:
+        tree, problems = parse_yaml(text, source)
     rep.problems.extend(problems)
     if any(p.severity == "error" for p in problems) and tree is None:
         return None, _order(rep.problems), tree
     try:
-        config = build_config(rep, tree, f"{rep.base_dir}\n{text}")
+        config = build_config(rep, tree, f"{rep.base_dir}\n{text}", services)
     except Exception as exc:  # a validator bug must still be a located answer, never a traceback
         log.exception("validating %s failed", source)
         rep.problems.append(Problem(source, None, "", f"the configuration could not be validated: {exc!r}"))
         return None, _order(rep.problems), tree
+    if data is not None and services is not None:
+        remember(source, str(rep.base_dir), data, tree, services)
     if rep.failed or config is None:
         return None, _order(rep.problems), tree
     return apply_overrides(config), _order(rep.problems), tree
@@ -71,12 +85,16 @@ def check_config(path: str | os.PathLike[str]) -> tuple[Config | None, list[Prob
     """
     source = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return None, [Problem(source, None, "", f"cannot read the configuration: {why}")]
+    if "\r" in text:  # as read_text reads it (universal newlines)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        data = text.encode("utf-8")
     with collector_paused():
-        config, problems, tree = _check(text, source, Path(path).resolve().parent)
+        config, problems, tree = _check(text, source, Path(path).resolve().parent, data)
         if config is not None and len(config.services) > LARGE_CONFIG:
             keep_long_lived()  # millions of objects that live on (gcpause.py)
     if config is not None:

@@ -156,21 +156,28 @@ def _yaml_problem(source: str, exc: yaml.YAMLError) -> Problem:
     return Problem(source, None, "", f"invalid YAML: {exc}")
 
 
-def parse_yaml(text: str, source: str) -> tuple[Node | None, list[Problem]]:
+def parse_yaml(text: str, source: str, path: str = "") -> tuple[Node | None, list[Problem]]:
     """Parse one YAML document into a marked tree; (None, problems) when the text is not valid YAML.
+    `path`: the dotted path of the document's root in problems (a piece of a larger file).
 
-    An empty document gives (None, []).
+    An empty document gives (None, []); a document nested too deeply for the recursive composer and walker
+    is one problem, not a RecursionError.
     """
     try:
-        root = yaml.compose(text, Loader=_FAST_LOADER)
-    except yaml.YAMLError:
-        # Invalid YAML: the pure-Python parser words its errors as the error texts promise.
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError as exc:
-            return None, [_yaml_problem(source, exc)]
-    if root is None:
-        return None, []
-    walker = _Walker(source)
-    tree = walker.walk(root, "")
+            root = yaml.compose(text, Loader=_FAST_LOADER)
+        except yaml.YAMLError:
+            # Invalid YAML: the pure-Python parser words its errors as the error texts promise.
+            try:
+                root = yaml.compose(text, Loader=yaml.SafeLoader)
+            except yaml.YAMLError as exc:
+                return None, [_yaml_problem(source, exc)]
+        if root is None:
+            return None, []
+        walker = _Walker(source)
+        tree = walker.walk(root, path)
+    except RecursionError:
+        return None, [Problem(source, None, "", "invalid YAML: nested too deeply")]
+    except UnicodeEncodeError as exc:  # text in memory with a lone surrogate (a file cannot hold one)
+        return None, [Problem(source, None, "", f"invalid YAML: not Unicode text ({exc.reason})")]
     return tree, walker.problems

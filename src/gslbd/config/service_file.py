@@ -27,7 +27,8 @@ from gslbd.config.fast import fast_service
 from gslbd.config.fields import MapReader, Report, string
 from gslbd.config.loader import Entry, Map, Node, Scalar, Seq
 from gslbd.config.service_context import ServiceContext
-from gslbd.config.services import read_service
+from gslbd.config.services import read_service, sites_named
+from gslbd.config.textdiff import changed
 from gslbd.model.service import Service
 
 KEY = "services_file"
@@ -84,13 +85,6 @@ class ServicesFile:
 
 
 _MEMORY: dict[str, _Remembered] = {}  # services file (absolute path) -> its validated lines
-
-
-def sites_named(service: Service) -> tuple[str, ...]:
-    """The sites a service names, in the order its validation meets them (failover_order, weights,
-    endpoints): what it adds to the known sites."""
-    weights = [site for site, _ in service.weights or ()]
-    return tuple(dict.fromkeys([*service.failover_order, *weights, *(e.site for e in service.endpoints)]))
 
 
 def _nodes(line: int) -> json.JSONDecoder:
@@ -160,7 +154,7 @@ def _load(
     gathered anew; only the middle is split into lines."""
     old = before.data if before is not None else b""
     old_items = before.items if before is not None else []
-    start, stop, old_stop = _changed(data, old)
+    start, stop, old_stop = changed(data, old)
     # One pass over the file counts its lines: before the change (start is a line's start), in it and
     # after it; the previous load had one item per line.
     head = data.count(b"\n", 0, start)
@@ -192,64 +186,6 @@ def _load(
     numbers, found = _served(items)
     found, numbers, names = _unique(ctx.rep, found, numbers, inline)
     return _Remembered(context, data, items, numbers, found, names, rereads)
-
-
-def _changed(new: bytes, old: bytes) -> tuple[int, int, int]:
-    """Where two files differ, in whole lines: (start, stop in `new`, stop in `old`): both files are
-    the same before `start` (a line's start) and from their stops to their ends (each stop a line's
-    start, or the end)."""
-    first = _common_prefix(new, old)
-    start = new.rfind(b"\n", 0, first) + 1
-    room = min(len(new), len(old)) - start
-    same_end = _common_suffix(new, old, room)
-    # The common end, from the first line start inside it (a byte before it may differ).
-    at = new.find(b"\n", len(new) - same_end) if same_end else -1
-    if at < 0:
-        return start, len(new), len(old)
-    cut = len(new) - (at + 1)  # bytes of whole lines at the end, the same in both
-    return start, len(new) - cut, len(old) - cut
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """How many first bytes two strings share (compared 64 KiB at a time, then narrowed)."""
-    n = min(len(a), len(b))
-    step = 1 << 16
-    i = 0
-    while i < n and a[i : i + step] == b[i : i + step]:
-        i += step
-    if i >= n:
-        return n
-    lo, hi = i, min(i + step, n)  # a[:lo] == b[:lo]; they differ before hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo if a[lo] != b[lo] else hi
-
-
-def _common_suffix(a: bytes, b: bytes, most: int) -> int:
-    """How many last bytes (at most `most`) two strings share, compared as `_common_prefix` does,
-    without reversing copies of them."""
-    la, lb = len(a), len(b)
-    step = 1 << 16
-    i = 0  # a[la - i:] == b[lb - i:]
-    while i < most:
-        size = min(step, most - i)
-        if a[la - i - size : la - i] != b[lb - i - size : lb - i]:
-            break
-        i += size
-    else:
-        return most
-    lo, hi = i, min(i + step, most)  # the suffixes of length lo agree; those of length hi do not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def _only_between(indexes: list[int], low: int, high: int) -> bool:

@@ -9,6 +9,7 @@ from gslbd.config.fast import fast_service, plain_map
 from gslbd.config.fields import (
     Invalid,
     MapReader,
+    Report,
     as_map,
     boolean,
     enum,
@@ -23,6 +24,7 @@ from gslbd.config.names import in_zone, ip_address, make_name, origin_name, rela
 from gslbd.config.network import opt_locality
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
+from gslbd.config.yaml_fast import FastServices, Known
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, HttpsRecord, Service, SrvRecord
@@ -275,12 +277,16 @@ def _srv(r: MapReader | None, service: str, origin: str | None) -> SrvRecord | N
     return SrvRecord(name, port)
 
 
-def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:
+def read_services(ctx: ServiceContext, root: MapReader, fast: FastServices | None = None) -> list[Service]:
+    """The services of `services:`; `fast`: its items read without marks (config/yaml_fast.py), when
+    they were."""
+    if fast is not None:
+        return _read_fast(ctx, fast)
     out: list[Service] = []
     seen: dict[str, str] = {}
     for item, path in root.items("services"):
-        fast = fast_service(ctx, plain_map(item)) if isinstance(item, Map) else None
-        service = fast[0] if fast is not None else None
+        made = fast_service(ctx, plain_map(item)) if isinstance(item, Map) else None
+        service = made[0] if made is not None else None
         if service is None:
             r = as_map(ctx.rep, item, path)
             service = read_service(ctx, r) if r is not None else None
@@ -294,6 +300,81 @@ def read_services(ctx: ServiceContext, root: MapReader) -> list[Service]:
         seen[service.name] = path
         out.append(service)
     return out
+
+
+def _read_fast(ctx: ServiceContext, fast: FastServices) -> list[Service]:
+    """As read_services, over items read without marks: an item the fast path does not make is read
+    again with marks from its own lines and validated the located way. What an item gives without a
+    problem is recorded in `fast.known`; an item known already (a reload) is not read again, only its
+    effects on the context (the sites and check profiles it names) are repeated, in the same order."""
+    out: list[Service] = []
+    seen: dict[str, int] = {}
+    rep = ctx.rep
+    before = fast.known
+    known: list[Known | None] = [None] * len(fast.values)
+    fast.known = known
+    profiles = ctx.checks.profiles
+    sites_used = ctx.sites_used
+    replayed: set[tuple[str, ...]] = set()
+    for k, value in enumerate(fast.values):
+        item = before[k] if before is not None else None
+        service: Service | None
+        if item is not None:
+            service, sites, checks = known[k] = item
+            if sites not in replayed:
+                replayed.add(sites)
+                for site in sites:
+                    sites_used.setdefault(site)
+            if checks:
+                ctx.checks.used.update(checks)
+        else:
+            problems = len(rep.problems)
+            found = fast_service(ctx, value) if type(value) is dict else None
+            if found is not None:
+                service, sites = found
+            else:
+                r = located_item(rep, fast, k)
+                service = read_service(ctx, r) if r is not None else None
+                sites = sites_named(service) if service is not None else ()
+            if service is None:
+                continue
+            if len(rep.problems) == problems:
+                known[k] = (service, sites, _profiles_named(value, profiles) if profiles else ())
+        if service.name in seen:
+            r = located_item(rep, fast, k)
+            if r is not None:
+                r.error("name", f"duplicate service {service.name!r} (also services[{seen[service.name]}])")
+            continue
+        seen[service.name] = k
+        out.append(service)
+    return out
+
+
+def _profiles_named(value: object, profiles: Mapping[str, object]) -> tuple[str, ...]:
+    """The check profiles a service's plain value names (its own `check` and its endpoints')."""
+    if type(value) is not dict:
+        return ()
+    endpoints = value.get("endpoints")
+    names = [value.get("check")]
+    if type(endpoints) is list:
+        names += [e.get("check") for e in endpoints if type(e) is dict]
+    return tuple(dict.fromkeys(n for n in names if type(n) is str and n in profiles))
+
+
+def located_item(rep: Report, fast: FastServices, k: int) -> MapReader | None:
+    """A reader of item k of `fast` read again with marks (a problem of the text itself is reported)."""
+    node, problems = fast.marked(k)
+    rep.problems.extend(problems)
+    if node is None and not problems:  # its lines hold nothing but a comment: an empty item
+        node = Scalar(fast.lines[k], None)
+    return as_map(rep, node, f"services[{k}]") if node is not None else None
+
+
+def sites_named(service: Service) -> tuple[str, ...]:
+    """The sites a service names, in the order its validation meets them (failover_order, weights,
+    endpoints): what it adds to the known sites."""
+    weights = [site for site, _ in service.weights or ()]
+    return tuple(dict.fromkeys([*service.failover_order, *weights, *(e.site for e in service.endpoints)]))
 
 
 def locality_lookup(localities: Mapping[str, Locality]) -> Callable[[str], Locality]:

@@ -23,7 +23,8 @@ from gslbd.config.network import (
 from gslbd.config.run_as import read_run_as
 from gslbd.config.service_context import ServiceContext
 from gslbd.config.service_file import ServicesFile, read_services_file
-from gslbd.config.services import locality_lookup, read_services
+from gslbd.config.services import locality_lookup, located_item, read_services
+from gslbd.config.yaml_fast import FastServices
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.errors import Problem
 from gslbd.model.config import Config, PeersConfig, SiteConfig
@@ -80,13 +81,18 @@ def _services_below_cuts(
     inline: list[Service],
     from_file: ServicesFile | None,
     redirected: dict[str, Redirects],
+    fast: FastServices | None,
 ) -> None:
-    """A service at or below a zone cut, or below a DNAME, is never answered (config/cuts.py)."""
-    items = list(r.items("services"))
-    for service, (item, path) in zip(inline, items if len(items) == len(inline) else (), strict=False):
+    """A service at or below a zone cut, or below a DNAME, is never answered (config/cuts.py). The
+    inline services' lines are their items' (read with marks, or by the fast YAML reader)."""
+    if fast is not None:
+        located = [(line, f"services[{k}]") for k, line in enumerate(fast.lines)]
+    else:
+        located = [(item.line, path) for item, path in r.items("services")]
+    for service, (line, path) in zip(inline, located if len(located) == len(inline) else (), strict=False):
         why = service_problem(service, redirected)
         if why is not None:
-            rep.error(item.line, join(path, "name"), why)
+            rep.error(line, join(path, "name"), why)
     if from_file is not None:
         for service, line in zip(from_file.services, from_file.lines, strict=True):
             why = service_problem(service, redirected)
@@ -164,10 +170,13 @@ def _discover(
     return found
 
 
-def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | None:
+def build_config(
+    rep: Report, tree: Node | None, context: str = "", fast: FastServices | None = None
+) -> Config | None:
     """Validate a whole configuration; None when there are errors (all of them are in `rep`).
     `context` identifies the configuration text: a services file's lines validated under the same
-    text are not validated again (config/service_file.py)."""
+    text are not validated again (config/service_file.py). `fast`: the items of `services:` read
+    without marks (config/yaml_fast.py), when they were."""
     if tree is None:
         tree = Map(1, ())
     if not isinstance(tree, Map):
@@ -203,19 +212,22 @@ def build_config(rep: Report, tree: Node | None, context: str = "") -> Config | 
         peer_sites={p.name for p in peers.sites} if peers is not None else set(),
         can_locate=bool(topology.networks) or topology.geoip_database is not None,
     )
-    inline = read_services(ctx, r)
+    inline = read_services(ctx, r, fast)
     from_file = read_services_file(ctx, r, context, (s.name for s in inline))
     services = inline + from_file.services if from_file is not None else inline
     if redirected:
-        _services_below_cuts(rep, r, inline, from_file, redirected)
+        _services_below_cuts(rep, r, inline, from_file, redirected, fast)
     if not rep.failed:
         # Every service with locality names, with where to report a clash (its line in the file).
         # (a reader only for those: making one per service costs at 100,000 services)
-        named = [
-            (s, as_map(rep, item, path))
-            for s, (item, path) in zip(inline, r.items("services"), strict=False)
-            if s.locality_names
-        ]
+        if fast is not None:  # no error: item k made inline[k]
+            named = [(s, located_item(rep, fast, k)) for k, s in enumerate(inline) if s.locality_names]
+        else:
+            named = [
+                (s, as_map(rep, item, path))
+                for s, (item, path) in zip(inline, r.items("services"), strict=False)
+                if s.locality_names
+            ]
         if from_file is not None:
             file_rep = Report(from_file.source, rep.base_dir)
             named += [

@@ -29,6 +29,7 @@ from gslbd.config.fields import MapReader, Report
 from gslbd.config.loader import Map
 from gslbd.config.service_context import ServiceContext
 from gslbd.config.service_file import forget, sites_named
+from gslbd.config.yaml_fast import FastServices
 from gslbd.errors import Problem
 from gslbd.model.config import Config
 from gslbd.model.service import Service
@@ -231,9 +232,9 @@ def _captured(base: str) -> ServiceContext:
     made: list[ServiceContext] = []
     original = validate.read_services
 
-    def capture(ctx: ServiceContext, root: MapReader) -> list[Service]:
+    def capture(ctx: ServiceContext, root: MapReader, fast: FastServices | None = None) -> list[Service]:
         made.append(dataclasses.replace(ctx, sites_used=dict(ctx.sites_used)))  # before any service
-        return original(ctx, root)
+        return original(ctx, root, fast)
 
     validate.read_services = capture
     try:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gslbd.config import check_config
-from gslbd.config.service_file import _common_suffix, forget
+from gslbd.config.service_file import forget
+from gslbd.config.textdiff import common_suffix
 from gslbd.model.config import Config
 
 MAIN = """\
@@ -251,7 +252,7 @@ def test_reloads_of_an_edited_file_give_what_a_fresh_load_gives(tmp_path: Path, 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_the_common_end_of_two_files_is_found_across_chunks(seed: int) -> None:
-    """`_common_suffix` (how a reload finds the unchanged last lines) equals a byte-by-byte count,
+    """`common_suffix` (how a reload finds the unchanged last lines) equals a byte-by-byte count,
     for files larger than its 64 KiB chunks with one difference anywhere or none."""
     rng = random.Random(seed)
     for _ in range(20):
@@ -264,4 +265,4 @@ def test_the_common_end_of_two_files_is_found_across_chunks(seed: int) -> None:
         expected = 0
         while expected < most and a[-1 - expected] == b[-1 - expected]:
             expected += 1
-        assert _common_suffix(bytes(a), bytes(b), most) == expected
+        assert common_suffix(bytes(a), bytes(b), most) == expected

@@ -1,0 +1,3 @@
+from typing import Any
+
+def load(data: bytes, spec: Any, fragment: bool, /) -> Any: ...
