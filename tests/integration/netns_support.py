@@ -13,8 +13,10 @@ these namespaces, which have no route out and do not forward). A link between tw
 one end in each site (point to point, local site address -> peer site address), the other two ends in a
 "switch" namespace where a user-space emulator (one thread, AF_PACKET sockets) copies every frame from
 one end to the other after the direction's delay, unless the direction is down or the frame is lost (a
-seeded random source per direction). The kernels of these machines have no sch_netem, hence the
-emulator; checksum offload is off on every veth end (ethtool) so that copied frames carry real checksums.
+seeded random source per direction, drawn once per frame while the loss is above 0; the links carry IPv4
+only and need no ARP, so the frames are exactly the test's traffic). The kernels of these machines have
+no sch_netem, hence the emulator; checksum offload is off on every veth end (ethtool) so that copied
+frames carry real checksums.
 A link taken down or cut drops frames silently, as a real partition does (no ICMP, no carrier change).
 
 Everything is removed when the block ends, however it ends: the emulator stopped, the processes started
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import heapq
 import itertools
 import os
@@ -57,6 +60,7 @@ def _run(*argv: str) -> None:
         raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
 
 
+@functools.cache
 def netns_unavailable() -> str | None:
     """Why sites in network namespaces cannot run here, or None when they can."""
     if os.geteuid() != 0:
@@ -242,6 +246,17 @@ class Network:
     def entered(self, site: str) -> contextlib.AbstractContextManager[None]:
         return entered_netns(self.namespace(site))
 
+    def isolate(self, site: str) -> None:
+        """Take every link of `site` down."""
+        for link in self.links.values():
+            if site in (link.a, link.b):
+                link.down()
+
+    def heal(self) -> None:
+        """Every link up again in both directions (delay and loss stay)."""
+        for link in self.links.values():
+            link.restore()
+
     def socket_in(self, site: str, kind: int = socket.SOCK_DGRAM) -> socket.socket:
         """An IPv4 socket of `site`'s namespace (the caller closes it)."""
         with self.entered(site):
@@ -288,6 +303,9 @@ def _build(
     for name in (net.switch, *(net.namespace(s) for s in net.sites)):
         _run("ip", "netns", "add", name)
         _run("ip", "-n", name, "link", "set", "lo", "up")
+        with entered_netns(name):  # IPv4 only: no IPv6 neighbour and router chatter on the links
+            for scope in ("all", "default"):
+                Path(f"/proc/sys/net/ipv6/conf/{scope}/disable_ipv6").write_text("1\n")
     for number, ((a, b), delay) in enumerate(delays.items(), start=1):
         ways = {
             (src, dst): Direction(delay, loss, random.Random(f"{seed}/{src}->{dst}"))

@@ -5,6 +5,7 @@ a link taken down drops everything, a one-way cut drops one direction only, and 
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import statistics
 import threading
@@ -18,11 +19,12 @@ pytestmark = pytest.mark.skipif(netns_unavailable() is not None, reason=str(netn
 
 PORT = 7007
 DELAY = 0.030
+SEED = 22
 
 
 @pytest.fixture
 def net() -> Iterator[Network]:
-    with site_network(("a", "b"), {("a", "b"): DELAY}, seed=22) as network:
+    with site_network(("a", "b"), {("a", "b"): DELAY}, seed=SEED) as network:
         yield network
 
 
@@ -125,8 +127,11 @@ def test_a_round_trip_takes_twice_the_one_way_delay_also_after_a_change_at_run_t
     assert min(second) >= 0.160 - 0.002 and statistics.median(second) <= 0.160 + 0.015
 
 
-def test_the_configured_loss_rate_is_lost_in_each_direction_within_a_binomial_bound(net: Network) -> None:
-    sent, loss = 400, 0.10
+@pytest.mark.parametrize("loss", (0.01, 0.10))
+def test_the_configured_loss_rate_is_lost_in_each_direction_within_a_binomial_bound(
+    net: Network, loss: float
+) -> None:
+    sent = 400
     with echo(net, "b") as server, client(net, "a") as sock:
         target = (net.address("b"), PORT)
         rtts(sock, target, 2)
@@ -138,8 +143,12 @@ def test_the_configured_loss_rate_is_lost_in_each_direction_within_a_binomial_bo
     # Binomial: one direction keeps (1 - loss), the round trip (1 - loss)^2; 4 standard deviations
     for kept, share in ((arrived, 1 - loss), (back, (1 - loss) ** 2)):
         sd = (sent * share * (1 - share)) ** 0.5
-        print(f"\n{kept}/{sent} kept, expected {sent * share:.0f} +- {4 * sd:.0f}")
+        print(f"\nloss {loss:g}: {kept}/{sent} kept, expected {sent * share:.0f} +- {4 * sd:.0f}")
         assert abs(kept - sent * share) <= 4 * sd
+    # The seeded source decided every frame: replaying its draws gives exactly what arrived
+    replay = random.Random(f"{SEED}/a->b")
+    assert arrived == sum(replay.random() >= loss for _ in range(sent))
+    assert net.link("a", "b").way("a", "b").dropped == sent - arrived
 
 
 def test_a_link_taken_down_drops_everything_and_passes_again_when_restored(net: Network) -> None:
