@@ -275,12 +275,21 @@ class Network:
         return proc
 
 
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def _remove_leftovers() -> None:
     """Delete the namespaces of earlier runs whose process is gone."""
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     for line in listed.splitlines():
         match = re.match(rf"({PREFIX}(\d+)-\S+)", line)
-        if match and not Path(f"/proc/{match.group(2)}").exists():
+        if match and not _alive(int(match.group(2))):
             subprocess.run(["ip", "netns", "del", match.group(1)], capture_output=True, check=False)
 
 
