@@ -22,7 +22,7 @@ import dns.message
 import dns.query
 import dns.rdatatype
 import pytest
-from exchange_sites import ZONE, ms, site_config
+from exchange_sites import ZONE, ms, site_config, wait_for
 from gslbd_harness import Running, start_gslbd
 from netns_support import Network, netns_unavailable, site_network
 
@@ -92,11 +92,9 @@ class Sites:
         proc.wait(5)
 
 
-def wait_all(sites: Sites, want: set[str], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while any(sites.answer(s) != want for s in SITES):
-        assert time.monotonic() < deadline, {s: sites.answer(s) for s in SITES}
-        time.sleep(0.02)
+def wait_all(sites: Sites, want: set[str], timeout: float) -> float:
+    """Wait until every site answers `want`; the seconds it took."""
+    return wait_for(lambda: all(sites.answer(s) == want for s in SITES), timeout, step=0.02)
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +170,33 @@ def test_an_http_backend_death_leaves_every_sites_answer_within_the_bound(sites:
     columns = [row([run[s] for run in runs]) for s in SITES] + [row([max(run.values()) for run in runs])]
     print(f"\n| {loss * 100:g}% | {RUNS} | " + " | ".join(columns) + " |")
     assert all(run["eu"] <= min(run.values()) + 0.05 for run in runs)  # the owner knows first
+
+
+def test_an_isolated_site_s_dead_endpoint_stays_at_the_others_until_the_heal_then_leaves_within_a_poll(
+    sites: Sites,
+) -> None:
+    """Today's behaviour without a quorum (issue 22 item 2 changes it with `peers.quorum`): eu cut off from
+    both peers, its backend dies; eu drops it at once, us and ap cannot hear that and keep eu's last view
+    (stale_after is 10 s); after the heal they drop it within a poll."""
+    net, dead = sites.net, sites.net.address("eu")
+    everyone = {net.address(s) for s in SITES}
+    for link in net.links.values():
+        link.set(loss=0.0)
+    wait_all(sites, everyone, 10)
+    net.isolate("eu")
+    try:
+        sites.kill_backend()
+        wait_for(lambda: sites.answer("eu") == everyone - {dead}, 10)
+        for site in ("us", "ap"):
+            logged = sites.servers[site].log
+            wait_for(lambda logged=logged: "peer eu does not answer" in logged(), 5)  # type: ignore[misc]
+        held = time.monotonic() + 2 * PEER_INTERVAL  # two more polls fail: still eu's last view
+        while time.monotonic() < held:
+            assert sites.answer("us") == everyone and sites.answer("ap") == everyone
+            time.sleep(0.05)
+    finally:
+        net.heal()
+    took = wait_all(sites, everyone - {dead}, PEER_INTERVAL + PEER_TIMEOUT + 1.5)
+    print(f"\nheal -> us and ap dropped eu's dead endpoint after {took:.2f} s")
+    sites.start_backend()
+    wait_all(sites, everyone, 10)
