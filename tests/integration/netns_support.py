@@ -209,7 +209,7 @@ class Emulator:
                 while True:
                     try:
                         frame, address = receive.recvfrom(65536)
-                    except (BlockingIOError, InterruptedError):
+                    except OSError:  # drained (EAGAIN), or the end went away: the loop goes on
                         break
                     if address[2] == PACKET_OUTGOING or not direction.admits():
                         continue
