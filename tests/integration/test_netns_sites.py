@@ -9,6 +9,7 @@ table of docs/multisite-scenarios.md:
 
 from __future__ import annotations
 
+import math
 import statistics
 import subprocess
 import sys
@@ -129,7 +130,8 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
 
 
 def bound(loss: float) -> float:
-    return BOUND + (LOSSY_POLLS * (PEER_INTERVAL + PEER_TIMEOUT) if loss > 0.05 else 0.0)
+    """The assertion's bound at `loss`: a failed poll more per 2.5% of loss, at most LOSSY_POLLS."""
+    return BOUND + min(LOSSY_POLLS, math.ceil(loss * 40)) * (PEER_INTERVAL + PEER_TIMEOUT)
 
 
 def measure_death(sites: Sites, limit: float) -> dict[str, float]:
