@@ -14,7 +14,7 @@ import json
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import dns.rdatatype
@@ -47,21 +47,23 @@ def site_config(
     discover: bool = False,
     extra: str = "",
     zone_extra: str = "",
+    hosts: Mapping[str, str] = HOSTS,
 ) -> str:
     """One site's config. `services` is the YAML list under `services:` (indented by two spaces);
-    `zone_extra`: more keys of the zone (indented by four spaces, e.g. its `dnssec`)."""
-    ns = "\n".join(f"      - {{name: gslb-ns-{s}-gslb.test., address: {HOSTS[s]}}}" for s in sites)
+    `zone_extra`: more keys of the zone (indented by four spaces, e.g. its `dnssec`); `hosts`: each
+    site's address (default HOSTS, on loopback)."""
+    ns = "\n".join(f"      - {{name: gslb-ns-{s}-gslb.test., address: {hosts[s]}}}" for s in sites)
     if discover:
         peer_lines = f"  discover: ns\n  port: {port}"
     else:
         listed = "\n".join(
-            f'    - {{name: {p}, nameservers: ["{HOSTS[p]}:{port}"]}}' for p in sites if p != site
+            f'    - {{name: {p}, nameservers: ["{hosts[p]}:{port}"]}}' for p in sites if p != site
         )
         peer_lines = f"  sites:\n{listed}"
     localities = "\n".join(f"  {s}: {{locality: {{region: region-{s}}}}}" for s in sites)
     return f"""\
 site: {{name: {site}}}
-dns: {{listen: ["{HOSTS[site]}:{port}"], lame_duck: 0s}}
+dns: {{listen: ["{hosts[site]}:{port}"], lame_duck: 0s}}
 zones:
   - origin: {ZONE}
     ttl: 5
