@@ -241,4 +241,5 @@ def import_k8gb(files: list[tuple[str, str]]) -> Imported:
                 )
                 del service.endpoints[address]
         result.services.append(service.entry())
+    result.report[:] = dict.fromkeys(report)  # the same Gslb in several clusters: each item once
     return result

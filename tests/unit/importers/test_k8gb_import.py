@@ -201,3 +201,22 @@ def test_a_label_selector_that_matches_two_objects_is_an_error() -> None:
         "eu.yaml:72: Gslb/demo/api: spec.resourceRef: a Service in namespace 'demo' with labels "
         "{'app': 'api'} matches Service/demo/api-lb, Service/demo/api-2"
     )
+
+
+def test_an_item_the_same_gslb_gives_in_every_cluster_is_reported_once() -> None:
+    texts = [
+        (
+            name,
+            text.replace(
+                "        dnsTtlSeconds: 30\n", "        dnsTtlSeconds: 30\n      serviceHealthPolicy: All\n"
+            ),
+        )
+        for name, text in read("eu-cluster.yaml")
+    ]
+    texts.append(
+        ("us-cluster.yaml", texts[0][1].replace("geoTag: eu", "geoTag: us").replace("10.0.1.", "10.0.2."))
+    )
+    assert [str(item) for item in import_k8gb(texts).report] == [
+        "Gslb/demo/shop: spec.serviceHealthPolicy: 'All': gslbd checks each address, not the pods of the "
+        "Services behind a host; give the service a check"
+    ]
