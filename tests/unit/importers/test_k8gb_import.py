@@ -220,3 +220,64 @@ def test_an_item_the_same_gslb_gives_in_every_cluster_is_reported_once() -> None
         "Gslb/demo/shop: spec.serviceHealthPolicy: 'All': gslbd checks each address, not the pods of the "
         "Services behind a host; give the service a check"
     ]
+
+
+GATEWAY = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: net}
+spec: {gatewayClassName: envoy, listeners: [{name: l, port: 443, protocol: TLS}]}
+status:
+  addresses: [{type: IPAddress, value: 10.7.0.1}, {type: IPAddress, value: "fd00::7"}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("route", "annotations"),
+    [
+        (
+            "apiVersion: gateway.networking.k8s.io/v1alpha3\nkind: TLSRoute\n"
+            "metadata: {name: r, namespace: demo}\n"
+            "spec: {hostnames: [tls.cloud.example.com], parentRefs: [{name: edge, namespace: net}]}\n",
+            "{}",
+        ),
+        (
+            "apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: UDPRoute\n"
+            "metadata: {name: r, namespace: demo}\n"
+            "spec: {parentRefs: [{name: edge, namespace: net}]}\n",
+            "{k8gb.io/hostname: tls.cloud.example.com}",
+        ),
+    ],
+)
+def test_tls_and_udp_routes_take_their_gateways_addresses(route: str, annotations: str) -> None:
+    kind = route.split("kind: ")[1].split("\n", maxsplit=1)[0]
+    gslb = (
+        "apiVersion: k8gb.io/v1beta1\nkind: Gslb\n"
+        f"metadata: {{name: g, namespace: demo, annotations: {annotations}}}\n"
+        f"spec: {{resourceRef: {{apiVersion: gateway.networking.k8s.io/v1, kind: {kind}, name: r}}, "
+        "strategy: {type: roundRobin}}\nstatus: {geoTag: eu, healthyRecords: {}, serviceHealth: {}}\n"
+    )
+    result = import_k8gb([("c.yaml", "---\n".join([GATEWAY, route, gslb]))])
+    assert result.services == [
+        {
+            "name": "tls.cloud.example.com.",
+            "policy": "round_robin",
+            "endpoints": [{"address": "10.7.0.1", "site": "eu"}, {"address": "fd00::7", "site": "eu"}],
+        }
+    ]
+    assert result.report == []
+
+
+def test_a_service_that_is_not_a_load_balancer_is_reported_and_gives_no_endpoint() -> None:
+    text = (
+        (DATA / "eu-cluster.yaml")
+        .read_text(encoding="utf-8")
+        .replace("type: LoadBalancer", "type: ClusterIP")
+    )
+    result = import_k8gb([("eu.yaml", text)])
+    assert "api.cloud.example.com." not in by_name(result.services)
+    assert [str(i) for i in result.report] == [
+        "Service/demo/api-lb: spec.type: 'ClusterIP': only a LoadBalancer Service has addresses",
+        "Gslb/demo/api: status: no address found: its site adds no endpoint",
+        "Gslb/demo/api: api.cloud.example.com: no address in any input: not written",
+    ]
