@@ -54,7 +54,9 @@ class Index:
         ]
 
 
-def _address(text: object, where: str, obj: KubeObject, report: list[Unmapped]) -> str | None:
+def _address(
+    text: object, where: str, obj: KubeObject, report: list[Unmapped], ip_only: bool = False
+) -> str | None:
     if not isinstance(text, str) or not text.strip():
         report.append(Unmapped(obj.ref, where, f"{text!r} is not an address"))
         return None
@@ -62,7 +64,9 @@ def _address(text: object, where: str, obj: KubeObject, report: list[Unmapped]) 
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:
-        pass
+        if ip_only:
+            report.append(Unmapped(obj.ref, where, f"{text!r} is not an IP address"))
+            return None
     if all(part and len(part) < 64 for part in text.rstrip(".").split(".")) and "." in text.rstrip("."):
         return text.rstrip(".").lower() + "."
     report.append(Unmapped(obj.ref, where, f"{text!r} is neither an IP address nor a host name"))
@@ -75,9 +79,13 @@ def _load_balancer(obj: KubeObject, report: list[Unmapped]) -> list[str]:
     entries = obj.get("status", "loadBalancer", "ingress")
     for i, entry in enumerate(entries if isinstance(entries, list) else []):
         if not isinstance(entry, dict):
+            report.append(
+                Unmapped(obj.ref, f"status.loadBalancer.ingress[{i}]", f"{entry!r} is not a mapping")
+            )
             continue
         key = "ip" if entry.get("ip") else "hostname"
-        address = _address(entry.get(key), f"status.loadBalancer.ingress[{i}].{key}", obj, report)
+        where = f"status.loadBalancer.ingress[{i}].{key}"
+        address = _address(entry.get(key), where, obj, report, ip_only=key == "ip")
         if address is not None:
             found.append(address)
     if not found:
@@ -110,7 +118,9 @@ def _gateway_addresses(route: KubeObject, index: Index, report: list[Unmapped]) 
         addresses = gateway.get("status", "addresses")
         for j, entry in enumerate(addresses if isinstance(addresses, list) else []):
             if isinstance(entry, dict):
-                address = _address(entry.get("value"), f"status.addresses[{j}].value", gateway, report)
+                where = f"status.addresses[{j}].value"
+                ip_only = entry.get("type", "IPAddress") == "IPAddress"
+                address = _address(entry.get("value"), where, gateway, report, ip_only)
                 if address is not None:
                     found.append(address)
         if not addresses:
@@ -251,7 +261,7 @@ def resolve(gslb: KubeObject, index: Index, report: list[Unmapped]) -> Target:
     if not target.addresses:
         exposed = gslb.get("status", "loadBalancer", "exposedIps")
         for i, text in enumerate(exposed if isinstance(exposed, list) else []):
-            address = _address(text, f"status.loadBalancer.exposedIps[{i}]", gslb, report)
+            address = _address(text, f"status.loadBalancer.exposedIps[{i}]", gslb, report, ip_only=True)
             if address is not None:
                 target.addresses.append(address)
     return target

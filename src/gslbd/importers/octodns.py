@@ -14,7 +14,7 @@ import ipaddress
 from typing import Any
 
 from gslbd.importers.geos import continent_centre, region_of
-from gslbd.importers.manifests import load_documents
+from gslbd.importers.manifests import line_of, load_documents
 from gslbd.importers.result import Imported, ImportFailure, Unmapped
 from gslbd.importers.sites import site_name
 
@@ -116,7 +116,8 @@ class _Record:
             out["policy"] = "geo"
             regions: dict[str, str] = {}
             for i, rule in geo_rules:
-                geos = [str(g) for g in rule["geos"]] if isinstance(rule["geos"], list) else []
+                given = rule["geos"] if isinstance(rule["geos"], list) else [rule["geos"]]
+                geos = [str(g) for g in given]
                 pool = str(rule["pool"])
                 if pool in regions or len(geos) != 1:
                     kept = regions.get(pool) or (region_of(geos[0]) if geos else None)
@@ -174,7 +175,11 @@ class _Record:
             seen.add(endpoint["address"])
             out["endpoints"].append(endpoint)
         if "ttl" in self.record:
-            out["ttl"] = self.record["ttl"]
+            ttl = self.record["ttl"]
+            if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0:
+                out["ttl"] = ttl
+            else:
+                self.note("ttl", f"{ttl!r} is not a TTL: the zone's ttl")
         static = [v for v in (_value(self.rtype, x) for x in _values(self.record)) if v is not None]
         if static:
             out["all_down"] = "fallback"
@@ -207,11 +212,13 @@ def import_octodns(source: str, text: str, zone: str) -> Imported:
         raise ImportFailure(source, line, "an octoDNS zone file is one mapping of record names")
     result = Imported()
     by_name: dict[str, dict[str, Any]] = {}
-    for name, value in documents[0][1].items():
+    zone_file = documents[0][1]
+    for name, value in zone_file.items():
         records = value if isinstance(value, list) else [value]
         for record in records:
             if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-                raise ImportFailure(source, getattr(record, "line", None), f"record {name!r}: needs a type")
+                line = line_of(record) or line_of(value) or line_of(zone_file)
+                raise ImportFailure(source, line, f"record {name!r}: needs a type")
             mapped = _Record(str(name), record["type"], record, result.report)
             if record["type"] not in TYPES or not isinstance(record.get("dynamic"), dict):
                 mapped.note(

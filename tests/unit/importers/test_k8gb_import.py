@@ -281,3 +281,12 @@ def test_a_service_that_is_not_a_load_balancer_is_reported_and_gives_no_endpoint
         "Gslb/demo/api: status: no address found: its site adds no endpoint",
         "Gslb/demo/api: api.cloud.example.com: no address in any input: not written",
     ]
+
+
+def test_a_status_ip_that_is_not_an_ip_address_is_reported_not_taken_for_a_host_name() -> None:
+    text = ANNOTATED_INGRESS.replace("- ip: 10.9.0.1", "- ip: 300.9.0.1\n      - ip: 10.9.0.2")
+    result = import_k8gb([("blog.yaml", text)])
+    assert result.services[0]["endpoints"] == [{"address": "10.9.0.2"}]
+    assert str(result.report[0]) == (
+        "Ingress/web/blog: status.loadBalancer.ingress[0].ip: '300.9.0.1' is not an IP address"
+    )

@@ -149,3 +149,11 @@ def test_bad_input_is_an_error_at_its_line(text: str, message: str) -> None:
     with pytest.raises(ImportFailure) as caught:
         import_octodns("z.yaml", text, "example.com")
     assert str(caught.value) == message
+
+
+def test_a_ttl_that_is_not_a_number_is_reported_and_left_to_the_zone() -> None:
+    result = import_octodns(
+        "z.yaml", SEVERAL_GEOS.replace("  type: A\n", "  type: A\n  ttl: soon\n"), "example.com"
+    )
+    assert "ttl" not in result.services[0]
+    assert str(result.report[-1]) == "record/app/A: ttl: 'soon' is not a TTL: the zone's ttl"
