@@ -3,7 +3,7 @@ locality region (the code lowercased) and, for the continent, a centre to give t
 
 from __future__ import annotations
 
-from gslbd.importers.sites import site_name
+from gslbd.importers.values import site_name
 
 # A rough centre of each continent octoDNS names (latitude, longitude).
 _CENTRES: dict[str, tuple[float, float]] = {

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gslbd.importers.k8gb_refs import Index, resolve
+from gslbd.config.fields import Invalid
+from gslbd.importers.k8gb_refs import Index, host_name, resolve
 from gslbd.importers.kube import GSLB_GROUPS, KubeObject, read_objects
 from gslbd.importers.manifests import LocatedDict
 from gslbd.importers.result import Imported, Unmapped
-from gslbd.importers.sites import site_name
+from gslbd.importers.values import site_name, ttl_seconds
 
 POLICIES = {
     "roundRobin": "round_robin",
@@ -42,8 +43,7 @@ class _Service:
     endpoints: dict[str, str | None] = field(default_factory=dict)  # address -> site
 
     def entry(self) -> dict[str, Any]:
-        name = self.host.rstrip(".").lower() + "."
-        out: dict[str, Any] = {"name": name, "policy": self.policy}
+        out: dict[str, Any] = {"name": self.host, "policy": self.policy}
         if self.policy == "failover":
             order = [self.primary] if self.primary else []
             out["failover_order"] = order + [s for s in self.sites if s not in order]
@@ -97,8 +97,8 @@ def _strategy(
         )
         policy = "round_robin"
     ttl_value = spec.get("dnsTtlSeconds", notes.get(TTL))
-    ttl = _integer(ttl_value)
-    if ttl_value is not None and (ttl is None or ttl < 0):
+    ttl = ttl_seconds(ttl_value)
+    if ttl_value is not None and ttl is None:
         report.append(Unmapped(gslb.ref, "spec.strategy.dnsTtlSeconds", f"{ttl_value!r} is not a TTL"))
         ttl = None
     primary_text = spec.get("primaryGeoTag", notes.get(PRIMARY))
@@ -119,6 +119,8 @@ def _strategy(
                 report.append(
                     Unmapped(gslb.ref, f"spec.strategy.weight.{tag}", f"{value!r} is not a weight 0-1000")
                 )
+            elif not site_name(str(tag)):
+                report.append(Unmapped(gslb.ref, f"spec.strategy.weight.{tag}", "is no site name"))
             else:
                 weights[site_name(str(tag))] = weight
         if policy != "weighted":
@@ -190,8 +192,12 @@ def import_k8gb(files: list[tuple[str, str]]) -> Imported:
             target = resolve(gslb, index, report)
             policy, ttl, primary, weights = _strategy(gslb, report)
             site = _site(gslb, report)
-            for host in target.hosts:
-                key = host.rstrip(".").lower()
+            for given in target.hosts:
+                try:
+                    host = key = host_name(given, wildcard=True)
+                except Invalid as exc:
+                    report.append(Unmapped(gslb.ref, "host", f"{given!r} is not a service name: {exc}"))
+                    continue
                 service = services.get(key)
                 if service is None:
                     service = services[key] = _Service(host, gslb.ref, policy, ttl, primary, weights)

@@ -14,6 +14,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+from gslbd.config.fields import Invalid
+from gslbd.config.names import check_absolute
 from gslbd.importers.kube import GATEWAY_GROUP, ISTIO_GROUP, ROUTE_KINDS, KubeObject, split_api_version
 from gslbd.importers.result import ImportFailure, Unmapped
 
@@ -67,10 +69,16 @@ def _address(
         if ip_only:
             report.append(Unmapped(obj.ref, where, f"{text!r} is not an IP address"))
             return None
-    if all(part and len(part) < 64 for part in text.rstrip(".").split(".")) and "." in text.rstrip("."):
-        return text.rstrip(".").lower() + "."
-    report.append(Unmapped(obj.ref, where, f"{text!r} is neither an IP address nor a host name"))
-    return None
+    try:
+        return host_name(text)
+    except Invalid as exc:
+        report.append(Unmapped(obj.ref, where, f"neither an IP address nor a host name: {exc}"))
+        return None
+
+
+def host_name(text: str, wildcard: bool = False) -> str:
+    """A host name as gslbd writes it (absolute, lower case), validated by gslbd's own rules."""
+    return check_absolute(text.strip().rstrip(".").lower() + ".", wildcard=wildcard)
 
 
 def _load_balancer(obj: KubeObject, report: list[Unmapped]) -> list[str]:

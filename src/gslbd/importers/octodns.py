@@ -10,29 +10,32 @@ every pool is down) become `all_down: fallback`. A and AAAA records of one name 
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
+from gslbd.config.fields import Invalid
+from gslbd.config.names import check_absolute, target_text
 from gslbd.importers.geos import continent_centre, region_of
 from gslbd.importers.manifests import line_of, load_documents
 from gslbd.importers.result import Imported, ImportFailure, Unmapped
-from gslbd.importers.sites import site_name
+from gslbd.importers.values import site_name, ttl_seconds
+from gslbd.types import EndpointKind
 
 TYPES = ("A", "AAAA", "CNAME")
 STATUSES = {"up": "up", "down": "down", "obey": "obey"}
 
 
+_KINDS = {"A": EndpointKind.IPV4, "AAAA": EndpointKind.IPV6, "CNAME": EndpointKind.HOSTNAME}
+
+
 def _value(rtype: str, text: object) -> str | None:
-    if not isinstance(text, str) or not text.strip():
+    """A value of a record of `rtype` as gslbd writes it (by gslbd's own rules), None when it is not one."""
+    if not isinstance(text, str):
         return None
-    text = text.strip()
-    if rtype == "CNAME":
-        return text.lower() if text.endswith(".") and len(text) > 1 else None
     try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
+        value, kind = target_text(text)
+    except Invalid:
         return None
-    return str(address) if address.version == (4 if rtype == "A" else 6) else None
+    return value if kind is _KINDS[rtype] else None
 
 
 def _values(record: dict[str, Any]) -> list[object]:
@@ -109,7 +112,12 @@ class _Record:
                     "not mapped: write them as topology networks of the "
                     f"site {site_name(str(rule['pool']))!r}",
                 )
-        out: dict[str, Any] = {"name": f"{self.name}.{zone}"}
+        try:
+            name = check_absolute(f"{self.name}.{zone}".lower(), wildcard=True)
+        except Invalid as exc:
+            self.note("", f"not a service name: {exc}: not imported")
+            return None
+        out: dict[str, Any] = {"name": name}
         geo_rules = [(i, r) for i, r in enumerate(rules) if r.get("geos")]
         endpoints: list[dict[str, Any]] = []
         if geo_rules:
@@ -175,11 +183,11 @@ class _Record:
             seen.add(endpoint["address"])
             out["endpoints"].append(endpoint)
         if "ttl" in self.record:
-            ttl = self.record["ttl"]
-            if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0:
+            ttl = ttl_seconds(self.record["ttl"])
+            if ttl is not None:
                 out["ttl"] = ttl
             else:
-                self.note("ttl", f"{ttl!r} is not a TTL: the zone's ttl")
+                self.note("ttl", f"{self.record['ttl']!r} is not a TTL: the zone's ttl")
         static = [v for v in (_value(self.rtype, x) for x in _values(self.record)) if v is not None]
         if static:
             out["all_down"] = "fallback"

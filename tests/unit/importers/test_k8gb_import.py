@@ -107,11 +107,11 @@ def test_the_report_names_object_and_field_of_everything_not_mapped() -> None:
         "GRPCRoute/demo/rpc-route: spec.parentRefs[0]: Gateway/demo/internal is not in the input",
         "Gslb/demo/rpc: status: no address found: its site adds no endpoint",
         "Gslb/demo/legacy: spec.strategy.splitBrainThresholdSeconds: deprecated in k8gb; no equivalent",
-        "Gslb/demo/web: status: web.cloud.example.com: host name gw.lb.example.net. left out: the service "
+        "Gslb/demo/web: status: web.cloud.example.com.: host name gw.lb.example.net. left out: the service "
         "has IP addresses (gslbd answers a host name as CNAME)",
-        "Gslb/demo/db: status: db.cloud.example.com: host name gw.lb.example.net. left out: the service "
+        "Gslb/demo/db: status: db.cloud.example.com.: host name gw.lb.example.net. left out: the service "
         "has IP addresses (gslbd answers a host name as CNAME)",
-        "Gslb/demo/rpc: rpc.cloud.example.com: no address in any input: not written",
+        "Gslb/demo/rpc: rpc.cloud.example.com.: no address in any input: not written",
     ]
 
 
@@ -279,7 +279,7 @@ def test_a_service_that_is_not_a_load_balancer_is_reported_and_gives_no_endpoint
     assert [str(i) for i in result.report] == [
         "Service/demo/api-lb: spec.type: 'ClusterIP': only a LoadBalancer Service has addresses",
         "Gslb/demo/api: status: no address found: its site adds no endpoint",
-        "Gslb/demo/api: api.cloud.example.com: no address in any input: not written",
+        "Gslb/demo/api: api.cloud.example.com.: no address in any input: not written",
     ]
 
 
