@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Any
 
 from gslbd.config.fields import Invalid
 from gslbd.config.names import check_absolute
 from gslbd.importers.kube import GATEWAY_GROUP, ISTIO_GROUP, ROUTE_KINDS, KubeObject, split_api_version
 from gslbd.importers.result import ImportFailure, Unmapped
+from gslbd.importers.selectors import Selector, selector
 
 HOSTNAME = "k8gb.io/hostname"
 EXPOSED_IPS = "k8gb.io/exposed-ip-addresses"
@@ -43,16 +43,17 @@ class Index:
                 return obj
         return None
 
-    def labelled(
-        self, group: str | None, kind: str, namespace: str | None, labels: dict[str, Any]
+    def selected(
+        self, group: str | None, kind: str, namespace: str | None, chosen: Selector | None = None
     ) -> list[KubeObject]:
+        """The objects of `kind` (in `group` and `namespace` unless None) whose labels `chosen` selects."""
         return [
             obj
             for obj in self.objects
             if obj.kind == kind
             and (group is None or obj.group == group)
             and (namespace is None or obj.namespace == namespace)
-            and all(str(obj.labels.get(k)) == str(v) for k, v in labels.items())
+            and (chosen is None or chosen.matches(obj.labels))
         ]
 
 
@@ -149,10 +150,9 @@ def _istio_addresses(vs: KubeObject, index: Index, report: list[Unmapped]) -> li
                 Unmapped(vs.ref, f"spec.gateways[{i}]", f"Istio Gateway {text!r} is not in the input")
             )
             continue
-        selector = gateway.get("spec", "selector")
-        services = (
-            index.labelled("", "Service", None, selector) if isinstance(selector, dict) and selector else []
-        )
+        given = gateway.get("spec", "selector")
+        chosen = selector(given, None) if isinstance(given, dict) else None
+        services = index.selected("", "Service", None, chosen) if chosen else []
         if not services:
             report.append(
                 Unmapped(
@@ -219,15 +219,22 @@ def _referenced(gslb: KubeObject, index: Index) -> KubeObject | None:
         )
     group = split_api_version(str(ref.get("apiVersion", "")))[0] if ref.get("apiVersion") else None
     namespace = str(ref.get("namespace") or gslb.namespace)
-    labels = ref.get("matchLabels")
+    try:
+        chosen = selector(ref.get("matchLabels"), ref.get("matchExpressions"))
+    except ValueError as exc:
+        raise ImportFailure(gslb.source, gslb.line, f"{gslb.ref}: spec.resourceRef: {exc}") from None
     if isinstance(ref.get("name"), str):
-        found = [o for o in index.labelled(group, str(kind), namespace, {}) if o.name == ref["name"]]
+        found = [o for o in index.selected(group, str(kind), namespace) if o.name == ref["name"]]
         what = f"{kind}/{namespace}/{ref['name']}"
-    elif isinstance(labels, dict) and labels:
-        found = index.labelled(group, str(kind), namespace, labels)
-        what = f"a {kind} in namespace {namespace!r} with labels {labels}"
+    elif chosen:
+        found = index.selected(group, str(kind), namespace, chosen)
+        what = f"a {kind} in namespace {namespace!r} with labels {chosen}"
     else:
-        raise ImportFailure(gslb.source, gslb.line, f"{gslb.ref}: spec.resourceRef needs name or matchLabels")
+        raise ImportFailure(
+            gslb.source,
+            gslb.line,
+            f"{gslb.ref}: spec.resourceRef needs name, matchLabels or matchExpressions",
+        )
     if not found:
         raise ImportFailure(
             gslb.source, gslb.line, f"{gslb.ref}: spec.resourceRef: {what} is not in the input"

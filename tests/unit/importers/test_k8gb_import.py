@@ -199,7 +199,7 @@ def test_a_label_selector_that_matches_two_objects_is_an_error() -> None:
         import_k8gb([("eu.yaml", text)])
     assert str(caught.value) == (
         "eu.yaml:72: Gslb/demo/api: spec.resourceRef: a Service in namespace 'demo' with labels "
-        "{'app': 'api'} matches Service/demo/api-lb, Service/demo/api-2"
+        "app=api matches Service/demo/api-lb, Service/demo/api-2"
     )
 
 
@@ -289,4 +289,39 @@ def test_a_status_ip_that_is_not_an_ip_address_is_reported_not_taken_for_a_host_
     assert result.services[0]["endpoints"] == [{"address": "10.9.0.2"}]
     assert str(result.report[0]) == (
         "Ingress/web/blog: status.loadBalancer.ingress[0].ip: '300.9.0.1' is not an IP address"
+    )
+
+
+def with_ref(ref: str) -> str:
+    """The eu cluster with the api Gslb's resourceRef replaced and a second Service beside api-lb."""
+    text = (DATA / "eu-cluster.yaml").read_text(encoding="utf-8")
+    old = "        apiVersion: v1\n        kind: Service\n        matchLabels:\n          app: api\n"
+    assert old in text
+    other = "  - {apiVersion: v1, kind: Service, metadata: {name: api-canary, namespace: demo, "
+    other += "labels: {app: api, "
+    other += (
+        "track: canary}}, spec: {type: LoadBalancer}, status: {loadBalancer: {ingress: [{ip: 10.0.1.99}]}}}\n"
+    )
+    return text.replace(old, ref) + other
+
+
+def test_match_expressions_select_the_referenced_object() -> None:
+    ref = (
+        "        apiVersion: v1\n        kind: Service\n        matchLabels: {app: api}\n"
+        "        matchExpressions: [{key: track, operator: In, values: [canary, beta]}]\n"
+    )
+    api = by_name(import_k8gb([("eu.yaml", with_ref(ref))]).services)["api.cloud.example.com."]
+    assert api["endpoints"] == [{"address": "10.0.1.99", "site": "eu"}]
+    ref = "        kind: Service\n        matchExpressions: [{key: track, operator: DoesNotExist}]\n"
+    api = by_name(import_k8gb([("eu.yaml", with_ref(ref))]).services)["api.cloud.example.com."]
+    assert api["endpoints"] == [{"address": "10.0.1.20", "site": "eu"}]
+
+
+def test_a_match_expression_with_an_unknown_operator_is_an_error() -> None:
+    ref = "        kind: Service\n        matchExpressions: [{key: track, operator: Like, values: [c]}]\n"
+    with pytest.raises(ImportFailure) as caught:
+        import_k8gb([("eu.yaml", with_ref(ref))])
+    assert str(caught.value) == (
+        "eu.yaml:72: Gslb/demo/api: spec.resourceRef: matchExpressions[0] needs a key and an operator (In, "
+        "NotIn, Exists, DoesNotExist)"
     )
