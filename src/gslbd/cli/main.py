@@ -27,6 +27,7 @@ _REGISTERED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("gslbd.cli.doctor", "register", ("doctor",)),
     ("gslbd.cli.delegation", "register", ("delegation",)),
     ("gslbd.cli.dnssec", "register", ("dnssec",)),
+    ("gslbd.cli.importer", "register", ("import",)),
 )
 
 
