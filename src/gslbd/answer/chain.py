@@ -41,6 +41,7 @@ from gslbd.answer.view import (
     Records,
     Referral,
     Rr,
+    closest_encloser,
     negative_soa,
 )
 from gslbd.model.zone import Zone
@@ -180,7 +181,7 @@ def _target_tree(walk: _Walk, target: str, chain: tuple[Rr, ...], links: int) ->
     zone = walk.find_zone(target)
     if zone is not None:
         walk.followed = True
-        encloser = closest_encloser(walk.names, target, zone.origin)
+        encloser = closest_encloser(walk.names.get, target, zone.origin)
         if encloser is not None and encloser.referral is not None:  # delegated: the resolver follows
             return [_referred(chain, encloser.referral)], None
         dname = dname_record(encloser) if encloser is not None else None
@@ -206,17 +207,6 @@ def _referred(chain: tuple[Rr, ...], referral: Referral) -> Answer:
 def existing(data: NameData) -> tuple[str, ...]:
     """The types with data at a name now (what a NODATA proof lists there)."""
     return tuple(t for t, o in data.outcomes.items() if not isinstance(o, Negative))
-
-
-def closest_encloser(names: Mapping[str, NameData], qname: str, origin: str) -> NameData | None:
-    """The longest existing ancestor in `names` of the nonexistent `qname` of zone `origin`."""
-    name = qname
-    while name not in (origin, "."):
-        name = name[name.find(".") + 1 :] or "."
-        found = names.get(name)
-        if found is not None:
-            return found
-    return None
 
 
 def dname_record(data: NameData) -> Rr | None:

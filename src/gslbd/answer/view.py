@@ -423,6 +423,18 @@ class DeferredNames(Protocol):
         ...
 
 
+def closest_encloser(get: Callable[[str], NameData | None], qname: str, origin: str) -> NameData | None:
+    """The longest existing ancestor (by `get`) of the nonexistent `qname` of zone `origin` (RFC
+    4592), or None when none exists (a view without the apex)."""
+    name = qname
+    while name not in (origin, "."):
+        name = name[name.find(".") + 1 :] or "."
+        found = get(name)
+        if found is not None:
+            return found
+    return None
+
+
 @dataclass(slots=True)
 class View:
     """Every name of every served zone with its outcomes. Built by the control plane; read-only after.
@@ -485,15 +497,8 @@ class View:
         return render(data, data.outcome(rtype), ip, v6, rng, seq)
 
     def encloser(self, qname: str, origin: str) -> NameData | None:
-        """The closest encloser of the nonexistent `qname` of zone `origin`: its longest existing
-        ancestor (RFC 4592), or None when none exists (a view without the apex)."""
-        name = qname
-        while name not in (origin, "."):
-            name = name[name.find(".") + 1 :] or "."
-            found = self.get(name)
-            if found is not None:
-                return found
-        return None
+        """The closest encloser of the nonexistent `qname` of zone `origin` (answer/chain.py)."""
+        return closest_encloser(self.get, qname, origin)
 
 
 def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
