@@ -4,6 +4,7 @@ an unreachable peer fails, and a site whose every check passes exits 0."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -171,7 +172,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 def test_doctor_passes_a_correct_delegation_and_fails_each_broken_one_with_its_hint(world: World) -> None:
     code, out = world.doctor("eu", "--parent-server", f"127.0.0.1:{world.ports['PARENT']}")
-    lines = out.splitlines()
+    # Unset soa.serial is the Unix time the zone's data was first served (app/serials.py): not compared.
+    lines = [re.sub(r"serial \d+$", "serial 1", line) for line in out.splitlines()]
     expected = [
         "zone gslb.example.com.",
         "PASS  delegation of gslb.example.com. in example.com. (asked 127.0.0.1:@PARENT@): "
