@@ -354,7 +354,8 @@ class Responder:
     @property
     def on_exchange(self) -> ExchangeHook | None:
         """Serves this site's exchange zone (wire/transfer.py) when set: it is asked about every query
-        the tables answer NXDOMAIN or REFUSED, so the C copy leaves those to Python while it is set."""
+        the tables answer NXDOMAIN or REFUSED or without answer records, so the C copy leaves those of
+        names it does not hold to Python while it is set (and holds no exchange cut, wire/ctable.py)."""
         return self._exchange
 
     @on_exchange.setter

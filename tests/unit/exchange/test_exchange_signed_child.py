@@ -172,3 +172,14 @@ def test_the_cut_is_made_only_for_signed_zones_of_a_site_serving_its_exchange_zo
     assert not load(config_text(""), tmp_path).zones[0].records  # unsigned: the hook answers as before
     no_transfer = PEERS + "  transfer: false\n"
     assert not load(config_text(signing, no_transfer), tmp_path).zones[0].records  # no exchange zone
+
+
+def test_the_nsec_chain_links_the_exchange_cut_with_its_ns_bit(tmp_path: Path) -> None:
+    key = generate_key_pair(ZONE, 13, True, tmp_path)
+    site = Site(load(config_text(f"    dnssec: {{keys: [{key.name}], denial_signing_rate: 0}}\n"), tmp_path))
+    msg = site.ask("_h.gslb.test.", "A", DO)  # sorts after the exchange apex: its link covers it
+    assert msg.rcode() == dns.rcode.NXDOMAIN
+    nsecs = [r for r in msg.authority if r.rdtype == dns.rdatatype.NSEC]
+    links = {r.name.to_text(): r[0].to_text().split() for r in nsecs}
+    assert sorted(links[APEX][1:]) == ["NS", "NSEC", "RRSIG"], links
+    assert not any(name.endswith("." + APEX) for name in links)  # no name of the child in the chain
