@@ -1,7 +1,8 @@
 """Zone cuts and DNAME in a real gslbd: the referral's shape with its glue, DS and the NSEC proving no DS
 at a cut (asked with dnspython), and validating resolvers in front (Unbound, BIND) resolving through a
 DNAME of gslbd's signed zone into a secure child zone delegated by it (a signed NSD), with AD; the signed
-parent of gslbd's zone is another NSD."""
+parent of gslbd's zone is another NSD. The site serves its exchange zone (peers), an unsigned child of the
+signed zone delegated insecurely (model/exchange_cut.py): its SOA resolves NOERROR without AD, not bogus."""
 
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ pytestmark = resolver_test_marks()
 ORIGIN = "gslb.example.com."
 CHILD = f"child.{ORIGIN}"  # secure: its DS is a static record of gslbd's zone, served by NSD
 PLAIN = f"plain.{ORIGIN}"  # insecure: no DS, so the NSEC of the cut proves there is none
+EXCHANGE = f"_gslbd-exchange-eu.{ORIGIN}"  # this site's exchange zone: an insecure child
 
 
 def config(ksk: Path, zsk: Path, child_ds: str) -> str:
     return f"""
 version: 1
+site: {{name: eu}}
 dns: {{listen: @LISTEN@, lame_duck: 0s}}
+peers: {{interval: 60s, sites: [{{name: us, nameservers: ["127.0.0.1:9"]}}]}}
 zones:
   - origin: {ORIGIN}
     ttl: 1
@@ -185,3 +189,29 @@ def test_validating_resolvers_validate_a_dname_chain_that_ends_at_a_missing_name
 def test_validating_resolvers_validate_a_dname_chain_that_ends_in_nodata(world: World, resolver: str) -> None:
     msg = world.resolve(resolver, f"app.legacy.{ORIGIN}", "TXT")
     assert msg.rcode() == dns.rcode.NOERROR and msg.flags & dns.flags.AD, world.log(resolver)
+
+
+def test_the_exchange_apex_answers_the_same_unsigned_soa_with_and_without_do(world: World) -> None:
+    plain = world.gslbd.ask(EXCHANGE, "SOA")
+    signed = world.gslbd.ask(EXCHANGE, "SOA", want_dnssec=True)
+    for msg in (plain, signed):
+        assert msg.rcode() == dns.rcode.NOERROR and msg.flags & dns.flags.AA, msg.to_text()
+        assert [r.rdtype for r in msg.answer] == [dns.rdatatype.SOA]
+        assert not any(r.rdtype == dns.rdatatype.RRSIG for r in [*msg.authority, *msg.additional])
+    assert plain.answer == signed.answer
+    ds = world.gslbd.ask(EXCHANGE, "DS", want_dnssec=True)
+    nsec = next(r for r in ds.authority if r.rdtype == dns.rdatatype.NSEC)
+    assert sorted(nsec[0].to_text().split()[1:]) == ["NS", "NSEC", "RRSIG"]
+
+
+@RESOLVERS
+def test_validating_resolvers_resolve_the_exchange_zone_as_an_insecure_child(
+    world: World, resolver: str
+) -> None:
+    msg = world.resolve(resolver, EXCHANGE, "SOA")
+    assert msg.rcode() == dns.rcode.NOERROR, world.log(resolver)
+    assert [r.rdtype for r in msg.answer if r.rdtype != dns.rdatatype.RRSIG] == [dns.rdatatype.SOA]
+    assert not msg.flags & dns.flags.AD, msg.to_text()  # insecure, not bogus (bogus is SERVFAIL)
+    proof = world.resolve(resolver, EXCHANGE, "DS")
+    assert proof.rcode() == dns.rcode.NOERROR and not proof.answer
+    assert proof.flags & dns.flags.AD, world.log(resolver)

@@ -28,6 +28,7 @@ from gslbd.config.yaml_fast import FastServices
 from gslbd.config.zones import ZoneInfo, read_zones
 from gslbd.errors import Problem
 from gslbd.model.config import Config, PeersConfig, SiteConfig
+from gslbd.model.exchange_cut import with_exchange_cuts
 from gslbd.model.service import Service
 from gslbd.model.topology import Locality, SiteInfo, Topology
 from gslbd.types import Discover
@@ -245,7 +246,7 @@ def build_config(
     run_as = read_run_as(r.sub("run_as"))
     if rep.failed:
         return None
-    return Config(
+    config = Config(
         version=version,
         site=site,
         dns=dns,
@@ -262,3 +263,4 @@ def build_config(
         run_as=run_as,
         source=rep.source,
     )
+    return with_exchange_cuts(config)  # the exchange zone, an insecure child of each signed zone

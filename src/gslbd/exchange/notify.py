@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable, Mapping
 from gslbd.exchange.transport import UdpChannel, sign, signature_problem
 from gslbd.exchange.wireformat import NOTIFY_OPCODE, notify_message, rcode_text
 from gslbd.exchange.xfrwire import notify_with_serial
-from gslbd.exchange.zone import exchange_apex
 from gslbd.metrics import NOTIFY_SENT
 from gslbd.model.config import Config, ListenAddress
+from gslbd.model.exchange_cut import exchange_apex
 
 log = logging.getLogger(__name__)
 

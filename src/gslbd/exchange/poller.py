@@ -41,9 +41,9 @@ from gslbd.exchange.xfrclient import (
     transfer,
 )
 from gslbd.exchange.xfrwire import soa_query
-from gslbd.exchange.zone import exchange_apex
 from gslbd.metrics import PEER_CHANNEL_POLLS
 from gslbd.model.config import Config, PeerSite
+from gslbd.model.exchange_cut import exchange_apex
 from gslbd.model.tsig import TsigKey
 
 log = logging.getLogger(__name__)

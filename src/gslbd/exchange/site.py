@@ -31,6 +31,7 @@ from gslbd.exchange.poller import Poller
 from gslbd.exchange.xfrserve import ExchangeZones
 from gslbd.metrics import NOTIFY_RECEIVED
 from gslbd.model.config import Config
+from gslbd.model.exchange_cut import serves_exchange_zone
 from gslbd.model.service import Endpoint
 from gslbd.wire.transfer import ExchangeHook
 
@@ -42,13 +43,6 @@ DEFAULT_INTERVAL = 5.0
 
 # zone origin -> localtargets name -> addresses: what this site publishes (the generation's publication)
 Publication = Mapping[str, Mapping[str, tuple[str, ...]]]
-
-
-def serves_exchange_zone(config: Config) -> bool:
-    """Whether this site serves its exchange zone: peers with `transfer` on, and one DNS process (the
-    workers of `dns.workers > 1` have no journal; peers then poll this site name by name)."""
-    peers = config.peers
-    return peers is not None and peers.transfer and config.dns.workers <= 1
 
 
 def heartbeat_period(config: Config) -> float:

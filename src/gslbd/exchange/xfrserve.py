@@ -10,11 +10,16 @@ with this site's publication, and answers through the responder's exchange hook 
     <apex> IXFR=N     likewise (RFC 1995): the SOA alone when N is current; the condensed difference
                       (SOA, SOA N, deleted, SOA, added, SOA) when the journal reaches back to N; else the
                       whole zone. Over UDP: the SOA alone (the client asks again over TCP).
+    <apex> NS         the zone's nameservers (the public apex's NS set), when it lists any
     other types       NODATA (the SOA in the authority section)
+    <label>.<apex>    its A/AAAA RRset (what a transfer holds), NODATA for another type, NXDOMAIN for a
+                      name the zone does not hold (the SOA in authority)
 
-A transfer from any other address, or an unsigned one when a key is configured, is REFUSED (AXFR and
-IXFR of any other name stay REFUSED, wire/slowpath.py). Names below the apex are not answered here
-(NXDOMAIN): their data is what `localtargets-*` answers.
+Every answer is unsigned and authoritative, with and without DO: in a signed public zone the exchange
+zone is an insecure child (model/exchange_cut.py), whose one parent-side question, DS at the apex, is
+left to the responder (a signed NODATA at the cut). A transfer from any other address, or an unsigned
+one when a key is configured, is REFUSED (AXFR and IXFR of any other name stay REFUSED,
+wire/slowpath.py).
 
 `handle` also reads the serial that a peer's NOTIFY carries (`on_serial(peer, origin, serial)`), before
 the NOTIFY itself is answered and the peer polled. It runs on the DNS threads for UDP: it reads only
@@ -53,22 +58,23 @@ from gslbd.exchange.xfrwire import (
     txt_rdata,
 )
 from gslbd.exchange.zone import (
-    EXCHANGE_PREFIX,
+    AAAA,
     NS,
     SOA,
     TXT,
+    A,
     Change,
     Key,
     RRset,
     ZoneJournal,
     content_of,
-    exchange_apex,
     label_of,
     record_diff,
     rrsets_of,
 )
 from gslbd.metrics import EXCHANGE_TRANSFERS
 from gslbd.model.config import Config
+from gslbd.model.exchange_cut import EXCHANGE_PREFIX, exchange_apex, exchange_cut
 from gslbd.wire.names import read_name
 from gslbd.wire.transfer import Framed
 from gslbd.wire.tsig import TsigRefused, read_signed
@@ -76,6 +82,7 @@ from gslbd.wire.tsig import TsigRefused, read_signed
 log = logging.getLogger(__name__)
 
 NOERROR, FORMERR, NXDOMAIN, REFUSED = 0, 1, 3, 5
+DS = 43
 IN = 1
 _MARK = EXCHANGE_PREFIX.encode()
 Publication = Mapping[str, Mapping[str, tuple[str, ...]]]
@@ -100,6 +107,7 @@ class ExchangeZones:
         self._publication: Publication = {}  # the publication the journals hold
         self._serials: Mapping[tuple[bytes, ...], tuple[str, int]] = MappingProxyType({})
         self._peers: Mapping[str, tuple[str, ...]] = {}
+        self._cut_origins: frozenset[str] = frozenset()  # signed zones: DS at the apex is the parent's
         self.configure(config, publication, wall)
 
     # -- content ---------------------------------------------------------------------------------
@@ -121,6 +129,8 @@ class ExchangeZones:
                 journal.replace(content, wall)
             journals[zone.origin] = journal
         self._journals = journals
+        site = config.site.name
+        self._cut_origins = frozenset(z.origin for z in config.zones if exchange_cut(z, site))
         self._publication = publication
         self._publish_serials()
 
@@ -211,9 +221,14 @@ class ExchangeZones:
             return None
         qname, qtype = head.question
         found = self._serials.get(qname)
+        below: tuple[bytes, ...] = ()  # the labels of a name below the apex, before it
         if found is None:
-            return None
+            found, below = self._below(qname)
+            if found is None:
+                return None
         origin, serial = found
+        if qtype == DS and not below and origin in self._cut_origins:
+            return None  # the parent's: the signed NODATA at the cut (model/exchange_cut.py)
         key = self._config.peers.tsig if self._config.peers is not None else None
         try:
             query = read_signed(data, key)
@@ -233,6 +248,10 @@ class ExchangeZones:
             return sign_one(wire, key, mac) if signed and key is not None else wire
 
         soa = self.soa(origin, serial)
+        if below:
+            if qtype in (AXFR, IXFR):
+                return one(header_only(qid, qflags, question, REFUSED))
+            return one(self._below_answer(qid, qflags, question, origin, soa, below, qtype))
         if qtype in (AXFR, IXFR):
             address = source_address(src_ip, src_v6)
             if address not in self._peers or (key is not None and not signed):
@@ -257,8 +276,51 @@ class ExchangeZones:
             extra = record(beat, TXT, 0, txt_rdata(heartbeat_rdata(evaluated_at).strip('"')))
             wire = header_any(qid, response_flags(qflags, NOERROR), 1, 0, 1) + question
             return one(wire + soa_record(soa) + extra)
+        journal = self._journals.get(origin)
+        ns = journal.content.get(("", NS)) if journal is not None and qtype == NS else None
+        if ns is not None:  # the zone's nameservers, as the public apex lists them
+            ttl, rdatas = ns
+            answers = b"".join(record(APEX_POINTER, NS, ttl, rdata) for rdata in rdatas)
+            return one(
+                header_any(qid, response_flags(qflags, NOERROR), len(rdatas), 0, 0) + question + answers
+            )
         wire = header_any(qid, response_flags(qflags, NOERROR), 0, 1, 0) + question + soa_record(soa)
         return one(wire)
+
+    def _below(self, qname: tuple[bytes, ...]) -> tuple[tuple[str, int] | None, tuple[bytes, ...]]:
+        """(origin, serial) of the exchange zone `qname` lies below, and the labels before its apex."""
+        for cut in range(1, len(qname)):
+            found = self._serials.get(qname[cut:])
+            if found is not None:
+                return found, qname[:cut]
+        return None, ()
+
+    def _below_answer(
+        self,
+        qid: int,
+        qflags: int,
+        question: bytes,
+        origin: str,
+        soa: Soa,
+        below: tuple[bytes, ...],
+        qtype: int,
+    ) -> bytes:
+        """The answer for a name below an exchange apex, from the zone's content (what a transfer
+        holds): its A/AAAA RRset, else NODATA for a name that has one, else NXDOMAIN (the SOA owned by
+        the apex in authority, as every answer of the zone, AA)."""
+        journal = self._journals.get(origin)
+        content = journal.content if journal is not None else {}
+        label = ".".join(part.decode("ascii", "replace") for part in below)
+        found = content.get((label, qtype))
+        if found is not None:
+            ttl, rdatas = found
+            wires = b"".join(record(APEX_POINTER, qtype, ttl, rdata) for rdata in rdatas)
+            return header_any(qid, response_flags(qflags, NOERROR), len(rdatas), 0, 0) + question + wires
+        exists = (label, A) in content or (label, AAAA) in content
+        apex = name_wire(exchange_apex(self._config.site.name, origin))
+        authority = record(apex, SOA, 0, soa.rdata())
+        rcode = NOERROR if exists else NXDOMAIN
+        return header_any(qid, response_flags(qflags, rcode), 0, 1, 0) + question + authority
 
     def _transfer(self, origin: str, soa: Soa, client: int | None) -> tuple[list[bytes], str]:
         """The records of a transfer: incremental from `client` when the journal allows, else full."""

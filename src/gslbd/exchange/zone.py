@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from gslbd.answer.exchange_names import LOCALTARGETS_PREFIX
 
-EXCHANGE_PREFIX = "_gslbd-exchange-"
 A, NS, SOA, AAAA, TXT = 1, 2, 6, 28, 16
 SERIAL_MODULO = 2**32
 SLACK = 1024  # changed RRsets the journal may hold beyond the zone's size
@@ -38,11 +37,6 @@ Key = tuple[str, int]
 RRset = tuple[int, tuple[bytes, ...]]
 # key -> (the RRset before, the RRset after); None: absent
 Change = tuple[RRset | None, RRset | None]
-
-
-def exchange_apex(site: str, origin: str) -> str:
-    """`_gslbd-exchange-<site>.<origin>`: the exchange zone of `site` for the served zone `origin`."""
-    return f"{EXCHANGE_PREFIX}{site}.{origin}"
 
 
 def address_rdata(address: str) -> tuple[int, bytes]:

@@ -56,6 +56,7 @@ from typing import Any
 
 from gslbd.cow import CowMap
 from gslbd.gcpause import collector_paused
+from gslbd.model.exchange_cut import EXCHANGE_PREFIX
 from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
 from gslbd.policy.locate import TopologyLocator
@@ -80,6 +81,8 @@ S_SIGNER = 1 << 16  # with the flags: the table has a signer (CO changes its sig
 MAX_POLICIES = 32
 _UNCOUNTED = 0  # policy id of entries that no policy counter covers
 _POLICY_IDS: dict[str, int] = {}  # policy name -> id in the C counters, process-wide
+_EXCHANGE_MARK = EXCHANGE_PREFIX.encode()
+_MARK_END = 1 + len(_EXCHANGE_MARK)
 
 
 def enabled() -> bool:
@@ -282,6 +285,13 @@ def _signed_parts(table: AnswerTable, key: bytes) -> tuple[Any, ...] | bool:
     return (*compact, nx1, nx2, nx_tc, signed.soa_tails, flat, links, gate, cache)
 
 
+def _exchange_cut(table: AnswerTable, key: bytes) -> bool:
+    """Whether `key` is the cut at an exchange apex (model/exchange_cut.py): its questions are the
+    exchange hook's (but DS, which Python answers from the table), so C does not hold the name: with the
+    hook set (FB_NEG) C leaves a name it does not hold to Python."""
+    return key[1:_MARK_END] == _EXCHANGE_MARK and key in table.delegated
+
+
 def _zone_specs(table: AnswerTable) -> tuple[tuple[Any, ...], ...]:
     """The zones as C reads them; a zone cut or DNAME owner (`AnswerTable.delegated`) is a zone whose
     nonexistent names C leaves to Python (no SOA parts), found before the zone around it."""
@@ -321,10 +331,14 @@ def build_ctable(
     locators = _Locators()
     with collector_paused():  # a tuple per name and entry, all kept until C has copied them
         nodes = tuple(
-            _node_spec(key, node, _policies(table, key), locators) for key, node in table.names.items()
+            _node_spec(key, node, _policies(table, key), locators)
+            for key, node in table.names.items()
+            if not _exchange_cut(table, key)
         )
         signed = tuple(
-            _node_spec(key, node, _policies(table, key), locators) for key, node in table.signed_names.items()
+            _node_spec(key, node, _policies(table, key), locators)
+            for key, node in table.signed_names.items()
+            if not _exchange_cut(table, key)
         )
     zones = _zone_specs(table)
     native = _cfast.build(
@@ -379,7 +393,11 @@ def _changed(
             found, gone = _cfast.diff(old_shard, new_shard)
             keys += found
             removed += gone
-    specs = tuple(_node_spec(key, after[key], _policies(table, key), locators) for key in keys)
+    specs = tuple(
+        _node_spec(key, after[key], _policies(table, key), locators)
+        for key in keys
+        if not _exchange_cut(table, key)
+    )
     return tuple(removed), specs
 
 

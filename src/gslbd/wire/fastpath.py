@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 _COUNTS = b"\x00\x01\x00\x00\x00\x00"
 _AR0 = b"\x00\x00"
 _AR1 = b"\x00\x01"
+_NO_ANSWERS = b"\x00\x00"  # ANCOUNT of a response without answer records
 _NAME_MAX_END = 12 + 255
 # Single bytes, prebuilt.
 _BYTE = tuple(bytes((value,)) for value in range(256))
@@ -353,7 +354,8 @@ class Responder:
     @property
     def on_exchange(self) -> ExchangeHook | None:
         """Serves this site's exchange zone (wire/transfer.py) when set: it is asked about every query
-        the tables answer NXDOMAIN or REFUSED, so the C copy leaves those to Python while it is set."""
+        the tables answer NXDOMAIN or REFUSED or without answer records, so the C copy leaves those of
+        names it does not hold to Python while it is set (and holds no exchange cut, wire/ctable.py)."""
         return self._exchange
 
     @on_exchange.setter
@@ -473,8 +475,9 @@ class Responder:
                 guard = self.guard
                 return out if guard is None else guard.apply(data, out, src_ip, src_v6, tcp)
         hook = self._exchange
-        if hook is not None and (out is None or out[3] & 0xF in (3, 5)):
-            # NXDOMAIN, REFUSED or not taken: maybe this site's exchange zone (wire/transfer.py)
+        if hook is not None and (out is None or out[3] & 0xF in (3, 5) or out[6:8] == _NO_ANSWERS):
+            # NXDOMAIN, REFUSED, no answer records (a denial, the referral at the exchange cut of a
+            # signed zone) or not taken: maybe this site's exchange zone (wire/transfer.py)
             own = hook(data, view.snapshot.evaluated_at, src_ip, src_v6, tcp)
             if own is not None:  # a transfer over TCP goes as it is (TCP is never rate limited)
                 return own if tcp or self.guard is None else self.guard.apply(data, own, src_ip, src_v6, tcp)
