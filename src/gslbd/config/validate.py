@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gslbd.config.audit import read_audit
 from gslbd.config.checks import CheckRef, read_profiles
 from gslbd.config.cuts import Redirects, check_cuts, service_problem
 from gslbd.config.discovery import with_discovered
@@ -49,6 +50,7 @@ TOP_KEYS = (
     "state",
     "log",
     "run_as",
+    "audit",
 )
 
 
@@ -243,6 +245,7 @@ def build_config(
     state = read_state(r.sub("state"))
     log = read_log(r.sub("log"))
     run_as = read_run_as(r.sub("run_as"))
+    audit = read_audit(r.sub("audit"))
     if rep.failed:
         return None
     return Config(
@@ -260,5 +263,6 @@ def build_config(
         state=state,
         log=log,
         run_as=run_as,
+        audit=audit,
         source=rep.source,
     )
