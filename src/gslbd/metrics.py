@@ -302,3 +302,14 @@ API_BAD_REQUESTS = Counter(
     "minute.",
     registry=REGISTRY,
 )
+AUDIT_DIVERGENT = Gauge(
+    "gslbd_audit_divergent_services",
+    "Services a peer site answered differently from this site in the last audit run (audit:).",
+    ["peer"],
+    registry=REGISTRY,
+)
+AUDIT_RUNS = Counter(
+    "gslbd_audit_runs_total",
+    "Audit runs finished (audit:), each comparing this site's answers with every peer's.",
+    registry=REGISTRY,
+)

@@ -45,6 +45,7 @@ import time
 from typing import TYPE_CHECKING
 
 from gslbd.answer import View
+from gslbd.app.audit import AuditTask
 from gslbd.app.changes import ChangeRecorder
 from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
@@ -163,6 +164,7 @@ class App:
         self._gauges = ServiceGauges()
         self._gauges.update(gen)
         self.changes = ChangeRecorder(self.clock)  # the console's change log (app/changes.py)
+        self._audit = AuditTask(lambda: self.config, random.Random())  # audit: (its sample, not self.rng's)
         self.control = AppControl(self)
         # Query IDs and ports towards peers: unpredictable, and not drawn from self.rng.
         self.exchange = Exchange(
@@ -280,6 +282,7 @@ class App:
         self._schedule_resign()
         self._schedule_fill()
         self._ready = True
+        self._audit.start()
         resolved = self._generation.resolved
         log.info("ready: %d endpoints probed by %d probes", len(resolved.probed), len(resolved.targets))
 
@@ -316,6 +319,7 @@ class App:
         if saver is not None:
             await saver.close()
         await self.exchange.stop()
+        await self._audit.stop()
         if self.cluster is not None:
             await self.cluster.stop()
         for handle in (self._rebuild_handle, self._fill_handle):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gslbd.config.audit import read_audit
 from gslbd.config.checks import CheckRef, read_profiles
 from gslbd.config.cuts import Redirects, check_cuts, service_problem
 from gslbd.config.discovery import with_discovered
@@ -50,6 +51,7 @@ TOP_KEYS = (
     "state",
     "log",
     "run_as",
+    "audit",
 )
 
 
@@ -244,6 +246,7 @@ def build_config(
     state = read_state(r.sub("state"))
     log = read_log(r.sub("log"))
     run_as = read_run_as(r.sub("run_as"))
+    audit = read_audit(r.sub("audit"))
     if rep.failed:
         return None
     config = Config(
@@ -261,6 +264,7 @@ def build_config(
         state=state,
         log=log,
         run_as=run_as,
+        audit=audit,
         source=rep.source,
     )
     return with_exchange_cuts(config)  # the exchange zone, an insecure child of each signed zone

@@ -160,6 +160,15 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AuditConfig:
+    """`audit`: the cross-site consistency audit run inside the server every `every` seconds over
+    `sample` services drawn at random (0 = every service), as `gslbd audit` does (docs/operations.md)."""
+
+    every: float = 60.0
+    sample: int = 100
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """A whole, validated configuration. `source` is the file it came from."""
 
@@ -177,6 +186,7 @@ class Config:
     state: StateConfig = StateConfig()
     log: LogConfig = LogConfig()
     run_as: RunAs | None = None
+    audit: AuditConfig | None = None  # the periodic audit is off when absent
     source: str = field(default="<memory>", compare=False)
 
     def site_info(self, name: str) -> SiteInfo | None:
