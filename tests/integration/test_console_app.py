@@ -49,7 +49,9 @@ def test_app_records_verdicts_admin_changes_and_reloads_and_its_rows_match_its_s
                 down = log.recent(1)[0]
                 assert (down.kind, down.service, down.address) == (ChangeKind.VERDICT, APP, EU)
                 assert down.detail == "2 consecutive failures: HTTP 503 (expected 200)"
-                await wait_for(lambda: control.rows_version != version)  # the rebuild moved it
+                # The rebuild that carries the verdict is committed (an earlier one may still move the version).
+                await wait_for(lambda: app.generation.snapshot.health.get((APP, EU)) is False)
+                assert control.rows_version != version
                 assert list(control.rows()) == [service_row(s) for s in control.services()]
                 row = control.rows()[0]
                 assert (row.name, row.endpoints, row.up, row.unhealthy) == (APP, 2, 1, 1)
