@@ -21,6 +21,7 @@ from gslbd.config.network import (
     read_topology,
 )
 from gslbd.config.run_as import read_run_as
+from gslbd.config.safety import read_safety
 from gslbd.config.service_context import ServiceContext
 from gslbd.config.service_file import ServicesFile, read_services_file
 from gslbd.config.services import locality_lookup, located_item, read_services
@@ -49,6 +50,7 @@ TOP_KEYS = (
     "state",
     "log",
     "run_as",
+    "safety",
 )
 
 
@@ -243,6 +245,7 @@ def build_config(
     state = read_state(r.sub("state"))
     log = read_log(r.sub("log"))
     run_as = read_run_as(r.sub("run_as"))
+    safety = read_safety(r)
     if rep.failed:
         return None
     return Config(
@@ -260,5 +263,6 @@ def build_config(
         state=state,
         log=log,
         run_as=run_as,
+        safety=safety,
         source=rep.source,
     )
