@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +151,49 @@ def test_admin_changes_and_reloads_that_break_a_rule_are_refused_unless_forced_a
                     assert (r.status, await r.json()) == (200, {"applied": True, "errors": []})
                 assert await health() == ["up"]
                 assert await gauge("safety[0]") == 1.0
+        finally:
+            await app.stop()
+
+    try:
+        asyncio.run(body())
+    finally:
+        eu.close()
+        us.close()
+
+
+def test_gslbd_admin_set_is_refused_with_the_rule_and_applies_with_force(tmp_path: Path) -> None:
+    eu, us = ThreadedBackend(), ThreadedBackend()
+    path = tmp_path / "gslbd.yaml"
+    path.write_text(health_config('["127.0.0.1:0"]', eu.port, us.port, extra=SAFETY))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        environ = {k: v for k, v in os.environ.items() if k != "GSLBD_API_TOKEN"}
+        command = [sys.executable, "-m", "gslbd", "admin", "set", APP, "192.0.2.10", "down", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=30, env=environ, check=False)
+
+    async def body() -> None:
+        app = App(load_config(str(path)), SystemClock(), random.Random(7))
+        await app.start()
+        try:
+            assert app.api is not None
+            base, port = app.api.url, dns_port(app.bound)
+            async with aiohttp.ClientSession() as http:
+
+                async def both_up() -> bool:
+                    async with http.get(f"{base}/api/v1/services/{APP}") as r:
+                        return [e["health"] for e in (await r.json())["endpoints"]] == ["up", "up"]
+
+                await until(both_up)
+            refused = await asyncio.to_thread(cli, "--api", base, "--token", TOKEN)
+            assert (refused.returncode, refused.stdout) == (1, "")
+            assert refused.stderr == (
+                f"gslbd admin set: 409 {REFUSAL} (gslbd admin set --force applies it anyway)\n"
+            )
+            assert await addresses(port) == ["192.0.2.10"]
+            forced = await asyncio.to_thread(cli, "--api", base, "--token", TOKEN, "--force")
+            assert (forced.returncode, forced.stderr) == (0, "")
+            assert forced.stdout == f"{APP} 192.0.2.10: admin down (now answered: no)\n"
+            assert await addresses(port) == ["198.51.100.10"]
         finally:
             await app.stop()
 
