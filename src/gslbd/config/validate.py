@@ -245,7 +245,7 @@ def build_config(
     state = read_state(r.sub("state"))
     log = read_log(r.sub("log"))
     run_as = read_run_as(r.sub("run_as"))
-    safety = read_safety(r)
+    safety = read_safety(r, [s.name for s in services])
     if rep.failed:
         return None
     return Config(

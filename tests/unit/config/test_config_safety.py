@@ -86,3 +86,16 @@ def test_bad_rules_are_located_errors(text: str, expected: list[str]) -> None:
 )
 def test_the_glob_covers_service_names_absolute_or_not(glob: str, name: str, covered: bool) -> None:
     assert SafetyRule(0, glob, min_sites_up=1).covers(name) is covered
+
+
+def test_a_glob_that_covers_no_service_is_a_warning() -> None:
+    text = (
+        "zones: [{origin: gslb.example.com.}]\n"
+        "services: [{name: app, endpoints: [{address: 192.0.2.1}]}]\n"
+        'safety:\n  - {min_sites_up: 1, services: "api.*"}\n  - {min_sites_up: 1, services: "app.*"}\n'
+    )
+    config, problems = check_config_text("version: 1\n" + text, "t.yaml")
+    assert config is not None
+    assert [f"{p.severity}: {p}" for p in problems if "safety" in p.path] == [
+        'warning: t.yaml:5: safety[0].services: "api.*" covers no configured service: the rule guards nothing'
+    ]
