@@ -3,7 +3,7 @@ exact text of the refusal."""
 
 from __future__ import annotations
 
-from gslbd.answer.safety import Shortfall, admin_change, config_change, shortfalls
+from gslbd.answer.safety import Shortfall, admin_change, broken_rules, config_change, shortfalls
 from gslbd.model.config import SafetyRule
 from gslbd.model.service import Endpoint, Service
 from gslbd.state.snapshot import Snapshot
@@ -111,3 +111,11 @@ def test_a_refusal_names_at_most_five_services_then_how_many_more() -> None:
     broken = config_change((ENDPOINTS,), old, new, Snapshot(), NO_PEERS, NO_PEERS)
     assert broken[0].message().endswith("s4.gslb.example.com. would have 0 endpoints up (1 now); and 2 more")
     assert len(broken[0].services) == 7
+
+
+def test_broken_rules_lists_the_rules_a_service_lacks_now() -> None:
+    us_down = Snapshot(health={(APP, "192.0.2.3"): False})
+    assert broken_rules(RULES, APP_SVC, us_down, NO_PEERS) == [SITES]
+    assert broken_rules(RULES, APP_SVC, Snapshot(), NO_PEERS) == []
+    all_down = Snapshot(admin={(API, "192.0.2.9"): AdminState.DOWN})
+    assert broken_rules(RULES, API_SVC, all_down, NO_PEERS) == [SITES, ENDPOINTS]

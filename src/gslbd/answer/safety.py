@@ -2,6 +2,7 @@
 
     count(service, snapshot, peers)                   (sites, endpoints) answerable now
     shortfalls(rule, service, snapshot, peers)        what of a rule a service lacks under a snapshot
+    broken_rules(rules, service, snapshot, peers)     the rules a service lacks now (the gauge)
     admin_change(rules, services, before, overrides, peers)
                                                       the rules an admin change would break
     config_change(rules, old, new, snapshot, peers)   the rules a reload to `new` would break
@@ -86,6 +87,17 @@ def shortfalls(
     counted = count(service, snapshot, peers)
     figures = _figures(rule, counted)
     return [Shortfall(service.name, key, have, have) for key, minimum, have in figures if have < minimum]
+
+
+def broken_rules(
+    rules: Sequence[SafetyRule], service: Service, snapshot: Snapshot, peers: frozenset[str]
+) -> list[SafetyRule]:
+    """The rules `service` falls short of now (counted once for all of them: what the gauge asks)."""
+    covering = [rule for rule in rules if rule.covers(service.name)]
+    if not covering:
+        return []
+    counted = count(service, snapshot, peers)
+    return [rule for rule in covering if any(have < low for _, low, have in _figures(rule, counted))]
 
 
 def _compare(

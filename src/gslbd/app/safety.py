@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 
-from gslbd.answer.safety import Broken, admin_change, config_change, shortfalls
+from gslbd.answer.safety import Broken, admin_change, broken_rules, config_change
 from gslbd.app.generation import Generation, Resolved
 from gslbd.errors import RuleBreach, SafetyRefused
 from gslbd.metrics import SAFETY_RULE_BROKEN
@@ -108,10 +108,10 @@ class SafetyGauges:
         self._config = config
         for name in names:
             service = resolved.services.get(name)
+            short = () if service is None else broken_rules(rules, service, snapshot, resolved.peer_sites)
             for rule in rules:
-                short = service is not None and shortfalls(rule, service, snapshot, resolved.peer_sites)
                 below = self._broken.setdefault(rule.index, set())
-                if short:
+                if rule in short:
                     below.add(name)
                 else:
                     below.discard(name)
