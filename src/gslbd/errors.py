@@ -3,6 +3,7 @@
 GslbdError                  base of everything gslbd raises on purpose
 +-- ConfigError             a configuration could not be loaded; carries every problem at once
 +-- StateError              the state store refused or lost an operation
++-- SafetyRefused           a change would break a safety rule (not forced)
 +-- WireError               a DNS message could not be parsed or rendered
     +-- FormError           the message is malformed but has a readable header (answer FORMERR)
 """
@@ -46,6 +47,25 @@ class StateError(GslbdError):
 
 class NotPushed(GslbdError):
     """A result was pushed for an endpoint whose check is not a push check here (the API: 409)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleBreach:
+    """A safety rule a change would break: its name (`safety[0]`), the message naming it, and the
+    services it would break it for."""
+
+    rule: str
+    message: str
+    services: tuple[str, ...]
+
+
+class SafetyRefused(GslbdError):
+    """An admin change or a reload would break safety rules that hold now (the API: 409; force with
+    `"force": true`). `breaches` names each rule."""
+
+    def __init__(self, breaches: list[RuleBreach]) -> None:
+        self.breaches = breaches
+        super().__init__("; ".join(b.message for b in breaches))
 
 
 class WireError(GslbdError):

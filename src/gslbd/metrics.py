@@ -188,6 +188,13 @@ ADMIN_CHANGES = Counter(
     ["state"],
     registry=REGISTRY,
 )
+SAFETY_RULE_BROKEN = Gauge(
+    "gslbd_safety_rule_broken",
+    "1 while a safety rule (label rule: safety[N], its place in the config's list) is broken for at least "
+    "one service it covers, 0 while it holds.",
+    ["rule"],
+    registry=REGISTRY,
+)
 PEER_LAST_ANSWER_AGE = Gauge(
     "gslbd_exchange_peer_last_answer_age_seconds",
     "Seconds since a peer site last answered a whole poll (absent until its first answer).",

@@ -49,7 +49,7 @@ def test_app_records_verdicts_admin_changes_and_reloads_and_its_rows_match_its_s
                 down = log.recent(1)[0]
                 assert (down.kind, down.service, down.address) == (ChangeKind.VERDICT, APP, EU)
                 assert down.detail == "2 consecutive failures: HTTP 503 (expected 200)"
-                # The rebuild that carries the verdict is committed (an earlier one may still move the version).
+                # The rebuild carrying the verdict is committed (an earlier one may also move the version).
                 await wait_for(lambda: app.generation.snapshot.health.get((APP, EU)) is False)
                 assert control.rows_version != version
                 assert list(control.rows()) == [service_row(s) for s in control.services()]

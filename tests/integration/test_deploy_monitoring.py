@@ -124,6 +124,7 @@ def test_the_required_alerts_exist() -> None:
         "GslbdPeerStale",
         "GslbdRedisDown",
         "GslbdReloadFailed",
+        "GslbdSafetyRuleBroken",
     ):
         assert required in names
 

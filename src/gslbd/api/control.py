@@ -195,14 +195,16 @@ class Control(Protocol):
         """The service with this absolute, lower-case name ("app.gslb.example.com."), or None."""
         ...
 
-    async def set_admin(self, service: str, address: str, state: AdminState) -> None:
+    async def set_admin(self, service: str, address: str, state: AdminState, force: bool = False) -> None:
         """Set an endpoint's run-time admin state (persisted in the state store) and apply it to the
         answers. `service` is absolute and lower case; `address` as configured (normalized IP text or
-        absolute hostname). Raises KeyError for an unknown service or endpoint."""
+        absolute hostname). Raises KeyError for an unknown service or endpoint, errors.SafetyRefused
+        when the change would break a safety rule and `force` is not set."""
         ...
 
-    async def reload(self) -> list[str]:
-        """Re-read the config file and apply it; returns the error lines (empty = applied)."""
+    async def reload(self, force: bool = False) -> list[str]:
+        """Re-read the config file and apply it; returns the error lines (empty = applied). A config
+        that would break a safety rule is refused (its lines name the rule) unless `force`."""
         ...
 
     def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:

@@ -107,7 +107,27 @@ _SCHEMAS: dict[str, Any] = {
     "AdminRequest": {
         "type": "object",
         "required": ["state"],
-        "properties": {"state": {"enum": [s.value for s in AdminState]}},
+        "properties": {
+            "state": {"enum": [s.value for s in AdminState]},
+            "force": {"type": "boolean", "description": "apply even when it breaks a safety rule (logged)"},
+        },
+    },
+    "SafetyRefusal": {
+        "type": "object",
+        "properties": {
+            "error": {"type": "string"},
+            "rules": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "rule": {"type": "string", "description": "safety[N]"},
+                        "message": {"type": "string"},
+                        "services": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
+        },
     },
     "AdminResult": {
         "type": "object",
@@ -201,6 +221,10 @@ _PATHS: dict[str, Any] = {
                 "400": _error('The body is not JSON like {"state": "up"|"down"|"obey"}.'),
                 **_AUTH_ERRORS,
                 "404": _error("No such service or endpoint."),
+                "409": {
+                    "description": "Refused: it would break a safety rule (named); nothing changed",
+                    "content": _json("SafetyRefusal"),
+                },
                 "503": _error("The state file cannot be written (named with the errno); nothing changed."),
             },
         }
@@ -224,11 +248,20 @@ _PATHS: dict[str, Any] = {
         "post": {
             "summary": "Re-read the config file: a valid one is applied, an invalid one refused",
             "security": [{"bearer": []}],
+            "requestBody": {
+                "required": False,
+                "content": {
+                    "application/json": {
+                        "schema": {"type": "object", "properties": {"force": {"type": "boolean"}}}
+                    }
+                },
+            },
             "responses": {
                 "200": {"description": "Applied", "content": _json("ReloadResult")},
                 **_AUTH_ERRORS,
+                "400": _error('A body that is not JSON like {"force": true}.'),
                 "422": {
-                    "description": "Refused: the old config keeps serving",
+                    "description": "Refused (invalid, or breaking a safety rule): the old config serves",
                     "content": _json("ReloadResult"),
                 },
             },

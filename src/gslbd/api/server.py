@@ -13,8 +13,8 @@
     GET  /api/v1/services/{name}/answer?client=IP[/len]&type=A   what a client gets now, and why
     GET  /api/v1/changes?since=N             the change log (verdicts, admin changes, reloads)
     GET  /api/v1/events                      Server-Sent Events: a `change` event per change
-    PUT  /api/v1/services/{name}/endpoints/{address}/admin   {"state": "up"|"down"|"obey"}
-    POST /api/v1/reload                      re-read the config file
+    PUT  /api/v1/services/{name}/endpoints/{address}/admin   {"state": "up"|"down"|"obey", "force": false}
+    POST /api/v1/reload                      re-read the config file ({"force": true}: past safety rules)
 
 State-changing calls need `Authorization: Bearer <token>` (401 without or with a wrong token). With no
 token configured they are refused with 403: an open admin API is never the default. Errors under
@@ -57,7 +57,7 @@ from gslbd.api.hardening import (
 )
 from gslbd.api.openapi import openapi_document
 from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
-from gslbd.errors import NotPushed, StateError
+from gslbd.errors import NotPushed, SafetyRefused, StateError
 from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.model.config import ListenAddress
 from gslbd.state.store import StateWriteError
@@ -352,9 +352,10 @@ class ApiServer:
         if refused is not None:
             return refused
         name, address = request.match_info["name"], request.match_info["address"]
-        state = await _admin_state_of(request)
-        if isinstance(state, web.Response):
-            return state
+        asked = await _admin_state_of(request)
+        if isinstance(asked, web.Response):
+            return asked
+        state, force = asked
         service = self._find_service(name)
         if service is None:
             return _error(404, f"no service {_absolute(name)}")
@@ -363,9 +364,11 @@ class ApiServer:
         if endpoint is None:
             return _error(404, f"service {service.name} has no endpoint {address}")
         try:
-            await self._control.set_admin(service.name, endpoint.address, state)
+            await self._control.set_admin(service.name, endpoint.address, state, force)
         except KeyError:
             return _error(404, f"service {service.name} has no endpoint {address}")
+        except SafetyRefused as exc:
+            return _refused(exc)
         except StateWriteError as exc:  # logged once by the store; nothing changed
             return _error(503, f"not changed: {exc}", file=str(exc.path), errno=exc.errno)
         except StateError as exc:
@@ -413,14 +416,39 @@ class ApiServer:
         refused = self._authorize(request)
         if refused is not None:
             return refused
-        errors = await self._control.reload()
+        force = await _reload_force(request)
+        if isinstance(force, web.Response):
+            return force
+        errors = await self._control.reload(force)
         if errors:
             return web.json_response({"applied": False, "errors": list(errors)}, status=422)
         return web.json_response({"applied": True, "errors": []})
 
 
-async def _admin_state_of(request: web.Request) -> AdminState | web.Response:
-    """The state asked for in a body like {"state": "down"}, or the 400 response."""
+async def _reload_force(request: web.Request) -> bool | web.Response:
+    """`force` of a reload's optional body {"force": true} (no body: false), or the 400 response."""
+    if not request.body_exists:
+        return False
+    try:
+        body = await json_body(request)
+    except BodyError:
+        body = None
+    force = body.get("force", False) if isinstance(body, dict) else None
+    if not isinstance(force, bool):
+        return _error(400, 'the body, when sent, must be JSON like {"force": true}')
+    return force
+
+
+def _refused(exc: SafetyRefused) -> web.Response:
+    """409: the safety rules the change would break, each named with the services it would break."""
+    rules = [{"rule": b.rule, "message": b.message, "services": list(b.services)} for b in exc.breaches]
+    message = f'not changed: {exc}; send {{"state": ..., "force": true}} to apply it anyway'
+    return web.json_response({"error": message, "rules": rules}, status=409)
+
+
+async def _admin_state_of(request: web.Request) -> tuple[AdminState, bool] | web.Response:
+    """The state (and `force`, default false) asked for in a body like {"state": "down"}, or the 400
+    response."""
     valid = choices(AdminState)
     try:
         body = await json_body(request)
@@ -429,7 +457,10 @@ async def _admin_state_of(request: web.Request) -> AdminState | web.Response:
     value = body.get("state") if isinstance(body, dict) else None
     if not isinstance(value, str):
         return _error(400, f'the body must be JSON like {{"state": "down"}}; valid states: {valid}')
+    force = body.get("force", False)
+    if not isinstance(force, bool):
+        return _error(400, f"force must be true or false, got {force!r}")
     try:
-        return AdminState(value.strip().lower())
+        return AdminState(value.strip().lower()), force
     except ValueError:
         return _error(400, f"unknown state {value!r}; valid states: {valid}")

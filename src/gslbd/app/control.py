@@ -63,11 +63,11 @@ class AppControl:
         svc = self._app.generation.resolved.services.get(name)
         return self._status(svc) if svc is not None else None
 
-    async def set_admin(self, service: str, address: str, state: AdminState) -> None:
-        await self._app.set_admin(service, address, state)
+    async def set_admin(self, service: str, address: str, state: AdminState, force: bool = False) -> None:
+        await self._app.set_admin(service, address, state, force)
 
-    async def reload(self) -> list[str]:
-        return await self._app.reload_file()
+    async def reload(self, force: bool = False) -> list[str]:
+        return await self._app.reload_file(force)
 
     def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
         self._app.push_health(service, address, ok, detail)

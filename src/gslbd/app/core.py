@@ -54,6 +54,7 @@ from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSn
 from gslbd.app.privileges import drop_after_bind
 from gslbd.app.push import PushWatch, is_push
 from gslbd.app.reconcile import endpoint_key, unchanged_keys
+from gslbd.app.safety import SafetyGauges, check_admin, check_reload
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.app.usable import unusable, zone_problems
 from gslbd.app.verdicts import VerdictSaver, seed
@@ -163,6 +164,8 @@ class App:
         self._ready = False
         self._gauges = ServiceGauges()
         self._gauges.update(gen)
+        self._safety = SafetyGauges()
+        self._safety.update(gen)
         self.changes = ChangeRecorder(self.clock)  # the console's change log (app/changes.py)
         self._audit = AuditTask(lambda: self.config, random.Random())  # audit: (its sample, not self.rng's)
         self.control = AppControl(self)
@@ -330,6 +333,7 @@ class App:
             self._resign_handle.cancel()
             self._resign_handle = None
         self._gauges.clear()
+        self._safety.clear()
 
     async def _start_api(self) -> None:
         api = self.config.api
@@ -357,6 +361,7 @@ class App:
         self._generation = generation
         self._front.publish(generation)
         self._gauges.update(generation)
+        self._safety.update(generation)
         self.exchange.after_commit(generation.notify_zones, generation.publication, generation.config)
         self._schedule_fill()
 
@@ -535,10 +540,14 @@ class App:
         )
         self.changes.admin(key, state, "another instance" if by == "cluster" else "api")
 
-    async def set_admin(self, service: str, address: str, state: AdminState) -> EndpointKey:
+    async def set_admin(
+        self, service: str, address: str, state: AdminState, force: bool = False
+    ) -> EndpointKey:
         """Set an endpoint's run-time admin state: stored, then answered before this returns.
-        KeyError for an unknown service or endpoint; StateError when the store cannot keep it."""
+        KeyError for an unknown service or endpoint; StateError when the store cannot keep it;
+        SafetyRefused when it would break a safety rule and is not forced (app/safety.py)."""
         key = endpoint_key(self.config, service, address)
+        check_admin(self._generation, {key: state}, force)
         self.store.save_admin(key, state)
         if self.cluster is not None:  # in Redis (and so at every instance) before this returns
             await self.cluster.flush_admin()
@@ -641,13 +650,13 @@ class App:
             log.exception("following the new configuration failed in part; its answers are served")
         self._rebuild()
 
-    async def reload_file(self) -> list[str]:
+    async def reload_file(self, force: bool = False) -> list[str]:
         """Re-read the config file this instance was started from and apply it, all or nothing.
         Returns the error lines (logged once); an empty list means the new config is answering.
-        Never raises."""
+        A config that would break a safety rule is refused unless `force`. Never raises."""
         path = self.config.source
         try:
-            errors, warnings = await self._load_and_apply(path)
+            errors, warnings = await self._load_and_apply(path, force)
         except Exception as exc:  # a bug: still nothing may reach the event loop
             log.exception("reload of %s failed", path)
             errors, warnings = [f"{path}: reload failed: {exc!r}"], []
@@ -677,7 +686,7 @@ class App:
         self.changes.reload_refused(path, errors)
         return errors
 
-    async def _load_and_apply(self, path: str) -> tuple[list[str], list[str]]:
+    async def _load_and_apply(self, path: str, force: bool = False) -> tuple[list[str], list[str]]:
         """(errors, warnings) of reading, validating, resolving and committing `path`."""
         if path.startswith("<"):
             return [f"{path}: the configuration was not read from a file; there is nothing to reload"], []
@@ -696,6 +705,7 @@ class App:
         except ConfigError as exc:
             return [str(p) for p in exc.problems], warnings
         errors = privilege_problems(config, resolved.probed)
+        errors = errors or check_reload(self._generation, resolved, force)
         if errors:
             return errors, warnings
         return self._apply_config(resolved), warnings

@@ -41,7 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     set_.add_argument(
         "--token", default=None, help=f"the API bearer token (default: the {TOKEN_ENV} environment variable)"
     )
-    set_.set_defaults(run=lambda a: run_admin_set(a.api, a.name, a.address, a.state, a.token))
+    set_.add_argument(
+        "--force", action="store_true", help="apply even when it breaks a safety rule (logged at WARNING)"
+    )
+    set_.set_defaults(run=lambda a: run_admin_set(a.api, a.name, a.address, a.state, a.token, a.force))
 
 
 def _api_option(parser: argparse.ArgumentParser) -> None:
@@ -170,17 +173,22 @@ def run_status(api: str, name: str | None = None) -> int:
     return 0
 
 
-def run_admin_set(api: str, name: str, address: str, state: str, token: str | None) -> int:
+def run_admin_set(
+    api: str, name: str, address: str, state: str, token: str | None, force: bool = False
+) -> int:
     token = token if token is not None else os.environ.get(TOKEN_ENV)
     base = api.rstrip("/")
     q_name, q_address = urllib.parse.quote(name, safe=""), urllib.parse.quote(address, safe="")
     url = f"{base}/api/v1/services/{q_name}/endpoints/{q_address}/admin"
     try:
-        result = _request("PUT", url, {"state": state}, token)
+        body: dict[str, Any] = {"state": state, "force": True} if force else {"state": state}
+        result = _request("PUT", url, body, token)
     except ApiError as exc:
         hint = ""
         if str(exc).startswith("401") and not token:
             hint = f" (give --token or set {TOKEN_ENV})"
+        elif str(exc).startswith("409"):
+            hint = " (gslbd admin set --force applies it anyway)"
         print(f"gslbd admin set: {exc}{hint}", file=sys.stderr)
         return 1
     endpoint = result.get("endpoint") or {}

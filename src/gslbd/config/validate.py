@@ -22,6 +22,7 @@ from gslbd.config.network import (
     read_topology,
 )
 from gslbd.config.run_as import read_run_as
+from gslbd.config.safety import read_safety
 from gslbd.config.service_context import ServiceContext
 from gslbd.config.service_file import ServicesFile, read_services_file
 from gslbd.config.services import locality_lookup, located_item, read_services
@@ -52,6 +53,7 @@ TOP_KEYS = (
     "log",
     "run_as",
     "audit",
+    "safety",
 )
 
 
@@ -247,6 +249,7 @@ def build_config(
     log = read_log(r.sub("log"))
     run_as = read_run_as(r.sub("run_as"))
     audit = read_audit(r.sub("audit"))
+    safety = read_safety(r, [s.name for s in services])
     if rep.failed:
         return None
     config = Config(
@@ -265,6 +268,7 @@ def build_config(
         log=log,
         run_as=run_as,
         audit=audit,
+        safety=safety,
         source=rep.source,
     )
     return with_exchange_cuts(config)  # the exchange zone, an insecure child of each signed zone

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
 from gslbd.model.check import Check
 from gslbd.model.service import Service
@@ -102,6 +103,40 @@ class RunAs:
 
 
 @dataclass(frozen=True, slots=True)
+class SafetyRule:
+    """One item of `safety`: the services whose names match the glob `services` must keep at least
+    `min_sites_up` sites with an answerable endpoint and `min_endpoints_up` answerable endpoints (None:
+    not asked). `index` is its place in the list; `line` where it is written (None: not from a file)."""
+
+    index: int
+    services: str = "*"
+    min_sites_up: int | None = None
+    min_endpoints_up: int | None = None
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The rule's name in messages and in the metric's label: `safety[0]`."""
+        return f"safety[{self.index}]"
+
+    def text(self) -> str:
+        """The rule as written, e.g. `safety[0] (min_sites_up: 2, services: "*")`."""
+        parts = [f"{key}: {value}" for key, value in self.minimums()]
+        parts.append(f'services: "{self.services}"')
+        return f"{self.name} ({', '.join(parts)})"
+
+    def covers(self, service: str) -> bool:
+        """Does the glob match this service name? Absolute or not, case does not matter: "app.*" and
+        "app.*." both cover "app.gslb.example.com."."""
+        return fnmatchcase(service.lower().rstrip("."), self.services.lower().rstrip("."))
+
+    def minimums(self) -> list[tuple[str, int]]:
+        """The minimums asked, as (key, number), sites first."""
+        out = [("min_sites_up", self.min_sites_up), ("min_endpoints_up", self.min_endpoints_up)]
+        return [(key, value) for key, value in out if value is not None]
+
+
+@dataclass(frozen=True, slots=True)
 class RedisConfig:
     url: str
     password: str | None = None
@@ -187,6 +222,7 @@ class Config:
     log: LogConfig = LogConfig()
     run_as: RunAs | None = None
     audit: AuditConfig | None = None  # the periodic audit is off when absent
+    safety: tuple[SafetyRule, ...] = ()
     source: str = field(default="<memory>", compare=False)
 
     def site_info(self, name: str) -> SiteInfo | None:

@@ -130,14 +130,14 @@ class FakeControl:
                 return self._status_of(s)
         return None
 
-    async def set_admin(self, service: str, address: str, state: AdminState) -> None:
+    async def set_admin(self, service: str, address: str, state: AdminState, force: bool = False) -> None:
         for s in self.config_services:
             if s.name == service and any(e.address == address for e in s.endpoints):
                 self.admin[(service, address)] = state
                 return
         raise KeyError((service, address))
 
-    async def reload(self) -> list[str]:
+    async def reload(self, force: bool = False) -> list[str]:
         self.reloads += 1
         return list(self.reload_errors)
 

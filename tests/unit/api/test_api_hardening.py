@@ -205,7 +205,7 @@ def test_a_bug_in_a_handler_is_a_500_json_error_whose_traceback_is_logged(
 ) -> None:
     control = FakeControl()
 
-    async def broken() -> list[str]:
+    async def broken(force: bool = False) -> list[str]:
         raise RuntimeError("a bug")
 
     control.reload = broken  # type: ignore[method-assign]

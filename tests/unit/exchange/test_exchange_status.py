@@ -42,10 +42,10 @@ class PeersControl:
     def service(self, name: str) -> ServiceStatus | None:
         return None
 
-    async def set_admin(self, service: str, address: str, state: AdminState) -> None:
+    async def set_admin(self, service: str, address: str, state: AdminState, force: bool = False) -> None:
         raise KeyError(service)
 
-    async def reload(self) -> list[str]:
+    async def reload(self, force: bool = False) -> list[str]:
         return []
 
     def dns_counters(self) -> DnsCounters:
