@@ -7,7 +7,7 @@
  * fast path (config/fast.py `_service`) and then the located validator decide every other service:
  *
  *   keys    name, policy, failover_order, weights, check, ttl, max_answers, all_down, locality_names,
- *           endpoints (no fallback, zone, https, srv);
+ *           endpoints (no fallback, zone, https, srv or min_healthy: a Service made here has their defaults);
  *   name    an absolute ASCII name (any case) that is a service name of a served zone;
  *   check   `none` or the name of a valid profile;
  *   endpoints  each {address} or {address, site}: an IPv4 address in its normal form or an IPv6 address
@@ -34,10 +34,11 @@ static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kin
                                                      "locality", "weight",  "priority", "check",
                                                      "probe_address", "admin"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
-       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_COUNT };
+       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_COUNT };
 static const char *const SERVICE_FIELDS[S_COUNT] = {
     "name",    "zone",        "label",    "policy",         "failover_order", "weights", "ttl",
-    "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv"};
+    "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv",
+    "min_healthy"};
 
 #define MAX_NAME 254
 #define MAX_LABEL 63
@@ -668,7 +669,8 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         [S_LOCALITY_NAMES] = Py_NewRef(locality_names),
         [S_ENDPOINTS] = Py_NewRef(endpoints),
         [S_HTTPS] = Py_NewRef(Py_None),
-        [S_SRV] = Py_NewRef(Py_None)};
+        [S_SRV] = Py_NewRef(Py_None),
+        [S_MIN_HEALTHY] = Py_NewRef(Py_None)}; /* min_healthy given: the Python fast path reads it */
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
         GIVE_UP(FAILED);

@@ -31,12 +31,13 @@ from types import SimpleNamespace
 from gslbd.config.fields import SITE_NAME, TTL_MAX, Invalid
 from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.makers import EndpointDraft, ServiceDraft, made_endpoint, made_service
+from gslbd.config.min_healthy import min_healthy_value, min_healthy_warning
 from gslbd.config.names import make_name, target_text
 from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
 from gslbd.model.check import Check
-from gslbd.model.service import Endpoint, Service
+from gslbd.model.service import Endpoint, MinHealthy, Service
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
 
@@ -71,8 +72,8 @@ _ADDRESS = attrgetter("address")
 _SITE = attrgetter("site")
 
 FastItem = tuple[Service, tuple[str, ...]]  # a service and the sites it names, in validation order
-# The keys the C reader reads (fallback is left to `_service`).
-_COMMON_KEYS = _SERVICE_KEYS - {"fallback"}
+# The keys the C reader reads (fallback and min_healthy are left to `_service`).
+_COMMON_KEYS = _SERVICE_KEYS - {"fallback", "min_healthy"}
 
 
 class _Slow(Exception):
@@ -394,6 +395,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
     fallback: tuple[str, ...] = ()
     if "fallback" in obj or all_down is AllDown.FALLBACK:
         fallback = _fallback(obj.get("fallback"), all_down)
+    min_healthy = _min_healthy(obj["min_healthy"], endpoints, index) if "min_healthy" in obj else None
     if keys is not None and keys != key_count + (len(weights) if weights else 0):
         raise _SLOW  # the text has more keys than the object: a key given twice
     origin = info.zone.origin
@@ -413,6 +415,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
             tuple(endpoints),
             None,
             None,
+            min_healthy,
         )
     )
     sites = have
@@ -435,6 +438,16 @@ def _fallback(value: object, all_down: AllDown) -> tuple[str, ...]:
     if len(found) > 1 and any(kind is _HOSTNAME for _, kind in found):
         raise _SLOW
     return tuple(dict.fromkeys(address for address, _ in found))
+
+
+def _min_healthy(value: object, endpoints: list[Endpoint], index: FastIndex) -> MinHealthy:
+    try:
+        found = min_healthy_value(value)
+    except Invalid:
+        raise _SLOW from None
+    if min_healthy_warning(found, endpoints, index.peer_sites) is not None:
+        raise _SLOW
+    return found
 
 
 def fast_service(ctx: ServiceContext, obj: dict[str, object], keys: int | None = None) -> FastItem | None:
