@@ -603,3 +603,27 @@ def test_min_healthy_takes_the_python_fast_path_and_the_c_reader_leaves_it(
         assert reader is not None and reader(obj, None) is None
         without = reader({k: v for k, v in obj.items() if k != "min_healthy"}, None)
         assert without is not None and without[0].min_healthy is None
+
+
+def test_a_services_file_reads_min_healthy_and_locates_a_bad_one(tmp_path: Path) -> None:
+    lines = [
+        {"name": "s1.gslb.example.com.", "min_healthy": "50%", "endpoints": [{"address": "192.0.2.1"}]},
+        {"name": "s2.gslb.example.com.", "min_healthy": 1, "endpoints": [{"address": "192.0.2.2"}]},
+        {"name": "s3.gslb.example.com.", "min_healthy": 1.5, "endpoints": [{"address": "192.0.2.3"}]},
+    ]
+    (tmp_path / "services.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    path = tmp_path / "gslbd.yaml"
+    path.write_text(BASE + "services_file: services.jsonl\n", encoding="utf-8")
+    path.chmod(0o600)
+    config, problems = check_config(path)
+    assert config is None
+    assert [str(p) for p in problems if p.severity == "error"] == [
+        f"{tmp_path / 'services.jsonl'}:3: min_healthy: a share must be more than 0 and at most 1, got 1.5; "
+        "give a share (0 < share <= 1, such as 0.5, or a percentage such as '50%') or a count (an integer >= 1)"
+    ]
+    lines.pop()
+    (tmp_path / "services.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    forget()
+    config, problems = check_config(path)
+    assert config is not None and not [p for p in problems if p.severity == "error"]
+    assert [s.min_healthy for s in config.services] == [MinHealthy(share=0.5), MinHealthy(count=1)]
