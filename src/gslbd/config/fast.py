@@ -22,7 +22,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -72,8 +72,8 @@ _ADDRESS = attrgetter("address")
 _SITE = attrgetter("site")
 
 FastItem = tuple[Service, tuple[str, ...]]  # a service and the sites it names, in validation order
-# The keys the C reader reads (fallback and min_healthy are left to `_service`).
-_COMMON_KEYS = _SERVICE_KEYS - {"fallback", "min_healthy"}
+# The keys the C reader reads (fallback is left to `_service`).
+_COMMON_KEYS = _SERVICE_KEYS - {"fallback"}
 
 
 class _Slow(Exception):
@@ -159,6 +159,7 @@ def _reader_spec(ctx: ServiceContext, index: FastIndex) -> SimpleNamespace:
         peer_sites=index.peer_sites,
         can_locate=index.can_locate,
         new_site=partial(_new_site, index.site_of, ctx.site_locality),  # holds neither ctx nor index
+        min_healthy=partial(_min_healthy, index.peer_sites),
         slow=(_Slow, TypeError),
         sites_used=ctx.sites_used,
         checks_used=ctx.checks.used,
@@ -395,7 +396,11 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
     fallback: tuple[str, ...] = ()
     if "fallback" in obj or all_down is AllDown.FALLBACK:
         fallback = _fallback(obj.get("fallback"), all_down)
-    min_healthy = _min_healthy(obj["min_healthy"], endpoints, index) if "min_healthy" in obj else None
+    min_healthy = None
+    if "min_healthy" in obj:
+        min_healthy = _min_healthy(index.peer_sites, obj["min_healthy"], endpoints)
+        if min_healthy is None:
+            raise _SLOW
     if keys is not None and keys != key_count + (len(weights) if weights else 0):
         raise _SLOW  # the text has more keys than the object: a key given twice
     origin = info.zone.origin
@@ -440,14 +445,14 @@ def _fallback(value: object, all_down: AllDown) -> tuple[str, ...]:
     return tuple(dict.fromkeys(address for address, _ in found))
 
 
-def _min_healthy(value: object, endpoints: list[Endpoint], index: FastIndex) -> MinHealthy:
+def _min_healthy(peer_sites: set[str], value: object, endpoints: Collection[Endpoint]) -> MinHealthy | None:
+    """`min_healthy` read by config/min_healthy.py (for `_service` and the C reader), or None when the
+    located validator would report it (an error or a warning): not this path's."""
     try:
         found = min_healthy_value(value)
     except Invalid:
-        raise _SLOW from None
-    if min_healthy_warning(found, endpoints, index.peer_sites) is not None:
-        raise _SLOW
-    return found
+        return None
+    return found if min_healthy_warning(found, endpoints, peer_sites) is None else None
 
 
 def fast_service(ctx: ServiceContext, obj: dict[str, object], keys: int | None = None) -> FastItem | None:
@@ -463,6 +468,9 @@ def fast_service(ctx: ServiceContext, obj: dict[str, object], keys: int | None =
     try:
         return _service(ctx, obj, keys)
     except (_Slow, TypeError):  # TypeError: an unhashable value looked up (a list as a policy)
+        # Each raise of the one _SLOW would add its frames to the traceback this catch leaves on it:
+        # without this, every service the fast path gave up on kept about 2 kB for good.
+        _SLOW.__traceback__ = None
         return None
 
 
