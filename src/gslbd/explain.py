@@ -105,6 +105,11 @@ def service_lines(service: Service) -> list[str]:
         lines.append(f"  weights: {weights or 'none, per-endpoint weight'}")
     if service.fallback:
         lines.append(f"  fallback: {', '.join(service.fallback)}")
+    if service.min_healthy is not None:
+        what = (
+            "up endpoints of the family" if service.min_healthy.count else "of its endpoints of the family up"
+        )
+        lines.append(f"  min_healthy: {service.min_healthy.text} (a site with fewer {what} counts as failed)")
     return lines
 
 

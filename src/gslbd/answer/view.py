@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Protocol
 
+from gslbd.answer.min_healthy import above_threshold
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
@@ -257,14 +258,20 @@ def service_outcome(
     snapshot: Snapshot,
     env: PolicyEnv,
 ) -> Outcome:
-    """The outcome of one service for one type: the policy over healthy candidates, or all_down."""
+    """The outcome of one service for one type: the policy over healthy candidates (those of the sites at
+    or above `min_healthy`, when it is set), or all_down."""
     family = family_candidates(endpoints, rtype)
     if not family:
         return Negative(Rcode.NOERROR, f"{service.name} has no {rtype} endpoints")
     healthy = tuple(e for e in family if effective_up(e, snapshot))
     if healthy:
+        reason = _healthy_of(len(healthy), len(family))
+        if service.min_healthy is not None:  # answer/min_healthy.py: the sites below it count as failed
+            configured = family_candidates(service.endpoints, rtype)
+            healthy, why = above_threshold(service, family, healthy, configured)
+            reason = f"{reason}; {why}" if why else reason
         plan = get_policy(service.policy).plan(healthy, service, env)
-        return Dynamic(service, rtype, plan, _healthy_of(len(healthy), len(family)))
+        return Dynamic(service, rtype, plan, reason)
     return all_down_outcome(service, rtype, family, snapshot, env)
 
 

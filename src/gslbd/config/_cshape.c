@@ -7,7 +7,8 @@
  * fast path (config/fast.py `_service`) and then the located validator decide every other service:
  *
  *   keys    name, policy, failover_order, weights, check, ttl, max_answers, all_down, locality_names,
- *           endpoints (no fallback, zone, https, srv);
+ *           endpoints, min_healthy (read by config/min_healthy.py through the spec's `min_healthy`);
+ *           no fallback, zone, https or srv: a Service made here has their defaults;
  *   name    an absolute ASCII name (any case) that is a service name of a served zone;
  *   check   `none` or the name of a valid profile;
  *   endpoints  each {address} or {address, site}: an IPv4 address in its normal form or an IPv6 address
@@ -34,10 +35,11 @@ static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kin
                                                      "locality", "weight",  "priority", "check",
                                                      "probe_address", "admin"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
-       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_COUNT };
+       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_COUNT };
 static const char *const SERVICE_FIELDS[S_COUNT] = {
     "name",    "zone",        "label",    "policy",         "failover_order", "weights", "ttl",
-    "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv"};
+    "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv",
+    "min_healthy"};
 
 #define MAX_NAME 254
 #define MAX_LABEL 63
@@ -62,12 +64,13 @@ typedef struct {
     PyObject *peer_sites;                    /* set */
     int can_locate;
     PyObject *new_site;                      /* callable: site -> (site, Locality), raises `slow` */
+    PyObject *min_healthy;                   /* callable: (value, endpoints) -> MinHealthy, None: not here */
     PyObject *slow;                          /* exception classes that mean "not this path" */
     PyObject *sites_used;                    /* dict, the context's sites used (first-seen order) */
     PyObject *checks_used;                   /* set, the context's check profiles used */
     /* interned keys and constants */
     PyObject *k_name, *k_policy, *k_order, *k_weights, *k_check, *k_ttl, *k_max, *k_all_down,
-        *k_locality_names, *k_endpoints, *k_address, *k_site, *k_zone, *k_origin, *k_owners, *k_region,
+        *k_min_healthy, *k_locality_names, *k_endpoints, *k_address, *k_site, *k_zone, *k_origin, *k_owners, *k_region,
         *round_robin, *serve_all, *none_text, *one, *zero, *eight, *empty;
 } Reader;
 
@@ -133,8 +136,9 @@ static int attr(PyObject *spec, const char *name, PyObject **out) {
 #define READER_FIELDS(X)                                                                                 \
     X(service_type) X(endpoint_type) X(keys) X(policies) X(all_downs) X(failover) X(weighted) X(geo)      \
     X(fallback) X(ipv4) X(ipv6) X(obey) X(reserved) X(served) X(profiles) X(site_of) X(here)              \
-    X(peer_sites) X(new_site) X(slow) X(sites_used) X(checks_used) X(k_name) X(k_policy) X(k_order)       \
-    X(k_weights) X(k_check) X(k_ttl) X(k_max) X(k_all_down) X(k_locality_names) X(k_endpoints)            \
+    X(peer_sites) X(new_site) X(min_healthy) X(slow) X(sites_used) X(checks_used) X(k_name) X(k_policy)   \
+    X(k_order) X(k_weights) X(k_check) X(k_ttl) X(k_max) X(k_all_down) X(k_min_healthy) X(k_locality_names) \
+    X(k_endpoints)                                                                                       \
     X(k_address) X(k_site) X(k_zone) X(k_origin) X(k_owners) X(k_region) X(round_robin) X(serve_all)      \
     X(none_text) X(one) X(zero) X(eight) X(empty)
 
@@ -183,6 +187,7 @@ static int reader_init(Reader *r, PyObject *args, PyObject *kwargs) {
         attr(spec, "served", &r->served) || attr(spec, "profiles", &r->profiles) ||
         attr(spec, "site_of", &r->site_of) || attr(spec, "here", &r->here) ||
         attr(spec, "peer_sites", &r->peer_sites) || attr(spec, "new_site", &r->new_site) ||
+        attr(spec, "min_healthy", &r->min_healthy) ||
         attr(spec, "slow", &r->slow) || attr(spec, "sites_used", &r->sites_used) ||
         attr(spec, "checks_used", &r->checks_used))
         return -1;
@@ -213,6 +218,7 @@ static int reader_init(Reader *r, PyObject *args, PyObject *kwargs) {
         return -1;
     KEY(k_name, "name") KEY(k_policy, "policy") KEY(k_order, "failover_order") KEY(k_weights, "weights")
     KEY(k_check, "check") KEY(k_ttl, "ttl") KEY(k_max, "max_answers") KEY(k_all_down, "all_down")
+    KEY(k_min_healthy, "min_healthy")
     KEY(k_locality_names, "locality_names") KEY(k_endpoints, "endpoints") KEY(k_address, "address")
     KEY(k_site, "site") KEY(k_zone, "zone") KEY(k_origin, "origin") KEY(k_owners, "owners")
     KEY(k_region, "region") KEY(round_robin, "round_robin") KEY(serve_all, "serve_all")
@@ -641,10 +647,22 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         GIVE_UP(NOT_HERE);
     if (PyErr_Occurred())
         GIVE_UP(FAILED);
+    PyObject *min_healthy = NULL; /* a new reference, or NULL: not given */
+    if ((value = GET(obj, r->k_min_healthy)) != NULL) {
+        if ((min_healthy = PyObject_CallFunctionObjArgs(r->min_healthy, value, endpoints, NULL)) == NULL)
+            GIVE_UP(not_here_or_failed(r));
+        if (min_healthy == Py_None) { /* an error or a warning of the located validator */
+            Py_DECREF(min_healthy);
+            GIVE_UP(NOT_HERE);
+        }
+    } else if (PyErr_Occurred())
+        GIVE_UP(FAILED);
     PyObject *zone_ttl = NULL;
     if (ttl == NULL) {
-        if ((zone_ttl = PyObject_GetAttr(zone, r->k_ttl)) == NULL)
+        if ((zone_ttl = PyObject_GetAttr(zone, r->k_ttl)) == NULL) {
+            Py_XDECREF(min_healthy);
             GIVE_UP(FAILED);
+        }
         ttl = zone_ttl;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(name), origin_len = PyUnicode_GET_LENGTH(origin);
@@ -652,6 +670,7 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
     PyObject *label = PyUnicode_Substring(name, 0, root ? n - 1 : n - origin_len - 1);
     if (label == NULL) {
         Py_XDECREF(zone_ttl);
+        Py_XDECREF(min_healthy);
         GIVE_UP(FAILED);
     }
     PyObject *values[S_COUNT] = {
@@ -668,7 +687,8 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         [S_LOCALITY_NAMES] = Py_NewRef(locality_names),
         [S_ENDPOINTS] = Py_NewRef(endpoints),
         [S_HTTPS] = Py_NewRef(Py_None),
-        [S_SRV] = Py_NewRef(Py_None)};
+        [S_SRV] = Py_NewRef(Py_None),
+        [S_MIN_HEALTHY] = min_healthy != NULL ? min_healthy : Py_NewRef(Py_None)};
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
         GIVE_UP(FAILED);

@@ -22,7 +22,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -31,12 +31,13 @@ from types import SimpleNamespace
 from gslbd.config.fields import SITE_NAME, TTL_MAX, Invalid
 from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.makers import EndpointDraft, ServiceDraft, made_endpoint, made_service
+from gslbd.config.min_healthy import min_healthy_value, min_healthy_warning
 from gslbd.config.names import make_name, target_text
 from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
 from gslbd.model.check import Check
-from gslbd.model.service import Endpoint, Service
+from gslbd.model.service import Endpoint, MinHealthy, Service
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
 
@@ -158,6 +159,7 @@ def _reader_spec(ctx: ServiceContext, index: FastIndex) -> SimpleNamespace:
         peer_sites=index.peer_sites,
         can_locate=index.can_locate,
         new_site=partial(_new_site, index.site_of, ctx.site_locality),  # holds neither ctx nor index
+        min_healthy=partial(_min_healthy, index.peer_sites),
         slow=(_Slow, TypeError),
         sites_used=ctx.sites_used,
         checks_used=ctx.checks.used,
@@ -394,6 +396,11 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
     fallback: tuple[str, ...] = ()
     if "fallback" in obj or all_down is AllDown.FALLBACK:
         fallback = _fallback(obj.get("fallback"), all_down)
+    min_healthy = None
+    if "min_healthy" in obj:
+        min_healthy = _min_healthy(index.peer_sites, obj["min_healthy"], endpoints)
+        if min_healthy is None:
+            raise _SLOW
     if keys is not None and keys != key_count + (len(weights) if weights else 0):
         raise _SLOW  # the text has more keys than the object: a key given twice
     origin = info.zone.origin
@@ -413,6 +420,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
             tuple(endpoints),
             None,
             None,
+            min_healthy,
         )
     )
     sites = have
@@ -437,6 +445,16 @@ def _fallback(value: object, all_down: AllDown) -> tuple[str, ...]:
     return tuple(dict.fromkeys(address for address, _ in found))
 
 
+def _min_healthy(peer_sites: set[str], value: object, endpoints: Collection[Endpoint]) -> MinHealthy | None:
+    """`min_healthy` read by config/min_healthy.py (for `_service` and the C reader), or None when the
+    located validator would report it (an error or a warning): not this path's."""
+    try:
+        found = min_healthy_value(value)
+    except Invalid:
+        return None
+    return found if min_healthy_warning(found, endpoints, peer_sites) is None else None
+
+
 def fast_service(ctx: ServiceContext, obj: dict[str, object], keys: int | None = None) -> FastItem | None:
     """The service `obj` gives and the sites it names, or None when it must be validated the located
     way (nothing is changed then). `keys`: how many keys the text of `obj` has at least, when duplicate
@@ -450,6 +468,9 @@ def fast_service(ctx: ServiceContext, obj: dict[str, object], keys: int | None =
     try:
         return _service(ctx, obj, keys)
     except (_Slow, TypeError):  # TypeError: an unhashable value looked up (a list as a policy)
+        # Each raise of the one _SLOW would add its frames to the traceback this catch leaves on it:
+        # without this, every service the fast path gave up on kept about 2 kB for good.
+        _SLOW.__traceback__ = None
         return None
 
 

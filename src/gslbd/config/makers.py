@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from gslbd.model.check import Check
-from gslbd.model.service import Endpoint, Service
+from gslbd.model.service import Endpoint, MinHealthy, Service
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
 
@@ -45,6 +45,7 @@ _SERVICE_FIELDS = (
     "endpoints",
     "https",
     "srv",
+    "min_healthy",
 )
 
 
@@ -101,6 +102,7 @@ class ServiceDraft:
         endpoints: tuple[Endpoint, ...],
         https: None,
         srv: None,
+        min_healthy: MinHealthy | None,
     ) -> None:
         self.name = name
         self.zone = zone
@@ -116,6 +118,7 @@ class ServiceDraft:
         self.endpoints = endpoints
         self.https = https
         self.srv = srv
+        self.min_healthy = min_healthy
 
 
 def _same_layout(kind: type, draft: type) -> None:

@@ -17,5 +17,6 @@ SERVICE_KEYS = (
     "endpoints",
     "https",
     "srv",
+    "min_healthy",
 )
 ENDPOINT_KEYS = ("address", "site", "locality", "weight", "priority", "check", "probe_address", "admin")

@@ -15,11 +15,13 @@ from gslbd.config.fields import (
     enum,
     integer,
     join,
+    scalar,
     site_name,
     string,
     ttl,
 )
 from gslbd.config.loader import Map, Node, Scalar, Seq
+from gslbd.config.min_healthy import min_healthy_value, min_healthy_warning
 from gslbd.config.names import in_zone, ip_address, make_name, origin_name, relative_to, target
 from gslbd.config.network import opt_locality
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
@@ -27,7 +29,7 @@ from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.yaml_fast import FastServices, Known
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
-from gslbd.model.service import Endpoint, HttpsRecord, Service, SrvRecord
+from gslbd.model.service import Endpoint, HttpsRecord, MinHealthy, Service, SrvRecord
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
 
@@ -187,6 +189,10 @@ def _site_warnings(
         r.warn("locality_names", "no endpoint has a region, so no locality names are made")
     if service.policy is PolicyName.GEO and not ctx.can_locate:
         r.warn("policy", "geo policy, but topology has no networks and no geoip database to locate clients")
+    if service.min_healthy is not None:
+        why = min_healthy_warning(service.min_healthy, service.endpoints, ctx.peer_sites)
+        if why is not None:
+            r.warn("min_healthy", why)
     if not service.endpoints and not ctx.peer_sites:
         r.rep.warn(r.line, r.at("endpoints"), "the service has no endpoints")
 
@@ -225,6 +231,7 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         endpoints=tuple(_read_endpoints(ctx, r, fqdn, default_check)),
         https=_https(r.sub("https")),
         srv=_srv(r.sub("srv"), fqdn, info.zone.origin if info is not None else None),
+        min_healthy=r.opt("min_healthy", _min_healthy),
     )
     if service.https is not None and any(e.kind is EndpointKind.HOSTNAME for e in service.endpoints):
         r.error("https", "an HTTPS record needs address endpoints (a hostname endpoint is a CNAME)")
@@ -232,6 +239,10 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         r.error("locality_names", "a wildcard service has no locality names")
     _site_warnings(ctx, r, service, order)
     return service if ok else None
+
+
+def _min_healthy(node: Node) -> MinHealthy:
+    return min_healthy_value(scalar(node, "a share or a count"))
 
 
 _ALPN = re.compile(r"[\x21-\x7e]{1,255}\Z")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gslbd.model.check import Check
@@ -63,6 +64,27 @@ class SrvRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class MinHealthy:
+    """`services[].min_healthy`: how many of a site's endpoints of one address family must be up for the
+    site to count as up (gdnsd multifo's up_thresh): `count` of them when it is not 0, else a `share`
+    (0 < share <= 1) of them, rounded up. A site below it counts as failed (answer/min_healthy.py)."""
+
+    count: int = 0
+    share: float = 0.0
+
+    def needed(self, total: int) -> int:
+        """How many of `total` endpoints must be up (at least 1)."""
+        if self.count:
+            return self.count
+        return max(1, math.ceil(round(self.share * total, 9)))  # 0.1 * 30 is 3.0000000000000004
+
+    @property
+    def text(self) -> str:
+        """As configured: a count ("2") or a share as a percentage ("50%")."""
+        return str(self.count) if self.count else f"{self.share * 100:g}%"
+
+
+@dataclass(frozen=True, slots=True)
 class Service:
     """A load-balanced name. `name` is absolute and lower case; `zone` is the origin holding it;
     `label` is the name relative to the zone ("app" for app.gslb.example.com. in gslb.example.com.)."""
@@ -81,6 +103,7 @@ class Service:
     endpoints: tuple[Endpoint, ...] = ()
     https: HttpsRecord | None = None
     srv: SrvRecord | None = None
+    min_healthy: MinHealthy | None = None
 
     @property
     def wildcard(self) -> bool:

@@ -348,6 +348,27 @@ INVALID: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "min_healthy: a share above 1, a zero count, a bad percentage, a boolean",
+        ZONE + "services:\n"
+        "  - {name: a, min_healthy: 1.5, endpoints: [{address: 192.0.2.1}]}\n"
+        "  - {name: b, min_healthy: 0, endpoints: [{address: 192.0.2.1}]}\n"
+        "  - {name: c, min_healthy: 150%, endpoints: [{address: 192.0.2.1}]}\n"
+        "  - {name: d, min_healthy: half, endpoints: [{address: 192.0.2.1}]}\n"
+        "  - {name: e, min_healthy: true, endpoints: [{address: 192.0.2.1}]}\n",
+        [
+            "c.yaml:5: services[0].min_healthy: a share must be more than 0 and at most 1, got 1.5; give a "
+            "share (0 < share <= 1, such as 0.5, or a percentage such as '50%') or a count (an integer >= 1)",
+            "c.yaml:6: services[1].min_healthy: a count must be at least 1, got 0; give a share "
+            "(0 < share <= 1, such as 0.5, or a percentage such as '50%') or a count (an integer >= 1)",
+            "c.yaml:7: services[2].min_healthy: a percentage must be more than 0% and at most 100%, "
+            "got '150%'",
+            "c.yaml:8: services[3].min_healthy: expected a share or a count, got the string 'half'; give a "
+            "share (0 < share <= 1, such as 0.5, or a percentage such as '50%') or a count (an integer >= 1)",
+            "c.yaml:9: services[4].min_healthy: expected a share or a count, got true; give a share "
+            "(0 < share <= 1, such as 0.5, or a percentage such as '50%') or a count (an integer >= 1)",
+        ],
+    ),
+    (
         "a configuration that is not a mapping",
         "- zones\n",
         ["c.yaml:1: the configuration must be a mapping of sections, got a list"],

@@ -26,6 +26,7 @@ from gslbd.model import (
     Topology,
 )
 from gslbd.model.config import LogConfig
+from gslbd.model.service import MinHealthy
 from gslbd.types import (
     AdminState,
     AllDown,
@@ -148,6 +149,7 @@ def test_full_example_failover_service() -> None:
     assert app.failover_order == ("eu", "us")
     assert (app.weights, app.ttl, app.max_answers) == (None, 30, 8)
     assert (app.all_down, app.fallback, app.locality_names) == (AllDown.SERVE_ALL, (), False)
+    assert app.min_healthy == MinHealthy(share=0.5)
     first, second = app.endpoints
     assert first.key == ("app.gslb.example.com.", "192.0.2.10")
     assert (first.kind, first.site, first.locality) == (EndpointKind.IPV4, "eu", EU)
@@ -218,6 +220,7 @@ def test_minimal_config_gets_every_documented_default() -> None:
     assert (app.policy, app.failover_order, app.weights) == (PolicyName.ROUND_ROBIN, (), None)
     assert (app.ttl, app.max_answers, app.all_down, app.fallback) == (30, 8, AllDown.SERVE_ALL, ())
     assert app.locality_names is False
+    assert app.min_healthy is None
     (endpoint,) = app.endpoints
     assert (endpoint.site, endpoint.locality, endpoint.weight, endpoint.priority) == (
         "local",

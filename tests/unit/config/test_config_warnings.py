@@ -84,6 +84,16 @@ WARNINGS: list[tuple[str, str, list[str]]] = [
         ["c.yaml:6: sites.eu.locality: differs from site.locality, which wins for this site ('eu')"],
     ),
     (
+        "a min_healthy count larger than every site's endpoints",
+        ZONE + "services:\n  - name: app\n    min_healthy: 3\n"
+        "    endpoints: [{address: 192.0.2.1, site: eu}, {address: 192.0.2.2, site: eu}, "
+        "{address: 192.0.2.3, site: us}]\n",
+        [
+            "c.yaml:6: services[0].min_healthy: min_healthy 3 is more than any site has endpoints (at most "
+            "2): every site counts as below it, so every healthy endpoint is answered"
+        ],
+    ),
+    (
         "peers without sites",
         ZONE + "peers: {interval: 5s}\n",
         ["c.yaml:4: peers.sites: no peer sites: the exchange has nothing to poll"],

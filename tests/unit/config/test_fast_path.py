@@ -32,7 +32,7 @@ from gslbd.config.service_file import forget, sites_named
 from gslbd.config.yaml_fast import FastServices
 from gslbd.errors import Problem
 from gslbd.model.config import Config
-from gslbd.model.service import Service
+from gslbd.model.service import MinHealthy, Service
 
 BASE = """\
 site: {name: eu, locality: {region: europe-west1}}
@@ -163,6 +163,9 @@ def service_objects(draw: st.DrawFn) -> dict[str, Any]:
         "all_down": st.sampled_from(["serve_all", "nxdomain", "servfail", "nodata"]),
         "locality_names": st.booleans(),
         "check": st.sampled_from(["none", "web"]),
+        "min_healthy": st.one_of(
+            st.integers(1, 6), st.sampled_from([0.5, 1.0, 0.34, "50%", "100%", " 25 %"])
+        ),
     }
     for key, values in optional.items():
         if draw(st.integers(0, 3)) == 0:
@@ -191,6 +194,9 @@ def service_objects(draw: st.DrawFn) -> dict[str, Any]:
         ),
         "locality_names": st.sampled_from(["yes", None, True]),
         "check": BAD_CHECKS,
+        "min_healthy": st.sampled_from(
+            [0, -1, 1.5, 0.0, 2.0, "0%", "150%", "x%", "half", "2", True, None, [1]]
+        ),
         "zone": st.sampled_from(["gslb.example.com.", "deep.gslb.example.com", "nope."]),
         "https": st.just({"alpn": ["h2"]}),
         "srv": st.just({"name": "_http._tcp", "port": 443}),
@@ -406,6 +412,12 @@ TO_DEFER = [
     ),
     ({"endpoints": [{"address": "192.0.2.1", "check": "nope"}]}, BASE, "unknown check profile 'nope'"),
     ({"endpoints": [{"address": "192.0.2.1", "weight": True}]}, BASE, "expected an integer, got true"),
+    ({"min_healthy": 1.5, "endpoints": EP}, BASE, "a share must be more than 0 and at most 1, got 1.5"),
+    (
+        {"min_healthy": 2, "endpoints": EP},
+        BASE,
+        "min_healthy 2 is more than any site has endpoints (at most 1)",
+    ),
     ({"ttl": "5m", "endpoints": EP}, BASE, None),  # valid, but a duration the fast path leaves to the other
 ]
 
@@ -569,3 +581,60 @@ def test_a_reload_keeps_the_very_objects_of_unchanged_lines(tmp_path: Path) -> N
     kept = [a is b for a, b in zip(first.services, second.services, strict=True)]
     assert kept == [True, True, False, True, True]
     assert second.services[2].endpoints[0].address == "192.0.2.99"
+
+
+@pytest.mark.parametrize(
+    ("given", "made"),
+    [(2, MinHealthy(count=2)), (0.5, MinHealthy(share=0.5)), ("50%", MinHealthy(share=0.5))],
+)
+def test_min_healthy_takes_the_fast_path_in_python_and_in_c(given: object, made: MinHealthy) -> None:
+    obj: dict[str, Any] = {
+        "name": "s1.gslb.example.com.",
+        "min_healthy": given,
+        "endpoints": [{"address": "10.10.0.1", "site": "eu"}, {"address": "10.10.0.2", "site": "eu"}],
+    }
+    found = fast_service(context(), obj)
+    assert found is not None and found[0].min_healthy == made
+    assert found[0] == located(context(), obj)[0]
+    if fastpath.native_reader():
+        reader = fastpath._index(context()).common
+        assert reader is not None and reader(obj, None) == found
+        without = reader({k: v for k, v in obj.items() if k != "min_healthy"}, None)
+        assert without is not None and without[0].min_healthy is None
+        # what the located validator reports (an error, a warning) the C reader leaves to it
+        assert reader({**obj, "min_healthy": 1.5}, None) is None
+        assert reader({**obj, "min_healthy": 3}, None) is None
+
+
+def test_a_services_file_reads_min_healthy_and_locates_a_bad_one(tmp_path: Path) -> None:
+    lines = [
+        {"name": "s1.gslb.example.com.", "min_healthy": "50%", "endpoints": [{"address": "192.0.2.1"}]},
+        {"name": "s2.gslb.example.com.", "min_healthy": 1, "endpoints": [{"address": "192.0.2.2"}]},
+        {"name": "s3.gslb.example.com.", "min_healthy": 1.5, "endpoints": [{"address": "192.0.2.3"}]},
+    ]
+    (tmp_path / "services.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    path = tmp_path / "gslbd.yaml"
+    path.write_text(BASE + "services_file: services.jsonl\n", encoding="utf-8")
+    path.chmod(0o600)
+    config, problems = check_config(path)
+    assert config is None
+    assert [str(p) for p in problems if p.severity == "error"] == [
+        f"{tmp_path / 'services.jsonl'}:3: min_healthy: a share must be more than 0 and at most 1, "
+        "got 1.5; give a share (0 < share <= 1, such as 0.5, or a percentage such as '50%') or a count "
+        "(an integer >= 1)"
+    ]
+    lines.pop()
+    (tmp_path / "services.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    forget()
+    config, problems = check_config(path)
+    assert config is not None and not [p for p in problems if p.severity == "error"]
+    assert [s.min_healthy for s in config.services] == [MinHealthy(share=0.5), MinHealthy(count=1)]
+
+
+def test_giving_up_keeps_no_traceback_on_the_shared_exception() -> None:
+    """The fast path raises one _Slow instance; a traceback left on it grows with every raise (a leak of
+    about 2 kB per service given up on)."""
+    obj = {"name": "s1.gslb.example.com.", "fallback": ["192.0.2.9"], "endpoints": [{"address": "192.0.2.1"}]}
+    for _ in range(3):
+        assert fast_service(context(), obj) is None
+    assert fastpath._SLOW.__traceback__ is None
