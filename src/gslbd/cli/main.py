@@ -28,6 +28,7 @@ _REGISTERED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("gslbd.cli.delegation", "register", ("delegation",)),
     ("gslbd.cli.dnssec", "register", ("dnssec",)),
     ("gslbd.cli.importer", "register", ("import",)),
+    ("gslbd.cli.whatif", "register", ("whatif",)),
 )
 
 

@@ -1,0 +1,116 @@
+"""Replaying a dnstap capture through two generations, offline (`gslbd whatif`).
+
+    Replayer(config, admin, seed)      the generation a server would build from `config` with these
+                                       run-time admin states (no verdicts: every endpoint as at start),
+                                       answering through the server's own Responder, in process
+    replay(queries, current, candidate) -> [Replayed]   whatif_report.compare makes the figures
+    admin_overrides(config, changes)   the admin states a list of `--admin` changes sets, in order
+
+No socket is opened and no probe runs. Every query is answered by both generations with the same
+random draws (a generator seeded from `seed` and the query's position), so a service the change does
+not touch answers both the same; rate limiting and cookies (dns.rrl, dns.cookies) are not replayed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+
+import dns.exception
+import dns.message
+import dns.rdatatype
+
+from gslbd.app.generation import GenerationBuilder, resolve
+from gslbd.app.whatif_report import DROPPED, Answer, Replayed, client_network
+from gslbd.model.config import Config
+from gslbd.model.selector import AdminChange
+from gslbd.model.service import EndpointKey
+from gslbd.server.dnstap.capture import TapQuery
+from gslbd.state.book import HealthBook
+from gslbd.types import AdminState
+from gslbd.wire import Responder
+
+_ENDPOINT_TYPES = {dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.CNAME}
+# SOA serials of zones without one come from the clock: both generations get the same.
+_WALL = 1_700_000_000.0
+
+
+class SelectorMatchesNothing(ValueError):
+    pass
+
+
+def admin_overrides(config: Config, changes: Sequence[AdminChange]) -> dict[EndpointKey, AdminState]:
+    """Every endpoint's admin state after `changes`, applied in order (a later change wins).
+    SelectorMatchesNothing naming the first change that selects no endpoint of `config`."""
+    out: dict[EndpointKey, AdminState] = {}
+    for change in changes:
+        keys = [e.key for s in config.services for e in s.endpoints if change.selector.matches(e)]
+        if not keys:
+            raise SelectorMatchesNothing(
+                f"--admin '{change.selector.text()} {change.state.value}' "
+                "selects no endpoint of the candidate config"
+            )
+        out.update((key, change.state) for key in keys)
+    return out
+
+
+class Replayer:
+    def __init__(self, config: Config, admin: Mapping[EndpointKey, AdminState], seed: int) -> None:
+        resolved = resolve(config, random.Random(seed), wall=_WALL)
+        generation = GenerationBuilder().first(resolved, HealthBook(dict(admin)).snapshot())
+        self._seed = seed
+        self._responder = Responder(generation.table, generation.view, random.Random(seed), native=False)
+        self._responder.guard = None
+        self.services = frozenset(s.name for s in config.services)
+        self._sites: dict[tuple[str, str], str] = {}
+        self._address_sites: dict[str, str] = {}
+        for service in config.services:
+            for endpoint in service.endpoints:
+                self._sites[endpoint.key] = endpoint.site
+                self._address_sites.setdefault(endpoint.address, endpoint.site)
+
+    def answer(self, query: TapQuery, position: int) -> Answer:
+        self._responder.rng = random.Random(self._seed * 1_000_003 + position)
+        out = self._responder.handle(query.message, query.ip, query.v6, query.tcp)
+        if out is None:
+            return Answer(DROPPED, frozenset())
+        try:
+            response = dns.message.from_wire(out, ignore_trailing=True)
+        except dns.exception.DNSException:
+            return Answer(DROPPED, frozenset())
+        records: set[tuple[str, str, str]] = set()
+        sites: list[str] = []
+        for rrset in response.answer:
+            owner = rrset.name.to_text().lower()
+            for rdata in rrset:
+                data = rdata.to_text().lower()
+                records.add((owner, dns.rdatatype.to_text(rrset.rdtype), data))
+                if rrset.rdtype in _ENDPOINT_TYPES:
+                    site = self._sites.get((owner, data), self._address_sites.get(data))
+                    if site is not None:
+                        sites.append(site)
+        return Answer(response.rcode(), frozenset(records), tuple(sorted(sites)))
+
+
+def _question(query: TapQuery) -> str | None:
+    try:
+        message = dns.message.from_wire(query.message, ignore_trailing=True)
+    except dns.exception.DNSException:
+        return None
+    return message.question[0].name.to_text().lower() if message.question else None
+
+
+def replay(queries: Iterable[TapQuery], current: Replayer, candidate: Replayer) -> list[Replayed]:
+    services = current.services | candidate.services
+    out: list[Replayed] = []
+    for position, query in enumerate(queries):
+        name = _question(query)
+        out.append(
+            Replayed(
+                network=client_network(query.ip, query.v6),
+                service=name if name in services else None,
+                before=current.answer(query, position),
+                after=candidate.answer(query, position),
+            )
+        )
+    return out

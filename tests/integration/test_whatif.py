@@ -1,0 +1,127 @@
+"""`gslbd whatif` on a capture gslbd wrote itself: gslbd serves with log.dnstap to a file (read back by
+Debian's own dnstap reader, `dnstap -r`), clients of two sites' networks ask, gslbd stops; then
+`gslbd whatif` replays the file through the config and a candidate (an admin change, an endpoint
+removed) and its figures are checked exactly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import dns.message
+import dns.query
+import dns.rdatatype
+import pytest
+from gslbd_harness import gslbd_command, running_gslbd
+from health_app_support import wait_until
+
+ZONE = "gslb.example.com."
+GEO, US_ONLY = f"geo.{ZONE}", f"usonly.{ZONE}"
+EU_CLIENT, US_CLIENT = "127.0.1.5", "127.0.2.5"  # in the topology networks of eu and us
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("dnstap") is None, reason="dnstap is not installed (scripts/test installs it)"
+)
+
+
+def config(*, dnstap: Path | None = None, us_geo: bool = True) -> str:
+    us = "{address: 198.51.100.30, site: us}" if us_geo else ""
+    log = f"log: {{dnstap: {{file: {dnstap}, queries: true, responses: false}}}}" if dnstap else ""
+    return f"""
+version: 1
+site: {{name: eu}}
+dns: {{listen: @LISTEN@, lame_duck: 0s}}
+zones: [{{origin: {ZONE}, nameservers: [{{name: ns1.{ZONE}, address: 127.0.0.1}}]}}]
+sites: {{eu: {{}}, us: {{}}}}
+topology:
+  networks: [{{cidr: 127.0.1.0/24, site: eu}}, {{cidr: 127.0.2.0/24, site: us}}]
+services:
+  - {{name: {GEO}, policy: geo, check: none, endpoints: [{{address: 192.0.2.30, site: eu}}, {us}]}}
+  - {{name: {US_ONLY}, check: none, endpoints: [{{address: 198.51.100.60, site: us}}]}}
+{log}
+"""
+
+
+def logged_sources(capture: Path) -> list[str]:
+    """The client address of every query in the capture, as Debian's reader reads the file."""
+    out = subprocess.run(
+        ["dnstap", "-r", str(capture), "-j"], check=True, capture_output=True, text=True
+    ).stdout
+    return [json.loads(line)["message"]["query_address"] for line in out.splitlines() if line]
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The capture file and how many queries in it came from the harness (its SOA checks, 127.0.0.1)."""
+    tmp = tmp_path_factory.mktemp("whatif")
+    capture = tmp / "queries.dnstap"
+    asked = [(EU_CLIENT, GEO)] * 3 + [(US_CLIENT, GEO)] * 2 + [(EU_CLIENT, US_ONLY), (US_CLIENT, US_ONLY)]
+    with running_gslbd(tmp, config(dnstap=capture), zone=ZONE) as server:
+        for source, name in asked:
+            query = dns.message.make_query(name, dns.rdatatype.A)
+            dns.query.udp(query, server.host, port=server.port, source=source, timeout=3)
+        mine = {EU_CLIENT, US_CLIENT}
+        wait_until(lambda: len([s for s in logged_sources(capture) if s in mine]) == 7)
+        assert server.stop() == 0  # the writer ends the file with STOP
+    sources = logged_sources(capture)
+    assert set(sources) == {"127.0.0.1", EU_CLIENT, US_CLIENT}
+    return capture, sources.count("127.0.0.1")
+
+
+def run_whatif(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        gslbd_command("whatif", *args), capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def whatif(tmp_path: Path, capture: Path, *args: str, candidate: str | None = None) -> str:
+    path = tmp_path / "candidate.yaml"
+    path.write_text((candidate or config()).replace("@LISTEN@", '["127.0.0.1:1"]'))
+    current = tmp_path / "current.yaml"
+    current.write_text(config().replace("@LISTEN@", '["127.0.0.1:1"]'))
+    done = run_whatif("--dnstap", str(capture), "--current", str(current), "--config", str(path), *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_site_down_moves_the_eu_clients_geo_answers_to_us(tmp_path: Path, capture: tuple[Path, int]) -> None:
+    path, harness = capture
+    total = 7 + harness
+    out = whatif(tmp_path, path, "--admin", "site=eu down")
+    assert out.splitlines() == [
+        f"replayed {total} queries of {path}",
+        f"queries whose answer changes: 3 of {total} ({3 / total:.1%})",
+        "client networks (/24, /56) with a changed answer: 1 of 3 (33.3%)",
+        "services whose answer changes: 1 of 2 (50.0%)",
+        f"  {GEO}",
+        "load per site (endpoints answered):",
+        "  site          before           after",
+        "  eu         3 (42.9%)        0 (0.0%)",
+        "  us         4 (57.1%)      7 (100.0%)",
+    ]
+
+
+def test_an_endpoint_removed_in_json(tmp_path: Path, capture: tuple[Path, int]) -> None:
+    path, harness = capture
+    out = json.loads(whatif(tmp_path, path, "--json", candidate=config(us_geo=False)))
+    assert out == {
+        "replayed": 7 + harness,
+        "queries": {"changed": 2, "total": 7 + harness, "share": round(2 / (7 + harness), 6)},
+        "client_networks": {"changed": 1, "total": 3, "share": round(1 / 3, 6)},
+        "services": {"changed": 1, "total": 2, "share": 0.5, "changed_names": [GEO]},
+        "load": {"eu": {"before": 3, "after": 5}, "us": {"before": 4, "after": 2}},
+    }
+
+
+def test_a_selector_that_matches_nothing_is_refused(tmp_path: Path, capture: tuple[Path, int]) -> None:
+    path, _ = capture
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(config().replace("@LISTEN@", '["127.0.0.1:1"]'))
+    done = run_whatif("--dnstap", str(path), "--config", str(cfg), "--admin", "site=ap down")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "gslbd whatif: --admin 'site=ap down' selects no endpoint of the candidate config\n"
+    )
+    assert done.stdout == ""
