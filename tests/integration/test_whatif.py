@@ -26,13 +26,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def config(*, dnstap: Path | None = None, us_geo: bool = True) -> str:
+def config(*, dnstap: Path | None = None, us_geo: bool = True, workers: int = 1) -> str:
     us = "{address: 198.51.100.30, site: us}" if us_geo else ""
     log = f"log: {{dnstap: {{file: {dnstap}, queries: true, responses: false}}}}" if dnstap else ""
     return f"""
 version: 1
 site: {{name: eu}}
-dns: {{listen: @LISTEN@, lame_duck: 0s}}
+dns: {{listen: @LISTEN@, lame_duck: 0s, workers: {workers}}}
 zones: [{{origin: {ZONE}, nameservers: [{{name: ns1.{ZONE}, address: 127.0.0.1}}]}}]
 sites: {{eu: {{}}, us: {{}}}}
 topology:
@@ -125,3 +125,26 @@ def test_a_selector_that_matches_nothing_is_refused(tmp_path: Path, capture: tup
         "gslbd whatif: --admin 'site=ap down' selects no endpoint of the candidate config\n"
     )
     assert done.stdout == ""
+
+
+def test_with_workers_each_writes_its_own_file_and_whatif_reads_them_all(tmp_path: Path) -> None:
+    capture = tmp_path / "q.dnstap"
+    files = [tmp_path / "q.dnstap.1", tmp_path / "q.dnstap.2"]
+    with running_gslbd(tmp_path, config(dnstap=capture, workers=2), zone=ZONE) as server:
+        for _ in range(20):
+            query = dns.message.make_query(GEO, dns.rdatatype.A)
+            dns.query.udp(query, server.host, port=server.port, source=EU_CLIENT, timeout=3)
+
+        def logged() -> int:
+            return sum(logged_sources(f).count(EU_CLIENT) for f in files if f.exists())
+
+        wait_until(lambda: logged() == 20)
+        assert server.stop() == 0
+    assert not capture.exists() and all(f.exists() for f in files)
+    harness = sum(logged_sources(f).count("127.0.0.1") for f in files)
+    out = json.loads(
+        whatif(tmp_path, files[0], "--dnstap", str(files[1]), "--admin", "site=eu down", "--json")
+    )
+    assert out["replayed"] == 20 + harness
+    assert out["queries"]["changed"] == 20
+    assert out["load"] == {"eu": {"before": 20, "after": 0}, "us": {"before": 0, "after": 20}}
