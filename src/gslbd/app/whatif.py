@@ -1,8 +1,10 @@
 """Replaying a dnstap capture through two generations, offline (`gslbd whatif`).
 
-    Replayer(config, admin, seed)      the generation a server would build from `config` with these
-                                       run-time admin states (no verdicts: every endpoint as at start),
-                                       answering through the server's own Responder, in process
+    Replayer(resolved, snapshot, seed) the generation a server builds from them, answering through the
+                                       server's own Responder, in process
+    Replayer.for_config(config, admin, seed)   from a config with these run-time admin states (no
+                                       verdicts: every endpoint as at a start)
+    with_admin(snapshot, admin)        a running snapshot with a pending admin change
     replay(queries, current, candidate) -> [Replayed]   whatif_report.compare makes the figures
     admin_overrides(config, changes)   the admin states a list of `--admin` changes sets, in order
 
@@ -15,18 +17,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 import dns.exception
 import dns.message
 import dns.rdatatype
 
-from gslbd.app.generation import GenerationBuilder, resolve
+from gslbd.app.generation import GenerationBuilder, Resolved, resolve
 from gslbd.app.whatif_report import DROPPED, Answer, Replayed, client_network
 from gslbd.model.config import Config
 from gslbd.model.selector import AdminChange
 from gslbd.model.service import EndpointKey
 from gslbd.server.dnstap.capture import TapQuery
 from gslbd.state.book import HealthBook
+from gslbd.state.snapshot import Snapshot
 from gslbd.types import AdminState
 from gslbd.wire import Responder
 
@@ -54,22 +58,35 @@ def admin_overrides(config: Config, changes: Sequence[AdminChange]) -> dict[Endp
     return out
 
 
+def with_admin(snapshot: Snapshot, admin: Mapping[EndpointKey, AdminState]) -> Snapshot:
+    """`snapshot` with these admin states on top of its own (a pending change)."""
+    return replace(snapshot, admin={**snapshot.admin, **admin})
+
+
 class Replayer:
-    def __init__(self, config: Config, admin: Mapping[EndpointKey, AdminState], seed: int) -> None:
-        resolved = resolve(config, random.Random(seed), wall=_WALL)
-        generation = GenerationBuilder().first(resolved, HealthBook(dict(admin)).snapshot())
+    """Answers replayed queries from the generation built of `resolved` and `snapshot`; `for_config`
+    builds it from a config alone, as a start without verdicts would."""
+
+    def __init__(self, resolved: Resolved, snapshot: Snapshot, seed: int) -> None:
+        generation = GenerationBuilder().first(resolved, snapshot)
         self._seed = seed
         self._responder = Responder(generation.table, generation.view, random.Random(seed), native=False)
         self._responder.guard = None
+        config = resolved.config
         self.services = frozenset(s.name for s in config.services)
         self._sites: dict[tuple[str, str], str] = {}
         self._address_sites: dict[str, str] = {}
         # Responses read, by their bytes after the message ID: most repeat (parsing is most of the cost).
         self._read: dict[bytes, Answer] = {}
-        for service in config.services:
-            for endpoint in service.endpoints:
-                self._sites[endpoint.key] = endpoint.site
-                self._address_sites.setdefault(endpoint.address, endpoint.site)
+        peers = [e for endpoints in snapshot.peer_endpoints.values() for e in endpoints]
+        for endpoint in [e for s in config.services for e in s.endpoints] + peers:
+            self._sites[endpoint.key] = endpoint.site
+            self._address_sites.setdefault(endpoint.address, endpoint.site)
+
+    @classmethod
+    def for_config(cls, config: Config, admin: Mapping[EndpointKey, AdminState], seed: int) -> Replayer:
+        resolved = resolve(config, random.Random(seed), wall=_WALL)
+        return cls(resolved, HealthBook(dict(admin)).snapshot(), seed)
 
     def answer(self, query: TapQuery, position: int) -> Answer:
         self._responder.rng = random.Random(self._seed * 1_000_003 + position)

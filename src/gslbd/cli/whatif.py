@@ -87,8 +87,8 @@ def run_whatif(args: argparse.Namespace) -> int:
         )
         return 1
     try:
-        before = Replayer(current, {}, args.seed)
-        after = Replayer(candidate, admin, args.seed)
+        before = Replayer.for_config(current, {}, args.seed)
+        after = Replayer.for_config(candidate, admin, args.seed)
     except ConfigError as exc:
         print(f"gslbd whatif: {exc}", file=sys.stderr)
         return 1

@@ -51,15 +51,17 @@ QUERIES = [query(name, f"10.0.{i % 3}.9") for i in range(60) for name in ("w", "
 
 
 def test_the_same_config_answers_every_query_the_same_despite_random_policies() -> None:
-    report = compare(replay(QUERIES, Replayer(config(BOTH), {}, 7), Replayer(config(BOTH), {}, 7)))
+    report = compare(
+        replay(QUERIES, Replayer.for_config(config(BOTH), {}, 7), Replayer.for_config(config(BOTH), {}, 7))
+    )
     assert report.queries.changed == 0 and report.queries.total == 120
     assert report.load_before == report.load_after
     assert set(report.load_before) == {"eu", "us"}  # both sites are drawn
 
 
 def test_a_change_to_one_random_service_leaves_the_other_ones_draws_alone() -> None:
-    before = Replayer(config(BOTH), {}, 7)
-    after = Replayer(config("{address: 192.0.2.2, site: eu}"), {}, 7)
+    before = Replayer.for_config(config(BOTH), {}, 7)
+    after = Replayer.for_config(config("{address: 192.0.2.2, site: eu}"), {}, 7)
     report = compare(replay(QUERIES, before, after))
     assert report.changed_services == (f"pick.{ZONE}",)
     assert report.load_after["eu"] == report.load_before["eu"] + report.queries.changed
@@ -69,7 +71,9 @@ def test_admin_down_by_selector_moves_the_answers() -> None:
     candidate = config(BOTH)
     admin = admin_overrides(candidate, [parse_admin("site=eu service=w.* down")])
     assert admin == {(f"w.{ZONE}", "192.0.2.1"): AdminState.DOWN}
-    replayed = replay(QUERIES, Replayer(candidate, {}, 7), Replayer(candidate, admin, 7))
+    replayed = replay(
+        QUERIES, Replayer.for_config(candidate, {}, 7), Replayer.for_config(candidate, admin, 7)
+    )
     report = compare(replayed)
     assert report.changed_services == (f"w.{ZONE}",)
     w = [r for r in replayed if r.service == f"w.{ZONE}"]
