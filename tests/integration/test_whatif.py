@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import dns.message
 import dns.query
 import dns.rdatatype
 import pytest
-from gslbd_harness import gslbd_command, running_gslbd
+from gslbd_harness import free_port, gslbd_command, running_gslbd
 from health_app_support import wait_until
 
 ZONE = "gslb.example.com."
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def config(*, dnstap: Path | None = None, us_geo: bool = True, workers: int = 1) -> str:
+def config(*, dnstap: Path | None = None, us_geo: bool = True, workers: int = 1, api: str = "") -> str:
     us = "{address: 198.51.100.30, site: us}" if us_geo else ""
     log = f"log: {{dnstap: {{file: {dnstap}, queries: true, responses: false}}}}" if dnstap else ""
     return f"""
@@ -41,6 +43,7 @@ services:
   - {{name: {GEO}, policy: geo, check: none, endpoints: [{{address: 192.0.2.30, site: eu}}, {us}]}}
   - {{name: {US_ONLY}, check: none, endpoints: [{{address: 198.51.100.60, site: us}}]}}
 {log}
+{api}
 """
 
 
@@ -148,3 +151,58 @@ def test_with_workers_each_writes_its_own_file_and_whatif_reads_them_all(tmp_pat
     assert out["replayed"] == 20 + harness
     assert out["queries"]["changed"] == 20
     assert out["load"] == {"eu": {"before": 20, "after": 0}, "us": {"before": 0, "after": 20}}
+
+
+def post_whatif(port: int, body: object, token: str = "t0ken") -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v1/whatif",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_the_api_replays_the_servers_own_capture_for_a_pending_admin_change(tmp_path: Path) -> None:
+    capture, port = tmp_path / "q.dnstap", free_port()
+    api = f"api: {{listen: '127.0.0.1:{port}', token: t0ken}}"
+    with running_gslbd(tmp_path, config(api=api), zone=ZONE) as server:
+        status, body = post_whatif(port, {"admin": ["site=eu down"]})
+        assert (status, body) == (
+            409,
+            {"error": "log.dnstap.file is not set: this server keeps no capture to replay"},
+        )
+    with running_gslbd(tmp_path, config(dnstap=capture, api=api), zone=ZONE) as server:
+        for source in (EU_CLIENT, EU_CLIENT, US_CLIENT):
+            query = dns.message.make_query(GEO, dns.rdatatype.A)
+            dns.query.udp(query, server.host, port=server.port, source=source, timeout=3)
+        wait_until(lambda: len([s for s in logged_sources(capture) if s != "127.0.0.1"]) == 3)
+        harness = logged_sources(capture).count("127.0.0.1")
+        status, body = post_whatif(port, {"admin": ["site=eu down"]})
+        assert status == 200
+        assert body == {
+            "replayed": 3 + harness,
+            "queries": {"changed": 2, "total": 3 + harness, "share": round(2 / (3 + harness), 6)},
+            "client_networks": {"changed": 1, "total": 3, "share": round(1 / 3, 6)},
+            "services": {"changed": 1, "total": 1, "share": 1.0, "changed_names": [GEO]},
+            "load": {"eu": {"before": 2, "after": 0}, "us": {"before": 1, "after": 3}},
+        }
+        # Nothing was applied: eu's client still gets eu's endpoint.
+        query = dns.message.make_query(GEO, dns.rdatatype.A)
+        answer = dns.query.udp(query, server.host, port=server.port, source=EU_CLIENT, timeout=3)
+        assert [rd.to_text() for rrset in answer.answer for rd in rrset] == ["192.0.2.30"]
+        assert post_whatif(port, {"admin": ["site=ap down"]}) == (
+            400,
+            {"error": "admin 'site=ap down' selects no endpoint of the candidate config"},
+        )
+        assert post_whatif(port, {"admin": ["site=eu"]}) == (
+            400,
+            {"error": "admin: 'site=eu': ends with no state (obey, up, down)"},
+        )
+        usage = 'the body must be JSON like {"admin": ["site=eu down"], "seed": 0}'
+        assert post_whatif(port, {"admin": []}) == (400, {"error": usage})
+        assert post_whatif(port, {"admin": ["site=eu down"]}, token="wrong")[0] == 401

@@ -18,17 +18,19 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import dns.exception
 import dns.message
 import dns.rdatatype
 
 from gslbd.app.generation import GenerationBuilder, Resolved, resolve
-from gslbd.app.whatif_report import DROPPED, Answer, Replayed, client_network
+from gslbd.app.whatif_report import DROPPED, Answer, Replayed, client_network, compare, report_json
 from gslbd.model.config import Config
 from gslbd.model.selector import AdminChange
 from gslbd.model.service import EndpointKey
-from gslbd.server.dnstap.capture import TapQuery
+from gslbd.server.dnstap.capture import TapQuery, read_queries
 from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import AdminState
@@ -40,6 +42,10 @@ _WALL = 1_700_000_000.0
 
 
 class SelectorMatchesNothing(ValueError):
+    pass
+
+
+class NothingToReplay(LookupError):
     pass
 
 
@@ -145,3 +151,31 @@ def replay(queries: Iterable[TapQuery], current: Replayer, candidate: Replayer) 
             )
         )
     return out
+
+
+def capture_files(config: Config) -> list[str]:
+    """The files of `log.dnstap.file` (one per worker process with dns.workers > 1); empty without."""
+    tap = config.log.dnstap
+    if tap is None or tap.file is None:
+        return []
+    if config.dns.workers > 1:
+        return [f"{tap.file}.{n}" for n in range(1, config.dns.workers + 1)]
+    return [tap.file]
+
+
+def whatif_running(
+    resolved: Resolved, snapshot: Snapshot, changes: Sequence[AdminChange], seed: int
+) -> dict[str, Any]:
+    """`gslbd whatif --json` for the running generation (`resolved`, `snapshot`, verdicts included)
+    and the same with `changes` pending, over the server's own capture. SelectorMatchesNothing;
+    NothingToReplay when there is no capture (or no query in it); CaptureError for a broken one."""
+    files = capture_files(resolved.config)
+    if not files:
+        raise NothingToReplay("log.dnstap.file is not set: this server keeps no capture to replay")
+    admin = admin_overrides(resolved.config, changes)
+    queries = [q for path in files if Path(path).exists() for q in read_queries(path)]
+    if not queries:
+        raise NothingToReplay(f"no queries in {', '.join(files)} yet (log.dnstap.queries must be true)")
+    before = Replayer(resolved, snapshot, seed)
+    after = Replayer(resolved, with_admin(snapshot, admin), seed)
+    return {"replayed": len(queries), **report_json(compare(replay(queries, before, after)))}
