@@ -11,12 +11,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 from gslbd.api.changes import ChangeLog
 from gslbd.model.service import Endpoint, Service
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState, PolicyName
+
+
+class WhatIfRefused(Exception):
+    """A what-if the API refuses: `status` 400 (a bad change) or 409 (nothing to replay)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Health(StrEnum):
@@ -205,6 +213,12 @@ class Control(Protocol):
     async def reload(self, force: bool = False) -> list[str]:
         """Re-read the config file and apply it; returns the error lines (empty = applied). A config
         that would break a safety rule is refused (its lines name the rule) unless `force`."""
+        ...
+
+    async def whatif(self, admin: Sequence[str], seed: int) -> Mapping[str, Any]:
+        """What pending admin changes ("site=eu down", ...; nothing is applied) would do to the queries
+        of the dnstap capture this server writes (log.dnstap.file), replayed through the committed
+        generation and the same with the changes: the figures of `gslbd whatif --json`. WhatIfRefused."""
         ...
 
     def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:

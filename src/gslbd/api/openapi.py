@@ -23,7 +23,52 @@ _AUTH_ERRORS = {
     "403": _error("No API token is configured (api.token / api.token_file): state changes are refused."),
 }
 
+_WHATIF_SHARE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "changed": {"type": "integer"},
+        "total": {"type": "integer"},
+        "share": {"type": "number", "description": "changed / total"},
+    },
+}
 _SCHEMAS: dict[str, Any] = {
+    "WhatIfRequest": {
+        "type": "object",
+        "required": ["admin"],
+        "properties": {
+            "admin": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "examples": ["site=eu down", "region=us-east1 service=api.* up"]},
+                "description": "Changes as `gslbd whatif --admin` takes them: KEY=VALUE... STATE, keys "
+                "site, region, service (glob), address (network or prefix); later ones win.",
+            },
+            "seed": {"type": "integer", "default": 0, "description": "The seed of the random draws."},
+        },
+    },
+    "WhatIf": {
+        "type": "object",
+        "properties": {
+            "replayed": {"type": "integer"},
+            "queries": _WHATIF_SHARE,
+            "client_networks": _WHATIF_SHARE,
+            "services": {
+                **_WHATIF_SHARE,
+                "properties": {
+                    **_WHATIF_SHARE["properties"],
+                    "changed_names": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+            "load": {
+                "type": "object",
+                "description": "Endpoints answered per site, before and after.",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {"before": {"type": "integer"}, "after": {"type": "integer"}},
+                },
+            },
+        },
+    },
     "Error": {
         "type": "object",
         "required": ["error"],
@@ -241,6 +286,27 @@ _PATHS: dict[str, Any] = {
                 **_AUTH_ERRORS,
                 "404": _error("No such service or endpoint."),
                 "409": _error("The endpoint's check is not a push check here."),
+            },
+        }
+    },
+    "/api/v1/whatif": {
+        "post": {
+            "summary": "What pending admin changes would do to the queries of this server's dnstap capture "
+            "(log.dnstap.file), replayed through the running generation and the same with the changes; "
+            "nothing is applied",
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, "content": _json("WhatIfRequest")},
+            "responses": {
+                "200": {"description": "The figures of `gslbd whatif --json`", "content": _json("WhatIf")},
+                "400": _error(
+                    'Not a body like {"admin": ["site=eu down"]}, a change that does not '
+                    "parse, or one that selects no endpoint."
+                ),
+                **_AUTH_ERRORS,
+                "409": _error(
+                    "Nothing to replay: log.dnstap.file is not set, holds no query yet, or is "
+                    "not a dnstap file."
+                ),
             },
         }
     },

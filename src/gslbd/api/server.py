@@ -45,7 +45,7 @@ from gslbd.api.console import (
     rows_json,
     summary_json,
 )
-from gslbd.api.control import Control, ServiceRow, ServiceStatus
+from gslbd.api.control import Control, ServiceRow, ServiceStatus, WhatIfRefused
 from gslbd.api.events import DEFAULT_MAX_CLIENTS, EventStreams
 from gslbd.api.hardening import (
     HTTP_LIMITS,
@@ -226,6 +226,7 @@ class ApiServer:
         app.router.add_get("/api/v1/events", self.events.handle)
         app.router.add_put("/api/v1/services/{name}/endpoints/{address}/admin", self._set_admin)
         app.router.add_post("/api/v1/reload", self._reload)
+        app.router.add_post("/api/v1/whatif", self._whatif)
         app.router.add_post("/api/v1/health/{name}/{address}", self._push_health)
         return app
 
@@ -423,6 +424,32 @@ class ApiServer:
         if errors:
             return web.json_response({"applied": False, "errors": list(errors)}, status=422)
         return web.json_response({"applied": True, "errors": []})
+
+    async def _whatif(self, request: web.Request) -> web.Response:
+        """Pending admin changes replayed over this server's dnstap capture; nothing is applied. Behind
+        the token: it changes nothing, but costs CPU for as long as the capture is long."""
+        refused = self._authorize(request)
+        if refused is not None:
+            return refused
+        usage = 'the body must be JSON like {"admin": ["site=eu down"], "seed": 0}'
+        try:
+            body = await json_body(request)
+        except BodyError:
+            return _error(400, usage)
+        admin = body.get("admin") if isinstance(body, dict) else None
+        seed = body.get("seed", 0) if isinstance(body, dict) else None
+        if (
+            not isinstance(admin, list)
+            or not admin
+            or not all(isinstance(a, str) for a in admin)
+            or not isinstance(seed, int)
+            or isinstance(seed, bool)
+        ):
+            return _error(400, usage)
+        try:
+            return web.json_response(dict(await self._control.whatif(admin, seed)))
+        except WhatIfRefused as exc:
+            return _error(exc.status, str(exc))
 
 
 async def _reload_force(request: web.Request) -> bool | web.Response:

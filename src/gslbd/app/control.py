@@ -6,9 +6,10 @@ Config) are different operations with the same name.
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
@@ -21,11 +22,15 @@ from gslbd.api.control import (
     PeerView,
     ServiceRow,
     ServiceStatus,
+    WhatIfRefused,
     endpoint_view,
     service_status,
 )
+from gslbd.app.whatif import NothingToReplay, SelectorMatchesNothing, whatif_running
 from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
+from gslbd.model.selector import parse_admin
 from gslbd.model.service import Service
+from gslbd.server.dnstap.capture import CaptureError
 from gslbd.server.stats import CounterReport
 from gslbd.types import AdminState
 
@@ -68,6 +73,23 @@ class AppControl:
 
     async def reload(self, force: bool = False) -> list[str]:
         return await self._app.reload_file(force)
+
+    async def whatif(self, admin: Sequence[str], seed: int) -> Mapping[str, Any]:
+        """Replayed in a thread of its own on the committed generation (DNS keeps answering, sharing the
+        interpreter with it: a large capture slows answers for as long as it runs)."""
+        try:
+            changes = [parse_admin(text) for text in admin]
+        except ValueError as exc:
+            raise WhatIfRefused(400, f"admin: {exc}") from None
+        generation = self._app.generation
+        try:
+            return await asyncio.to_thread(
+                whatif_running, generation.resolved, generation.snapshot, changes, seed
+            )
+        except SelectorMatchesNothing as exc:
+            raise WhatIfRefused(400, str(exc).replace("--admin ", "admin ")) from None
+        except (NothingToReplay, CaptureError) as exc:
+            raise WhatIfRefused(409, str(exc)) from None
 
     def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
         self._app.push_health(service, address, ok, detail)

@@ -29,6 +29,7 @@ _REGISTERED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("gslbd.cli.dnssec", "register", ("dnssec",)),
     ("gslbd.cli.importer", "register", ("import",)),
     ("gslbd.cli.audit", "register", ("audit",)),
+    ("gslbd.cli.whatif", "register", ("whatif",)),
 )
 
 

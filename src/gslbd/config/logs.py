@@ -30,11 +30,13 @@ def _read_dnstap(r: MapReader | None) -> DnstapConfig | None:
     missing directory only a warning, something that is not a socket an error."""
     if r is None:
         return None
-    r.check_keys(("socket", "queries", "responses"))
+    r.check_keys(("socket", "file", "queries", "responses"))
     queries = r.get("queries", boolean, True)
     responses = r.get("responses", boolean, True)
     if not queries and not responses:
         r.warn("queries", "queries and responses are both false: the dnstap log stays empty")
+    if r.has("file"):
+        return _read_dnstap_file(r, queries, responses)
     text = r.req("socket", nonempty_string)
     if text is None:
         return None
@@ -48,3 +50,20 @@ def _read_dnstap(r: MapReader | None) -> DnstapConfig | None:
     elif not path.parent.is_dir():
         r.warn("socket", f"the directory of {str(path)!r} does not exist (yet); dnstap waits for it")
     return DnstapConfig(str(path), queries=queries, responses=responses)
+
+
+def _read_dnstap_file(r: MapReader, queries: bool, responses: bool) -> DnstapConfig | None:
+    """`dnstap: {file: PATH}`: Frame Streams appended to a file gslbd writes itself (a worker process
+    writes PATH.N, N counting from 1). Its directory must exist; not with `socket` too."""
+    if r.has("socket"):
+        r.error("file", "give socket or file, not both")
+        return None
+    text = r.req("file", nonempty_string)
+    if text is None:
+        return None
+    path = r.rep.resolve_path(text)
+    if path.is_dir() or (path.exists() and not path.is_file()):
+        r.error("file", f"{str(path)!r} exists and is not a regular file")
+    elif not path.parent.is_dir():
+        r.error("file", f"the directory of {str(path)!r} does not exist")
+    return DnstapConfig(None, queries=queries, responses=responses, file=str(path))

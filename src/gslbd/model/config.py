@@ -176,12 +176,19 @@ class PeersConfig:
 
 @dataclass(frozen=True, slots=True)
 class DnstapConfig:
-    """The dnstap query log: Frame Streams to the unix socket `socket` (an absolute path), with an
-    AUTH_QUERY message per query when `queries` and an AUTH_RESPONSE per answer when `responses`."""
+    """The dnstap query log: Frame Streams to the unix socket `socket` or appended to the file `file`
+    (one of the two, an absolute path), with an AUTH_QUERY message per query when `queries` and an
+    AUTH_RESPONSE per answer when `responses`."""
 
-    socket: str
+    socket: str | None
     queries: bool = True
     responses: bool = True
+    file: str | None = None
+
+    @property
+    def path(self) -> str:
+        """Where the log goes: the socket or the file."""
+        return self.socket if self.socket is not None else str(self.file)
 
 
 @dataclass(frozen=True, slots=True)

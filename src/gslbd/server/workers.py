@@ -479,7 +479,8 @@ async def _serve(conn: Connection, index: int) -> None:
 
         responder.on_notify = on_notify if config.peers is not None else None  # before the first answer
         stats = ServerStats()
-        handler, sink = with_dnstap(responder, config, stats)  # each worker writes its own dnstap stream
+        # Each worker writes its own dnstap stream (to a file: FILE.<index + 1>).
+        handler, sink = with_dnstap(responder, config, stats, index + 1)
         listeners = Listeners(
             config.dns.listen,
             handler,

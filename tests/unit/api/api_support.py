@@ -6,9 +6,10 @@ It is not a mock of the API: it is the other side of the Control protocol, as Ap
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import MappingProxyType
+from typing import Any
 
 from gslbd.api.changes import ChangeLog
 from gslbd.api.control import (
@@ -18,6 +19,7 @@ from gslbd.api.control import (
     PeerView,
     ServiceRow,
     ServiceStatus,
+    WhatIfRefused,
     endpoint_view,
     service_row,
     service_status,
@@ -89,6 +91,7 @@ class FakeControl:
 
     def __init__(self) -> None:
         self.ready = True
+        self.whatifs: list[tuple[list[str], int]] = []
         self.config_services = _services()
         self.statuses = _statuses()
         self.admin: dict[EndpointKey, AdminState] = {}
@@ -140,6 +143,12 @@ class FakeControl:
     async def reload(self, force: bool = False) -> list[str]:
         self.reloads += 1
         return list(self.reload_errors)
+
+    async def whatif(self, admin: Sequence[str], seed: int) -> Mapping[str, Any]:
+        self.whatifs.append((list(admin), seed))
+        if admin[0] == "refuse":
+            raise WhatIfRefused(409, "nothing to replay")
+        return {"replayed": 0}
 
     def dns_counters(self) -> DnsCounters:
         return self.counters

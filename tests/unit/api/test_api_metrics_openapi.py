@@ -84,8 +84,9 @@ def test_openapi_document_describes_every_route_and_method() -> None:
     paths = doc["paths"]
     assert isinstance(paths, dict)
     routes = [(r.method, r.resource.canonical) for r in server.app.router.routes() if r.method != "HEAD"]
-    # 10 (POST /api/v1/health among them) + GET /api/v1/peers + the console (page, assets, /status, 5 JSON)
-    assert len(routes) == 18
+    # 11 (POST /api/v1/health and /api/v1/whatif among them) + GET /api/v1/peers + the console (page,
+    # assets, /status, 5 JSON)
+    assert len(routes) == 19
     for method, path in routes:
         assert path in paths, path
         assert method.lower() in paths[path], (method, path)

@@ -96,3 +96,25 @@ def test_dnstap_socket_that_exists_is_accepted_and_logging_nothing_is_a_warning(
             "t:4: log.dnstap.queries: queries and responses are both false: the dnstap log stays empty",
         )
     ]
+
+
+def test_dnstap_file_relative_to_the_config_instead_of_a_socket(tmp_path: Path) -> None:
+    path = tmp_path / "gslbd.yaml"
+    path.write_text("version: 1\nzones: []\nlog:\n  dnstap: {file: queries.dnstap, responses: false}\n")
+    config, problems = check_config(path)
+    assert problems == []
+    assert config is not None
+    assert config.log.dnstap == DnstapConfig(None, True, False, file=str(tmp_path / "queries.dnstap"))
+    assert config.log.dnstap.path == str(tmp_path / "queries.dnstap")
+
+
+def test_dnstap_file_with_a_socket_in_a_missing_directory_or_a_directory_is_an_error(tmp_path: Path) -> None:
+    cases = [
+        (f"{{file: {tmp_path}/q, socket: {tmp_path}/s}}", "log.dnstap.file: give socket or file, not both"),
+        (f"{{file: {tmp_path}/no/q}}", f"log.dnstap.file: the directory of '{tmp_path}/no/q' does not exist"),
+        (f"{{file: {tmp_path}}}", f"log.dnstap.file: '{tmp_path}' exists and is not a regular file"),
+    ]
+    for section, error in cases:
+        config, problems = check_config_text(f"version: 1\nzones: []\nlog: {{dnstap: {section}}}\n", "t")
+        assert config is None
+        assert [str(p) for p in problems] == [f"t:3: {error}"]

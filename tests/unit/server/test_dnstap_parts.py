@@ -26,45 +26,10 @@ from gslbd.server.dnstap.fstrm import (
     read_control,
 )
 from gslbd.server.dnstap.message import AUTH_QUERY, AUTH_RESPONSE, Encoder, varint
+from gslbd.server.dnstap.message import decode_fields as decode
 from gslbd.server.dnstap.sink import DnstapSink
 from gslbd.server.dnstap.tap import DnstapHandler
 from gslbd.server.stats import ServerStats
-
-
-def decode(data: bytes) -> dict[int, list[int | bytes]]:
-    """A minimal protobuf decoder (varint, fixed32 and length-delimited fields), written from the wire
-    format spec: {field number: [values]}."""
-    out: dict[int, list[int | bytes]] = {}
-    pos = 0
-
-    def read_varint() -> int:
-        nonlocal pos
-        shift = value = 0
-        while True:
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return value
-
-    while pos < len(data):
-        key = read_varint()
-        field, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value = read_varint()
-        elif wire == 5:
-            (value,) = struct.unpack_from("<I", data, pos)
-            pos += 4
-        elif wire == 2:
-            size = read_varint()
-            value = data[pos : pos + size]
-            pos += size
-        else:
-            raise AssertionError(f"unexpected wire type {wire}")
-        out.setdefault(field, []).append(value)
-    return out
 
 
 def test_varint_is_base_128_little_endian() -> None:

@@ -115,3 +115,72 @@ def close_writer(sock: socket.socket) -> None:
         pass
     finally:
         sock.close()
+
+
+def file_frames(data: bytes) -> list[bytes]:
+    """The data frames of a Frame Streams file (what `dnstap -w` writes: START with the content type,
+    data frames, STOP). FrameStreamError when it is not one, is not dnstap, or is cut short; a file cut
+    after its last whole data frame (no STOP: the writer was killed) is read up to there."""
+    if len(data) < 8:
+        raise FrameStreamError("not a Frame Streams file: shorter than its START frame")
+    if data[:4] != b"\0\0\0\0":
+        raise FrameStreamError("not a Frame Streams file: it does not begin with a control frame (START)")
+    frames: list[bytes] = []
+    pos, started = 0, False
+    while pos < len(data):
+        if len(data) - pos < 4:
+            raise FrameStreamError(f"truncated frame length at byte {pos}")
+        (length,) = _U32.unpack_from(data, pos)
+        pos += 4
+        if length == 0:  # a control frame
+            if len(data) - pos < 4:
+                raise FrameStreamError(f"truncated control frame at byte {pos}")
+            (size,) = _U32.unpack_from(data, pos)
+            pos += 4
+            if size > MAX_CONTROL_LENGTH or size > len(data) - pos:
+                raise FrameStreamError(f"control frame of {size} bytes at byte {pos} is cut or too long")
+            kind, types = parse_control(data[pos : pos + size])
+            pos += size
+            if kind == START:
+                if types and CONTENT_TYPE not in types:
+                    raise FrameStreamError(
+                        f"the file holds {b', '.join(types).decode(errors='replace')}, not dnstap"
+                    )
+                started = True
+            elif kind == STOP:
+                started = False
+            continue
+        if not started:
+            raise FrameStreamError(f"data frame at byte {pos - 4} outside START ... STOP")
+        if length > len(data) - pos:
+            break  # the last frame was being written when the file was copied
+        frames.append(data[pos : pos + length])
+        pos += length
+    return frames
+
+
+class FileWriter:
+    """A Frame Streams file written by gslbd itself (unidirectional: no handshake). Opening appends a
+    START with the content type, `close` a STOP: every run (or reopening after a failed write) adds one
+    START ... STOP stretch, which `file_frames` reads in turn."""
+
+    def __init__(self, path: str) -> None:
+        self._file = open(path, "ab")  # noqa: SIM115 -- held open until close()
+        try:
+            self.sendall(control_frame(START))
+        except BaseException:
+            self._file.close()
+            raise
+
+    def sendall(self, data: bytes) -> None:
+        """Write and flush: a reader of the file (and a crash) sees every batch written so far."""
+        self._file.write(data)
+        self._file.flush()
+
+    def close(self) -> None:
+        try:
+            self.sendall(control_frame(STOP, None))
+        except OSError:
+            pass
+        finally:
+            self._file.close()

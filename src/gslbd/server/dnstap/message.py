@@ -160,3 +160,47 @@ class Encoder:
                 response,
                 b"\x78\x01",
             )
+
+
+def decode_fields(data: bytes) -> dict[int, list[int | bytes]]:
+    """The fields of one protobuf message (varint, fixed64, length-delimited and fixed32 wire types),
+    {field number: [values]}; embedded messages stay bytes. ValueError when the bytes break the wire
+    format (a truncated field, an unknown wire type)."""
+    out: dict[int, list[int | bytes]] = {}
+    pos, end = 0, len(data)
+
+    def read_varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            if pos >= end or shift > 63:
+                raise ValueError(f"truncated or overlong varint at byte {pos}")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while pos < end:
+        key = read_varint()
+        field, wire = key >> 3, key & 7
+        value: int | bytes
+        if wire == 0:
+            value = read_varint()
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if end - pos < size:
+                raise ValueError(f"truncated fixed-size field {field} at byte {pos}")
+            value = int.from_bytes(data[pos : pos + size], "little")
+            pos += size
+        elif wire == 2:
+            size = read_varint()
+            if size > end - pos:
+                raise ValueError(f"field {field} of {size} bytes runs past the end at byte {pos}")
+            value = data[pos : pos + size]
+            pos += size
+        else:
+            raise ValueError(f"wire type {wire} of field {field} is not supported")
+        out.setdefault(field, []).append(value)
+    return out

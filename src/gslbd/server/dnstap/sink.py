@@ -16,7 +16,7 @@ import logging
 import socket
 import threading
 
-from gslbd.server.dnstap.fstrm import FrameStreamError, close_writer, open_writer
+from gslbd.server.dnstap.fstrm import FileWriter, FrameStreamError, close_writer, open_writer
 from gslbd.server.dnstap.message import Encoder
 from gslbd.server.stats import ServerStats
 
@@ -33,7 +33,8 @@ Entry = tuple[bytes, bytes | None, int, bool, bool, int, int]
 
 
 class DnstapSink:
-    """Writes the exchanges the query path queues to the Frame Streams reader at `path`."""
+    """Writes the exchanges the query path queues to the Frame Streams reader at `path`, or with
+    `to_file` appends them to the file at `path` (fstrm.FileWriter)."""
 
     def __init__(
         self,
@@ -44,8 +45,10 @@ class DnstapSink:
         queries: bool = True,
         responses: bool = True,
         capacity: int = CAPACITY,
+        to_file: bool = False,
     ) -> None:
         self.path = path
+        self.to_file = to_file
         self.queue: collections.deque[Entry] = collections.deque()
         self.capacity = capacity
         self.stats = stats
@@ -54,7 +57,7 @@ class DnstapSink:
         self._responses = responses
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
+        self._sock: socket.socket | FileWriter | None = None
         self._outage_logged = False
 
     def start(self) -> None:
@@ -89,7 +92,7 @@ class DnstapSink:
 
     def _connect(self) -> bool:
         try:
-            self._sock = open_writer(self.path, IO_TIMEOUT)
+            self._sock = FileWriter(self.path) if self.to_file else open_writer(self.path, IO_TIMEOUT)
         except (OSError, FrameStreamError) as exc:
             if not self._outage_logged:
                 self._outage_logged = True
@@ -147,5 +150,7 @@ class DnstapSink:
         left = len(self.queue)
         self.queue.clear()
         self.stats.dnstap_dropped += left
-        if sock is not None:
+        if isinstance(sock, FileWriter):
+            sock.close()
+        elif sock is not None:
             close_writer(sock)

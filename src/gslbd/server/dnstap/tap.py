@@ -40,13 +40,19 @@ class DnstapHandler:
         return reply
 
 
-def with_dnstap(handler: Handler, config: Config, stats: ServerStats) -> tuple[Handler, DnstapSink | None]:
+def with_dnstap(
+    handler: Handler, config: Config, stats: ServerStats, worker: int | None = None
+) -> tuple[Handler, DnstapSink | None]:
     """`handler` itself when `log.dnstap` is off; else a DnstapHandler around it and its sink, started.
-    The dnstap identity is the site's name, the version "gslbd <version>"."""
+    The dnstap identity is the site's name, the version "gslbd <version>". To a file, worker process
+    `worker` (from 1) writes FILE.<worker>: processes never write one file together."""
     tap = config.log.dnstap
     if tap is None:
         return handler, None
     encoder = Encoder(config.site.name, f"gslbd {__version__}")
-    sink = DnstapSink(tap.socket, encoder, stats, queries=tap.queries, responses=tap.responses)
+    path = tap.path if tap.file is None or worker is None else f"{tap.file}.{worker}"
+    sink = DnstapSink(
+        path, encoder, stats, queries=tap.queries, responses=tap.responses, to_file=tap.file is not None
+    )
     sink.start()
     return DnstapHandler(handler, sink), sink
