@@ -69,7 +69,11 @@ def describe(node: Node) -> str:
         return "a mapping"
     if isinstance(node, Seq):
         return "a list"
-    value = node.value
+    return describe_value(node.value)
+
+
+def describe_value(value: object) -> str:
+    """What a plain value (a scalar as YAML or JSON gives it) is, for "expected X, got Y" messages."""
     if value is None:
         return "nothing"
     if isinstance(value, bool):

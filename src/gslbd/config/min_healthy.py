@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from collections.abc import Collection
 
-from gslbd.config.fields import Invalid
+from gslbd.config.fields import Invalid, describe_value
 from gslbd.model.service import Endpoint, MinHealthy
 
 _HELP = (
@@ -16,22 +16,10 @@ _HELP = (
 )
 
 
-def _what(value: object) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, int | float):
-        return f"the number {value}"
-    return f"a {type(value).__name__}"
-
-
 def min_healthy_value(value: object) -> MinHealthy:
     """The MinHealthy a plain value (YAML or JSON) gives; Invalid says why not."""
     if isinstance(value, bool):
-        raise Invalid(f"expected a share or a count, got {_what(value)}; {_HELP}")
+        raise Invalid(f"expected a share or a count, got {describe_value(value)}; {_HELP}")
     if isinstance(value, int):
         if value < 1:
             raise Invalid(f"a count must be at least 1, got {value}; {_HELP}")
@@ -49,7 +37,7 @@ def min_healthy_value(value: object) -> MinHealthy:
         if not (math.isfinite(percent) and 0 < percent <= 100):
             raise Invalid(f"a percentage must be more than 0% and at most 100%, got {value!r}")
         return MinHealthy(share=percent / 100)
-    raise Invalid(f"expected a share or a count, got {_what(value)}; {_HELP}")
+    raise Invalid(f"expected a share or a count, got {describe_value(value)}; {_HELP}")
 
 
 def min_healthy_warning(
