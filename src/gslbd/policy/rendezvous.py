@@ -1,9 +1,17 @@
-"""hash: rendezvous (highest random weight) hashing of the client's subnet over the candidates.
+"""hash: weighted rendezvous (highest random weight) hashing of the client's subnet over the candidates.
 
 The client's subnet (/24 for IPv4, /56 for IPv6) and each candidate's stable id are mixed into a
-64-bit score; the candidate with the highest score answers alone. A client keeps its endpoint while
-that endpoint stays a candidate, and when one of N candidates goes only the clients it served move
-(about 1/N of them), each to its own next-best candidate.
+64-bit hash; the candidate with the highest score answers alone. A client keeps its endpoint while
+that endpoint stays a candidate with the same weights, and when one of N candidates goes only the
+clients it served move, each to its own next-best candidate.
+
+Weights (endpoint `weight`) follow weighted rendezvous hashing: the hash h is read as a uniform number
+in (0, 1) and the score is -weight / ln(h), so a candidate wins a share weight/sum of the subnets.
+Weight 0 is never chosen while a candidate with a positive weight exists; when every candidate has
+weight 0 they all count as equal (the rule of `policy: weighted`). When the remaining weights are all
+equal, -w/ln(h) ranks exactly as h does, so the plan is the plain integer one (`RendezvousPlan`, which
+the C table computes); only unequal weights need the float score (`WeightedRendezvousPlan`, answered
+in Python by the C table's fallback).
 
 Endpoint ids come from blake2b of the address, and the mix is splitmix64's finalizer in integer
 arithmetic, so every worker process and every restart computes the same answer (Python's own hash()
@@ -13,6 +21,7 @@ is salted per process and would not). Scores are computed once per subnet and ca
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -24,6 +33,7 @@ CACHE_LIMIT = 100_000
 MASK64 = (1 << 64) - 1
 V4_SHIFT = 32 - 24  # keep the /24
 V6_SHIFT = 128 - 56  # keep the /56
+UNIT = 2.0**-53
 
 
 def mix64(x: int) -> int:
@@ -56,6 +66,22 @@ def best_index(key: int, ids: tuple[int, ...]) -> int:
     return best
 
 
+def weighted_score(h: int, weight: int) -> float:
+    """-weight / ln(u), u = the top 53 bits of the 64-bit hash h as a uniform number in (0, 1)."""
+    return -weight / math.log(((h >> 11) + 0.5) * UNIT)
+
+
+def weighted_scores(key: int, ids: tuple[int, ...], weights: tuple[int, ...]) -> list[float]:
+    seed = mix64(key)
+    return [weighted_score(mix64(seed ^ eid), w) for eid, w in zip(ids, weights, strict=True)]
+
+
+def best_weighted_index(key: int, ids: tuple[int, ...], weights: tuple[int, ...]) -> int:
+    """The index of the highest -w/ln(h) score (weights positive); the first wins a tie."""
+    scores = weighted_scores(key, ids, weights)
+    return scores.index(max(scores))
+
+
 def subnet_text(ip: int, v6: bool) -> str:
     if v6:
         net = (ip >> V6_SHIFT) << V6_SHIFT
@@ -65,13 +91,21 @@ def subnet_text(ip: int, v6: bool) -> str:
     return f"{net >> 16 & 255}.{net >> 8 & 255}.{net & 255}.0/24"
 
 
+def _cached(cache: dict[int, int], key: int, found: int) -> int:
+    if len(cache) >= CACHE_LIMIT:
+        cache.clear()
+    cache[key] = found
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class RendezvousPlan:
-    """One variant per candidate (that endpoint alone); the client's subnet picks it."""
+    """Equal weights: one variant per candidate (that endpoint alone); the client's subnet picks it."""
 
     variants: tuple[tuple[Endpoint, ...], ...]
     ids: tuple[int, ...]
     cache: dict[int, int] = field(default_factory=dict, compare=False)
+    note: str = field(default="", compare=False)
 
     @property
     def location_dependent(self) -> bool:
@@ -81,18 +115,57 @@ class RendezvousPlan:
         key = ((ip >> V6_SHIFT) << 1 | 1) if v6 else (ip >> V4_SHIFT) << 1
         found = self.cache.get(key)
         if found is None:
-            found = best_index(key, self.ids)
-            if len(self.cache) >= CACHE_LIMIT:
-                self.cache.clear()
-            self.cache[key] = found
+            found = _cached(self.cache, key, best_index(key, self.ids))
         return found
 
     def explain(self, ip: int, v6: bool) -> list[str]:
         chosen = best_index(subnet_key(ip, v6), self.ids)
-        return [
+        line = (
             f"hash: client subnet {subnet_text(ip, v6)} scored against {len(self.ids)} candidates "
             f"(rendezvous hashing); the highest score is {self.variants[chosen][0].address}"
-        ]
+        )
+        return [self.note, line] if self.note else [line]
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedRendezvousPlan:
+    """Unequal positive weights: one variant per candidate, chosen by the highest -w/ln(h)."""
+
+    variants: tuple[tuple[Endpoint, ...], ...]
+    ids: tuple[int, ...]
+    weights: tuple[int, ...]
+    cache: dict[int, int] = field(default_factory=dict, compare=False)
+    note: str = field(default="", compare=False)
+
+    @property
+    def location_dependent(self) -> bool:
+        return True
+
+    def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
+        key = ((ip >> V6_SHIFT) << 1 | 1) if v6 else (ip >> V4_SHIFT) << 1
+        found = self.cache.get(key)
+        if found is None:
+            found = _cached(self.cache, key, best_weighted_index(key, self.ids, self.weights))
+        return found
+
+    def shares(self) -> tuple[float, ...]:
+        """The expected share of client subnets of each variant."""
+        total = sum(self.weights)
+        return tuple(w / total for w in self.weights)
+
+    def explain(self, ip: int, v6: bool) -> list[str]:
+        scores = weighted_scores(subnet_key(ip, v6), self.ids, self.weights)
+        chosen = scores.index(max(scores))
+        parts = ", ".join(
+            f"{v[0].address} weight {w} ({share:.1%}) score {s:.3f}"
+            for v, w, share, s in zip(self.variants, self.weights, self.shares(), scores, strict=True)
+        )
+        line = (
+            f"hash: client subnet {subnet_text(ip, v6)} scored against {len(self.ids)} candidates "
+            f"(weighted rendezvous hashing, score -weight/ln(h)): {parts}; "
+            f"the highest score is {self.variants[chosen][0].address}"
+        )
+        return [self.note, line] if self.note else [line]
 
 
 class Rendezvous:
@@ -101,4 +174,19 @@ class Rendezvous:
     def plan(self, candidates: tuple[Endpoint, ...], service: Service, env: PolicyEnv) -> Plan:
         if len(candidates) == 1:
             return FixedPlan(candidates, "hash: one candidate")
-        return RendezvousPlan(tuple((e,) for e in candidates), tuple(endpoint_id(e) for e in candidates))
+        positive = tuple(e for e in candidates if e.weight > 0)
+        if not positive:
+            positive = candidates
+            note = "hash: every candidate has weight 0, so all count as equal"
+            weights = tuple(1 for _ in candidates)
+        else:
+            dropped = ", ".join(e.address for e in candidates if e.weight == 0)
+            note = f"hash: weight 0, left out while a positive weight exists: {dropped}" if dropped else ""
+            weights = tuple(e.weight for e in positive)
+        if len(positive) == 1:
+            return FixedPlan(positive, f"hash: only {positive[0].address} has a positive weight")
+        variants = tuple((e,) for e in positive)
+        ids = tuple(endpoint_id(e) for e in positive)
+        if len(set(weights)) == 1:
+            return RendezvousPlan(variants, ids, note=note)
+        return WeightedRendezvousPlan(variants, ids, weights, note=note)
