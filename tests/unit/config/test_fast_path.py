@@ -119,6 +119,7 @@ def endpoints(draw: st.DrawFn) -> dict[str, Any]:
         "check": st.sampled_from(["none", "web"]),
         "probe_address": GOOD_ADDRESSES,
         "admin": st.sampled_from(["obey", "up", "down"]),
+        "tags": st.lists(st.sampled_from(["canary", "rack-1", "eu.west:2", "A_b"]), max_size=3),
     }
     for key, values in optional.items():
         if draw(st.integers(0, 4)) == 0:
@@ -131,6 +132,7 @@ def endpoints(draw: st.DrawFn) -> dict[str, Any]:
         "check": BAD_CHECKS,
         "probe_address": st.one_of(BAD_ADDRESSES, HOSTNAMES),
         "admin": st.sampled_from(["bogus", "drain", None, 1]),
+        "tags": st.sampled_from(["canary", [""], ["-x"], ["a b"], [1], ["x" * 64], [None], {}, [["x"]]]),
         "locality": st.sampled_from([{"region": "r1"}, {}, "r1"]),
         "wieght": st.just(1),
     }
