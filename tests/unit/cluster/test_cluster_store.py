@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def test_a_remote_state_is_news_only_once() -> None:
 class FullDisk(MemoryStateStore):
     """A local store that can be read but not written (a full disk)."""
 
-    def save_admin(self, key: tuple[str, str], state: AdminState) -> None:
+    def save_admins(self, changes: Mapping[tuple[str, str], AdminState]) -> None:
         raise StateError("cannot write state file /var/lib/gslbd/state.json: No space left on device")
 
 
