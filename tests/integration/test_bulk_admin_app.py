@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +191,47 @@ def test_a_bulk_change_that_breaks_a_safety_rule_gets_409_unless_forced(tmp_path
         assert await addresses(port, f"app.{ZONE}") == ["198.51.100.10"]
 
     run(tmp_path, 'safety:\n  - {min_sites_up: 2, services: "app.*"}\n', body)
+
+
+def gslbd(*args: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "GSLBD_API_TOKEN"}
+    command = [sys.executable, "-m", "gslbd", *args]
+    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=30, env=environ)
+
+
+def test_the_cli_sets_a_site_down_with_a_dry_run_first_and_keeps_the_one_endpoint_form(
+    tmp_path: Path,
+) -> None:
+    async def body(app: App, http: aiohttp.ClientSession) -> None:
+        assert app.api is not None
+        base, port = app.api.url, dns_port(app.bound)
+        flags = ("--api", base, "--token", TOKEN)
+        dry = await asyncio.to_thread(
+            gslbd, "admin", "set", "--site", "eu", "--tag", "canary", "--dry-run", "down", *flags
+        )
+        assert (dry.returncode, dry.stderr) == (0, "")
+        assert dry.stdout == (
+            "would set 1 of 1 matched endpoints down\n"
+            f"  app.{ZONE} 192.0.2.10\n"
+            f"app.{ZONE} A:\n"
+            "  before: 192.0.2.10, 192.0.2.11, 198.51.100.10\n"
+            "  after:  192.0.2.11, 198.51.100.10\n"
+        ), dry.stdout
+        assert await addresses(port, f"app.{ZONE}") == ALL_APP
+        done = await asyncio.to_thread(gslbd, "admin", "set", "--site", "eu", "down", *flags)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("set 3 of 3 matched endpoints down\n")
+        assert await addresses(port, f"app.{ZONE}") == ["198.51.100.10"]
+        none = await asyncio.to_thread(gslbd, "admin", "set", "--site", "ap", "down", *flags)
+        assert (none.returncode, none.stderr) == (
+            1,
+            "gslbd admin set: 400 not changed: selector site=ap matches no endpoint\n",
+        )
+        bad = await asyncio.to_thread(gslbd, "admin", "set", "--site", "eu", f"app.{ZONE}", "down", *flags)
+        assert bad.returncode == 2
+        assert "with a selector give only the STATE" in bad.stderr
+        one = await asyncio.to_thread(gslbd, "admin", "set", f"app.{ZONE}", "192.0.2.10", "obey", *flags)
+        assert (one.returncode, one.stdout) == (0, f"app.{ZONE} 192.0.2.10: admin obey (now answered: yes)\n")
+        assert await addresses(port, f"app.{ZONE}") == ["192.0.2.10", "198.51.100.10"]
+
+    run(tmp_path, "", body)
