@@ -41,7 +41,7 @@ _SCHEMAS: dict[str, Any] = {
                 "minItems": 1,
                 "items": {"type": "string", "examples": ["site=eu down", "region=us-east1 service=api.* up"]},
                 "description": "Changes as `gslbd whatif --admin` takes them: KEY=VALUE... STATE, keys "
-                "site, region, service (glob), address (network or prefix); later ones win.",
+                "site, region, service (glob), address (network or prefix), tag (a,b: all); later ones win.",
             },
             "seed": {"type": "integer", "default": 0, "description": "The seed of the random draws."},
         },
