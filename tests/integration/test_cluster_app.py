@@ -32,6 +32,7 @@ from gslbd.app import App
 from gslbd.clock import SystemClock
 from gslbd.config import load_config_text
 from gslbd.metrics import REGISTRY
+from gslbd.model.selector import Selector
 from gslbd.types import AdminState
 
 A, B, C = ADDRESSES
@@ -126,6 +127,24 @@ def test_an_admin_change_through_one_instance_reaches_the_others_answers_within_
             assert await answer(dns_port(later.bound)) == [B, C]
             await later.set_admin(APP, A, AdminState.OBEY)
             assert server.client().hget("gslb:admin", f"{APP}|{A}") == "obey"
+
+    with running_redis(tmp_path) as server, counting_backend() as backend:
+        asyncio.run(body(server, backend))
+
+
+def test_a_bulk_admin_change_at_one_instance_is_in_redis_when_it_returns_and_reaches_the_other(
+    tmp_path: Path,
+) -> None:
+    async def body(server: RedisProcess, backend: CountingBackend) -> None:
+        config = cluster_config(server.url, backend.port, interval="1s", timeout="900ms", fall=3)
+        async with apps(config, 2) as members:
+            other = dns_port(members[1].bound)
+            assert await answer(other) == [A, B, C]
+            done = await members[0].set_admin_bulk(Selector(address="192.0.2.10/31"), AdminState.DOWN)
+            assert done.plan.changes == {KEY_A: AdminState.DOWN, (APP, B): AdminState.DOWN}
+            assert server.client().hgetall("gslb:admin") == {f"{APP}|{A}": "down", f"{APP}|{B}": "down"}
+            await wait_for(lambda: members[1].book.admin == done.plan.changes)
+            assert await answer(other) == [C]
 
     with running_redis(tmp_path) as server, counting_backend() as backend:
         asyncio.run(body(server, backend))

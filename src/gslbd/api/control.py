@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from gslbd.api.changes import ChangeLog
+from gslbd.model.selector import Selector
 from gslbd.model.service import Endpoint, Service
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState, PolicyName
@@ -208,6 +209,14 @@ class Control(Protocol):
         answers. `service` is absolute and lower case; `address` as configured (normalized IP text or
         absolute hostname). Raises KeyError for an unknown service or endpoint, errors.SafetyRefused
         when the change would break a safety rule and `force` is not set."""
+        ...
+
+    async def set_admin_bulk(
+        self, selector: Selector, state: AdminState, force: bool, dry_run: bool
+    ) -> Mapping[str, Any]:
+        """Set `state` on every endpoint `selector` picks, in one generation (app/bulk.py); the JSON
+        answer of PUT /api/v1/admin (endpoints changed, answers that change). `dry_run` changes nothing.
+        ValueError when the selector picks nothing; errors.SafetyRefused and StateError as set_admin."""
         ...
 
     async def reload(self, force: bool = False) -> list[str]:

@@ -41,7 +41,7 @@ _SCHEMAS: dict[str, Any] = {
                 "minItems": 1,
                 "items": {"type": "string", "examples": ["site=eu down", "region=us-east1 service=api.* up"]},
                 "description": "Changes as `gslbd whatif --admin` takes them: KEY=VALUE... STATE, keys "
-                "site, region, service (glob), address (network or prefix); later ones win.",
+                "site, region, service (glob), address (network or prefix), tag (a,b: all); later ones win.",
             },
             "seed": {"type": "integer", "default": 0, "description": "The seed of the random draws."},
         },
@@ -183,6 +183,42 @@ _SCHEMAS: dict[str, Any] = {
             "endpoint": {"$ref": "#/components/schemas/Endpoint"},
         },
     },
+    "BulkAdminRequest": {
+        "type": "object",
+        "required": ["selector", "state"],
+        "properties": {
+            "selector": {
+                "type": "object",
+                "description": "every key given must match (AND); at least one key",
+                "properties": {
+                    "site": {"type": "string"},
+                    "region": {"type": "string"},
+                    "service": {"type": "string", "description": "a glob over the service name"},
+                    "address": {"type": "string", "description": "a network, an address or a text prefix"},
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "all of them"},
+                },
+            },
+            "state": {"enum": [s.value for s in AdminState]},
+            "force": {"type": "boolean", "description": "apply even when it breaks a safety rule (logged)"},
+            "dry_run": {"type": "boolean", "description": "answer the same, change nothing"},
+        },
+    },
+    "BulkAdminResult": {
+        "type": "object",
+        "properties": {
+            "dry_run": {"type": "boolean"},
+            "selector": {"type": "object"},
+            "state": {"enum": [s.value for s in AdminState]},
+            "generation": {"type": "integer", "description": "the generation answering after the change"},
+            "matched": {"type": "integer", "description": "endpoints the selector picks"},
+            "changed": {"type": "array", "items": {"$ref": "#/components/schemas/AdminResult"}},
+            "answers": {
+                "type": "array",
+                "description": "the services whose answer to a plain client changes, before and after",
+                "items": {"type": "object"},
+            },
+        },
+    },
     "PushRequest": {
         "type": "object",
         "required": ["ok"],
@@ -266,6 +302,27 @@ _PATHS: dict[str, Any] = {
                 "400": _error('The body is not JSON like {"state": "up"|"down"|"obey"}.'),
                 **_AUTH_ERRORS,
                 "404": _error("No such service or endpoint."),
+                "409": {
+                    "description": "Refused: it would break a safety rule (named); nothing changed",
+                    "content": _json("SafetyRefusal"),
+                },
+                "503": _error("The state file cannot be written (named with the errno); nothing changed."),
+            },
+        }
+    },
+    "/api/v1/admin": {
+        "put": {
+            "summary": "Set the admin state of every endpoint a selector picks, in one generation "
+            "(?dry_run=1: answer the same, change nothing)",
+            "security": [{"bearer": []}],
+            "parameters": [
+                {"name": "dry_run", "in": "query", "required": False, "schema": {"enum": ["0", "1"]}}
+            ],
+            "requestBody": {"required": True, "content": _json("BulkAdminRequest")},
+            "responses": {
+                "200": {"description": "Applied and saved (or dry run)", "content": _json("BulkAdminResult")},
+                "400": _error("A bad body, an empty selector, an unknown key, a selector picking nothing."),
+                **_AUTH_ERRORS,
                 "409": {
                     "description": "Refused: it would break a safety rule (named); nothing changed",
                     "content": _json("SafetyRefusal"),

@@ -14,6 +14,8 @@
     GET  /api/v1/changes?since=N             the change log (verdicts, admin changes, reloads)
     GET  /api/v1/events                      Server-Sent Events: a `change` event per change
     PUT  /api/v1/services/{name}/endpoints/{address}/admin   {"state": "up"|"down"|"obey", "force": false}
+    PUT  /api/v1/admin[?dry_run=1]           {"selector": {"site": "eu", ...}, "state": "down",
+                                             "force": false, "dry_run": false}: what the selector picks
     POST /api/v1/reload                      re-read the config file ({"force": true}: past safety rules)
 
 State-changing calls need `Authorization: Bearer <token>` (401 without or with a wrong token). With no
@@ -60,6 +62,7 @@ from gslbd.api.render import endpoint_json, peers_json, service_json, services_j
 from gslbd.errors import NotPushed, SafetyRefused, StateError
 from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.model.config import ListenAddress
+from gslbd.model.selector import Selector, selector_of
 from gslbd.state.store import StateWriteError
 from gslbd.types import AdminState, choices
 
@@ -225,6 +228,7 @@ class ApiServer:
         app.router.add_get("/api/v1/changes", self._changes)
         app.router.add_get("/api/v1/events", self.events.handle)
         app.router.add_put("/api/v1/services/{name}/endpoints/{address}/admin", self._set_admin)
+        app.router.add_put("/api/v1/admin", self._set_admin_bulk)
         app.router.add_post("/api/v1/reload", self._reload)
         app.router.add_post("/api/v1/whatif", self._whatif)
         app.router.add_post("/api/v1/health/{name}/{address}", self._push_health)
@@ -381,6 +385,26 @@ class ApiServer:
             result["endpoint"] = endpoint_json(updated)
         return web.json_response(result)
 
+    async def _set_admin_bulk(self, request: web.Request) -> web.Response:
+        refused = self._authorize(request)
+        if refused is not None:
+            return refused
+        asked = await _bulk_of(request)
+        if isinstance(asked, web.Response):
+            return asked
+        selector, state, force, dry_run = asked
+        try:
+            done = await self._control.set_admin_bulk(selector, state, force, dry_run)
+        except SafetyRefused as exc:
+            return _refused(exc)
+        except ValueError as exc:  # the selector picks nothing
+            return _error(400, f"not changed: {exc}")
+        except StateWriteError as exc:
+            return _error(503, f"not changed: {exc}", file=str(exc.path), errno=exc.errno)
+        except StateError as exc:
+            return _error(503, f"not changed: {exc}")
+        return web.json_response(done)
+
     async def _push_health(self, request: web.Request) -> web.Response:
         """A `type: push` result: {"ok": true|false, "detail": "..."} (detail optional)."""
         refused = self._authorize(request)
@@ -471,6 +495,46 @@ def _refused(exc: SafetyRefused) -> web.Response:
     rules = [{"rule": b.rule, "message": b.message, "services": list(b.services)} for b in exc.breaches]
     message = f'not changed: {exc}; send {{"state": ..., "force": true}} to apply it anyway'
     return web.json_response({"error": message, "rules": rules}, status=409)
+
+
+_BULK_KEYS = ("selector", "state", "force", "dry_run")
+_BULK_USAGE = 'the body must be JSON like {"selector": {"site": "eu"}, "state": "down"}'
+
+
+async def _bulk_of(request: web.Request) -> tuple[Selector, AdminState, bool, bool] | web.Response:
+    """(selector, state, force, dry_run) of a PUT /api/v1/admin body (dry_run also from ?dry_run=1), or
+    the 400 response naming the fault."""
+    try:
+        body = await json_body(request)
+    except BodyError:
+        return _error(400, _BULK_USAGE)
+    if not isinstance(body, dict):
+        return _error(400, _BULK_USAGE)
+    unknown = sorted(set(body) - set(_BULK_KEYS))
+    if unknown:
+        return _error(400, f"unknown key {unknown[0]!r} (keys: {', '.join(_BULK_KEYS)})")
+    if "selector" not in body:
+        return _error(400, f"no selector: {_BULK_USAGE}")
+    try:
+        selector = selector_of(body["selector"])
+    except ValueError as exc:
+        return _error(400, f"not changed: {exc}")
+    valid = choices(AdminState)
+    value = body.get("state")
+    try:
+        state = AdminState(value.strip().lower()) if isinstance(value, str) else None
+    except ValueError:
+        state = None
+    if state is None:
+        return _error(400, f"unknown state {value!r}; valid states: {valid}")
+    force, dry_run = body.get("force", False), body.get("dry_run", False)
+    for key, flag in (("force", force), ("dry_run", dry_run)):
+        if not isinstance(flag, bool):
+            return _error(400, f"{key} must be true or false, got {flag!r}")
+    query = request.query.get("dry_run", "").strip().lower()
+    if query not in ("", "0", "1", "true", "false"):
+        return _error(400, f"dry_run must be 1 or 0, got {query!r}")
+    return selector, state, force, dry_run or query in ("1", "true")
 
 
 async def _admin_state_of(request: web.Request) -> tuple[AdminState, bool] | web.Response:

@@ -28,7 +28,7 @@ from gslbd.api.control import (
 )
 from gslbd.app.whatif import NothingToReplay, SelectorMatchesNothing, whatif_running
 from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
-from gslbd.model.selector import parse_admin
+from gslbd.model.selector import Selector, parse_admin
 from gslbd.model.service import Service
 from gslbd.server.dnstap.capture import CaptureError
 from gslbd.server.stats import CounterReport
@@ -70,6 +70,12 @@ class AppControl:
 
     async def set_admin(self, service: str, address: str, state: AdminState, force: bool = False) -> None:
         await self._app.set_admin(service, address, state, force)
+
+    async def set_admin_bulk(
+        self, selector: Selector, state: AdminState, force: bool, dry_run: bool
+    ) -> Mapping[str, Any]:
+        done = await self._app.set_admin_bulk(selector, state, force, dry_run)
+        return done.json(self._app.generation.resolved.services, dry_run)
 
     async def reload(self, force: bool = False) -> list[str]:
         return await self._app.reload_file(force)

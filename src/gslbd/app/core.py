@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from gslbd.answer import View
 from gslbd.app.audit import AuditTask
+from gslbd.app.bulk import BulkResult, candidate_view, plan
 from gslbd.app.changes import ChangeRecorder
 from gslbd.app.control import AppControl
 from gslbd.app.front import DnsFront
@@ -77,6 +78,7 @@ from gslbd.metrics import (
     TRANSITIONS,
 )
 from gslbd.model.config import Config
+from gslbd.model.selector import Selector
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
 from gslbd.server.build import FILL_SECONDS
@@ -556,6 +558,31 @@ class App:
         self._admin_changed(key, state, "api")
         self._rebuild()
         return key
+
+    async def set_admin_bulk(
+        self, selector: Selector, state: AdminState, force: bool = False, dry_run: bool = False
+    ) -> BulkResult:
+        """Set `state` on every endpoint of the config that `selector` picks, in one generation: each
+        changed key stored (and in Redis before this returns), one rebuild. SelectorMatchesNothing,
+        SafetyRefused (unless forced) and StateError as set_admin; `dry_run` checks and reports the same
+        and changes nothing."""
+        generation = self._generation
+        found = plan(self.config.services, generation.snapshot, selector, state)
+        if not (dry_run and force):
+            check_admin(generation, found.changes, force and not dry_run)
+        before = generation.view
+        if dry_run:
+            return BulkResult(found, generation.number, before, candidate_view(generation, found.changes))
+        self.store.save_admins(found.changes)  # one write: all or (StateError) none
+        if self.cluster is not None and found.changes:
+            await self.cluster.flush_admin()
+        for key in found.changes:
+            self.book.set_admin(key, state)
+            ADMIN_CHANGES.labels(state=state.value).inc()
+            self._admin_changed(key, state, "api")
+        if found.changes:
+            self._rebuild()
+        return BulkResult(found, self._generation.number, before, self.view)
 
     # -- reload ----------------------------------------------------------------------------------
 

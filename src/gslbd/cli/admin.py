@@ -18,6 +18,13 @@ TOKEN_ENV = "GSLBD_API_TOKEN"
 TIMEOUT = 10.0
 STATES = ("up", "down", "obey")
 COLUMNS = ("SERVICE", "ENDPOINT", "SITE", "HEALTH", "ADMIN", "EFFECTIVE", "LAST CHANGE")
+BULK_OPTIONS = (
+    ("site", "SITE", "endpoints of this site"),
+    ("region", "REGION", "endpoints of this locality region"),
+    ("service", "GLOB", "endpoints of services whose name matches this glob (*.gslb.example.com)"),
+    ("address", "NET", "endpoints in this network or address (192.0.2.0/24), or with this hostname prefix"),
+)
+_OPTIONS = "--site, --region, --service, --address, --tag"
 PEER_COLUMNS = ("PEER", "STATE", "LAST ANSWER", "ENDPOINTS", "ERRORS", "DETAIL")
 
 
@@ -32,11 +39,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     actions = admin.add_subparsers(dest="admin_command", metavar="ACTION")
     actions.required = True
     set_ = actions.add_parser(
-        "set", help="force an endpoint up or down, or let it obey its checks again (kept across restarts)"
+        "set",
+        help="force an endpoint up or down, or let it obey its checks again (kept across restarts)",
+        usage="gslbd admin set SERVICE ADDRESS STATE | gslbd admin set [--site S] [--region R] "
+        "[--service GLOB] [--address NET] [--tag T]... [--dry-run] STATE",
+        description="One endpoint (SERVICE ADDRESS STATE), or every endpoint a selector picks (its options "
+        "combined with AND: PUT /api/v1/admin, in one generation).",
     )
-    set_.add_argument("name", help="the service, e.g. app.gslb.example.com")
-    set_.add_argument("address", help="the endpoint address as configured, e.g. 192.0.2.1")
-    set_.add_argument("state", choices=STATES, help="up and down force; obey follows the health checks")
+    set_.add_argument(
+        "words", nargs="+", metavar="ARG", help="SERVICE ADDRESS STATE, or STATE with selector options"
+    )
+    for key, metavar, what in BULK_OPTIONS:
+        set_.add_argument(f"--{key}", default=None, metavar=metavar, help=what)
+    set_.add_argument(
+        "--tag", action="append", default=None, metavar="TAG", help="endpoints with this tag (repeated: all)"
+    )
+    set_.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
     _api_option(set_)
     set_.add_argument(
         "--token", default=None, help=f"the API bearer token (default: the {TOKEN_ENV} environment variable)"
@@ -44,7 +62,34 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     set_.add_argument(
         "--force", action="store_true", help="apply even when it breaks a safety rule (logged at WARNING)"
     )
-    set_.set_defaults(run=lambda a: run_admin_set(a.api, a.name, a.address, a.state, a.token, a.force))
+    set_.set_defaults(run=_run_set)
+
+
+def _run_set(args: argparse.Namespace) -> int:
+    """The one-endpoint form, or (with a selector option) the bulk form."""
+    selector: dict[str, Any] = {key: getattr(args, key) for key, _, _ in BULK_OPTIONS if getattr(args, key)}
+    if args.tag:
+        selector["tags"] = args.tag
+    words: list[str] = args.words
+    if not selector:
+        if args.dry_run:
+            return _usage(f"--dry-run needs a selector option ({_OPTIONS})")
+        if len(words) != 3:
+            return _usage(f"give SERVICE ADDRESS STATE, or STATE with a selector option ({_OPTIONS})")
+        name, address, state = words
+        if state not in STATES:
+            return _usage(f"invalid choice: {state!r} (choose from {', '.join(STATES)})")
+        return run_admin_set(args.api, name, address, state, args.token, args.force)
+    if len(words) != 1:
+        return _usage(f"with a selector give only the STATE, got {' '.join(words)!r}")
+    if words[0] not in STATES:
+        return _usage(f"invalid choice: {words[0]!r} (choose from {', '.join(STATES)})")
+    return run_admin_bulk(args.api, selector, words[0], args.token, args.force, args.dry_run)
+
+
+def _usage(message: str) -> int:
+    print(f"gslbd admin set: {message}", file=sys.stderr)
+    return 2
 
 
 def _api_option(parser: argparse.ArgumentParser) -> None:
@@ -173,6 +218,44 @@ def run_status(api: str, name: str | None = None) -> int:
     return 0
 
 
+def _failed(exc: ApiError, token: str | None) -> int:
+    hint = ""
+    if str(exc).startswith("401") and not token:
+        hint = f" (give --token or set {TOKEN_ENV})"
+    elif str(exc).startswith("409"):
+        hint = " (gslbd admin set --force applies it anyway)"
+    print(f"gslbd admin set: {exc}{hint}", file=sys.stderr)
+    return 1
+
+
+def bulk_lines(result: dict[str, Any]) -> list[str]:
+    """What a bulk change (or its dry run) did: the endpoints changed, then each answer before/after."""
+    changed = result.get("changed", [])
+    verb = "would set" if result.get("dry_run") else "set"
+    lines = [f"{verb} {len(changed)} of {result.get('matched', 0)} matched endpoints {result.get('state')}"]
+    lines += [f"  {c['service']} {c['address']}" for c in changed]
+    for a in result.get("answers", []):
+        lines.append(f"{a['service']} {a['type']}:")
+        for when in ("before", "after"):
+            answer = a[when]
+            shown = ", ".join(rr.split()[-1] for rr in answer["answer"]) or answer["rcode"]
+            lines.append(f"  {when + ':':8}{shown}")
+    return lines
+
+
+def run_admin_bulk(
+    api: str, selector: dict[str, Any], state: str, token: str | None, force: bool, dry_run: bool
+) -> int:
+    token = token if token is not None else os.environ.get(TOKEN_ENV)
+    body: dict[str, Any] = {"selector": selector, "state": state, "force": force, "dry_run": dry_run}
+    try:
+        result = _request("PUT", f"{api.rstrip('/')}/api/v1/admin", body, token)
+    except ApiError as exc:
+        return _failed(exc, token)
+    print("\n".join(bulk_lines(result)))
+    return 0
+
+
 def run_admin_set(
     api: str, name: str, address: str, state: str, token: str | None, force: bool = False
 ) -> int:
@@ -184,13 +267,7 @@ def run_admin_set(
         body: dict[str, Any] = {"state": state, "force": True} if force else {"state": state}
         result = _request("PUT", url, body, token)
     except ApiError as exc:
-        hint = ""
-        if str(exc).startswith("401") and not token:
-            hint = f" (give --token or set {TOKEN_ENV})"
-        elif str(exc).startswith("409"):
-            hint = " (gslbd admin set --force applies it anyway)"
-        print(f"gslbd admin set: {exc}{hint}", file=sys.stderr)
-        return 1
+        return _failed(exc, token)
     endpoint = result.get("endpoint") or {}
     effective = ""
     if "effective_up" in endpoint:

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="'KEY=VALUE... STATE'",
         help="an admin change in the candidate, e.g. 'site=eu down' (keys site, region, service glob, "
-        "address prefix, combined with AND; state up, down or obey; repeatable, later ones win)",
+        "address prefix, tag=a,b, combined with AND; state up, down or obey; repeatable, later ones win)",
     )
     p.add_argument("--seed", type=int, default=0, help="the seed of the random draws (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

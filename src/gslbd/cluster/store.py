@@ -35,10 +35,14 @@ class RedisStateStore:
 
     def save_admin(self, key: EndpointKey, state: AdminState) -> None:
         """Keep a change locally (StateError when that fails: then nothing is queued) and queue it."""
+        self.save_admins({key: state})
+
+    def save_admins(self, changes: Mapping[EndpointKey, AdminState]) -> None:
+        """Keep several locally in one write (StateError: none kept, none queued) and queue them all."""
         known = self._known()
-        self.local.save_admin(key, state)
-        known[key] = state
-        self._pending[key] = state
+        self.local.save_admins(changes)
+        known.update(changes)
+        self._pending.update(changes)
         if self._on_change is not None:
             self._on_change()
 

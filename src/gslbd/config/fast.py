@@ -35,6 +35,7 @@ from gslbd.config.min_healthy import min_healthy_value, min_healthy_warning
 from gslbd.config.names import make_name, target_text
 from gslbd.config.service_context import MAX_EXCHANGE_LABEL, ServiceContext, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
+from gslbd.config.tags import tags_value
 from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, MinHealthy, Service
@@ -226,6 +227,14 @@ def _int(value: object, lo: int, hi: int) -> int:
     return value
 
 
+def _tags(value: object) -> tuple[str, ...]:
+    """`tags:` read as the located reader reads it (config/tags.py); a bad one is left to it."""
+    try:
+        return tags_value(value)
+    except Invalid:
+        raise _SLOW from None
+
+
 def _check(index: FastIndex, value: object, used: list[str]) -> Check | None:
     """A `check:` value: `none`, or the name of a valid profile (recorded in `used`)."""
     if type(value) is not str:
@@ -295,6 +304,7 @@ def _endpoint(
             _check(index, item["check"], used) if "check" in item else default,
             probe,
             admin,
+            _tags(item["tags"]) if "tags" in item else (),
         )
     )
 
@@ -371,7 +381,7 @@ def _service(ctx: ServiceContext, obj: dict[str, object], keys: int | None) -> F
                 (site_of.get(item["site"]) or _site_of(ctx, index, item["site"])) if size == 2 else index.here
             )
             # made_endpoint inline (400,000 calls fewer): a draft given the class Endpoint (makers.py)
-            endpoint = draft(name, address, kind, found[0], found[1], 1, 0, default, None, _OBEY)
+            endpoint = draft(name, address, kind, found[0], found[1], 1, 0, default, None, _OBEY, ())
             endpoint.__class__ = _ENDPOINT  # type: ignore[assignment]
             add(endpoint)  # type: ignore[arg-type]
         else:

@@ -29,6 +29,7 @@ _ENDPOINT_FIELDS = (
     "check",
     "probe_address",
     "admin",
+    "tags",
 )
 _SERVICE_FIELDS = (
     "name",
@@ -68,6 +69,7 @@ class EndpointDraft:
         check: Check | None,
         probe_address: str | None,
         admin: AdminState,
+        tags: tuple[str, ...] = (),
     ) -> None:
         self.service = service
         self.address = address
@@ -79,6 +81,7 @@ class EndpointDraft:
         self.check = check
         self.probe_address = probe_address
         self.admin = admin
+        self.tags = tags
 
 
 class ServiceDraft:

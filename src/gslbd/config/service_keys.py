@@ -19,4 +19,14 @@ SERVICE_KEYS = (
     "srv",
     "min_healthy",
 )
-ENDPOINT_KEYS = ("address", "site", "locality", "weight", "priority", "check", "probe_address", "admin")
+ENDPOINT_KEYS = (
+    "address",
+    "site",
+    "locality",
+    "weight",
+    "priority",
+    "check",
+    "probe_address",
+    "admin",
+    "tags",
+)

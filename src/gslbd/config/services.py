@@ -26,6 +26,7 @@ from gslbd.config.names import in_zone, ip_address, make_name, origin_name, rela
 from gslbd.config.network import opt_locality
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
+from gslbd.config.tags import tag_value
 from gslbd.config.yaml_fast import FastServices, Known
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
@@ -124,6 +125,7 @@ def _read_endpoint(
     given, check = ctx.checks.resolve(r, inline)
     probe = r.opt("probe_address", ip_address)
     admin = r.get("admin", enum(AdminState, "admin state"), AdminState.OBEY)
+    tags = r.list_of("tags", _tag, single=False) or []
     if found is None:
         return None
     return Endpoint(
@@ -137,6 +139,7 @@ def _read_endpoint(
         check=check if given else default_check,
         probe_address=probe,
         admin=admin,
+        tags=tuple(dict.fromkeys(t for t, _, _ in tags)),
     )
 
 
@@ -239,6 +242,10 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         r.error("locality_names", "a wildcard service has no locality names")
     _site_warnings(ctx, r, service, order)
     return service if ok else None
+
+
+def _tag(node: Node) -> str:
+    return tag_value(scalar(node, "a tag (a string)"))
 
 
 def _min_healthy(node: Node) -> MinHealthy:

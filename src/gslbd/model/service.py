@@ -18,7 +18,8 @@ class Endpoint:
     """One answerable target of a service.
 
     `address` is a normalized IPv4/IPv6 address text, or an absolute lower-case hostname ending in a
-    dot (answered as a CNAME). `service` is the fqdn of the owning service.
+    dot (answered as a CNAME). `service` is the fqdn of the owning service. `tags` are short labels
+    (config/tags.py) that a bulk admin change selects by.
     """
 
     service: str
@@ -31,6 +32,7 @@ class Endpoint:
     check: Check | None = None
     probe_address: str | None = None
     admin: AdminState = AdminState.OBEY
+    tags: tuple[str, ...] = ()  # `endpoints[].tags`: what an admin selector's `tags` matches
 
     @property
     def key(self) -> EndpointKey:

@@ -58,6 +58,10 @@ class StateStore(Protocol):
         """Store one endpoint's admin state. Raises StateError when it cannot be kept."""
         ...
 
+    def save_admins(self, changes: Mapping[EndpointKey, AdminState]) -> None:
+        """Store several at once (a bulk change): all of them or, with StateError, none."""
+        ...
+
 
 class MemoryStateStore:
     """Admin states kept in memory: they last as long as the process."""
@@ -69,7 +73,10 @@ class MemoryStateStore:
         return dict(self._admin)
 
     def save_admin(self, key: EndpointKey, state: AdminState) -> None:
-        self._admin[key] = state
+        self.save_admins({key: state})
+
+    def save_admins(self, changes: Mapping[EndpointKey, AdminState]) -> None:
+        self._admin.update(changes)
 
 
 class StateWriteError(StateError):
@@ -121,9 +128,13 @@ class FileStateStore:
         return dict(self._verdicts)
 
     def save_admin(self, key: EndpointKey, state: AdminState) -> None:
+        self.save_admins({key: state})
+
+    def save_admins(self, changes: Mapping[EndpointKey, AdminState]) -> None:
+        """One write of the file with every change (StateWriteError: the file and memory as before)."""
         with self._lock:
             admin = dict(self._admin) if self._admin is not None else self.load_admin()
-            admin[key] = state
+            admin.update(changes)
             self._write(self._text(admin, self._verdicts))
             self._admin = admin
 

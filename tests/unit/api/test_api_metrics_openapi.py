@@ -85,8 +85,8 @@ def test_openapi_document_describes_every_route_and_method() -> None:
     assert isinstance(paths, dict)
     routes = [(r.method, r.resource.canonical) for r in server.app.router.routes() if r.method != "HEAD"]
     # 11 (POST /api/v1/health and /api/v1/whatif among them) + GET /api/v1/peers + the console (page,
-    # assets, /status, 5 JSON)
-    assert len(routes) == 19
+    # assets, /status, 5 JSON) + PUT /api/v1/admin
+    assert len(routes) == 20
     for method, path in routes:
         assert path in paths, path
         assert method.lower() in paths[path], (method, path)

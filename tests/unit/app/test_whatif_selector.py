@@ -37,7 +37,7 @@ def test_keys_and_state_are_parsed() -> None:
         ("site=eu", "'site=eu': ends with no state (obey, up, down)"),
         ("", "'': ends with no state (obey, up, down)"),
         ("site=eu off", "'site=eu off': 'off' is not a state (obey, up, down)"),
-        ("tag=x down", "'tag=x down': unknown key 'tag' (keys: site, region, service, address)"),
+        ("rack=x down", "'rack=x down': unknown key 'rack' (keys: tag, site, region, service, address)"),
         ("site=eu site=us up", "'site=eu site=us up': site given twice"),
         ("site= up", "'site= up': 'site=' is not KEY=VALUE"),
         ("eu up", "'eu up': 'eu' is not KEY=VALUE"),

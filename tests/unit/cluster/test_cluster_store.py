@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def test_a_remote_state_is_news_only_once() -> None:
 class FullDisk(MemoryStateStore):
     """A local store that can be read but not written (a full disk)."""
 
-    def save_admin(self, key: tuple[str, str], state: AdminState) -> None:
+    def save_admins(self, changes: Mapping[tuple[str, str], AdminState]) -> None:
         raise StateError("cannot write state file /var/lib/gslbd/state.json: No space left on device")
 
 
@@ -72,3 +73,14 @@ def test_a_local_store_that_cannot_save_refuses_the_change_and_queues_nothing() 
     # A state from another instance is still applied (only its local copy is lost).
     assert store.apply_remote(B, AdminState.UP) is True
     assert store.load_admin() == {B: AdminState.UP}
+
+
+def test_a_bulk_save_is_one_local_write_and_every_change_is_queued(tmp_path: Path) -> None:
+    wakes: list[int] = []
+    store = RedisStateStore(FileStateStore(tmp_path / "state.json"), lambda: wakes.append(1))
+    store.save_admins({A: AdminState.DOWN, B: AdminState.DOWN})
+    assert store.pending() == {A: AdminState.DOWN, B: AdminState.DOWN}
+    assert FileStateStore(tmp_path / "state.json").load_admin() == {A: AdminState.DOWN, B: AdminState.DOWN}
+    assert wakes == [1]
+    with pytest.raises(StateError):
+        RedisStateStore(FullDisk()).save_admins({A: AdminState.DOWN, B: AdminState.UP})

@@ -119,6 +119,7 @@ def endpoints(draw: st.DrawFn) -> dict[str, Any]:
         "check": st.sampled_from(["none", "web"]),
         "probe_address": GOOD_ADDRESSES,
         "admin": st.sampled_from(["obey", "up", "down"]),
+        "tags": st.lists(st.sampled_from(["canary", "rack-1", "eu.west:2", "A_b"]), max_size=3),
     }
     for key, values in optional.items():
         if draw(st.integers(0, 4)) == 0:
@@ -131,6 +132,7 @@ def endpoints(draw: st.DrawFn) -> dict[str, Any]:
         "check": BAD_CHECKS,
         "probe_address": st.one_of(BAD_ADDRESSES, HOSTNAMES),
         "admin": st.sampled_from(["bogus", "drain", None, 1]),
+        "tags": st.sampled_from(["canary", [""], ["-x"], ["a b"], [1], ["x" * 64], [None], {}, [["x"]]]),
         "locality": st.sampled_from([{"region": "r1"}, {}, "r1"]),
         "wieght": st.just(1),
     }
@@ -638,3 +640,41 @@ def test_giving_up_keeps_no_traceback_on_the_shared_exception() -> None:
     for _ in range(3):
         assert fast_service(context(), obj) is None
     assert fastpath._SLOW.__traceback__ is None
+
+
+def test_tags_take_the_python_fast_path_and_the_c_reader_leaves_them_to_it() -> None:
+    obj: dict[str, Any] = {
+        "name": "s1.gslb.example.com.",
+        "endpoints": [{"address": "10.10.0.1", "site": "eu", "tags": ["canary", "r1", "canary"]}],
+    }
+    found = fast_service(context(), obj)
+    assert found is not None and found[0].endpoints[0].tags == ("canary", "r1")
+    assert found[0] == located(context(), obj)[0]
+    bad = {**obj, "endpoints": [{"address": "10.10.0.1", "tags": ["a b"]}]}
+    assert fast_service(context(), bad) is None  # left to the located reader, which names the fault
+    if fastpath.native_reader():
+        reader = fastpath._index(context()).common
+        assert reader is not None and reader(obj, None) is None
+        plain = reader({**obj, "endpoints": [{"address": "10.10.0.1", "site": "eu"}]}, None)
+        assert plain is not None and plain[0].endpoints[0].tags == ()
+
+
+def test_a_services_file_reads_tags_and_locates_a_bad_one(tmp_path: Path) -> None:
+    lines = [
+        {"name": "s1.gslb.example.com.", "endpoints": [{"address": "192.0.2.1", "tags": ["canary"]}]},
+        {"name": "s2.gslb.example.com.", "endpoints": [{"address": "192.0.2.2", "tags": "canary"}]},
+    ]
+    (tmp_path / "services.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    path = tmp_path / "gslbd.yaml"
+    path.write_text(BASE + "services_file: services.jsonl\n", encoding="utf-8")
+    path.chmod(0o600)
+    config, problems = check_config(path)
+    assert config is None
+    assert [str(p) for p in problems if p.severity == "error"] == [
+        f"{tmp_path / 'services.jsonl'}:2: endpoints[0].tags: expected a list, got the string 'canary'"
+    ]
+    lines.pop()
+    (tmp_path / "services.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    forget()
+    config, problems = check_config(path)
+    assert config is not None and config.services[0].endpoints[0].tags == ("canary",)

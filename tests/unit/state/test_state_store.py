@@ -172,3 +172,27 @@ def test_an_unreadable_kept_verdict_is_left_out_but_admin_states_still_load(
     assert store.load_admin() == {A: AdminState.DOWN}
     assert store.load_verdicts() == {B: KeptVerdict(True, 5.0)}
     assert "verdict 'no-separator' left out" in caplog.text
+
+
+def test_several_admin_states_are_saved_in_one_write_or_none_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "state.json"
+    store = FileStateStore(path)
+    store.save_admin(A, AdminState.UP)
+    writes: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (writes.append(fd), real_fsync(fd))[1])
+    store.save_admins({A: AdminState.DOWN, B: AdminState.DOWN})
+    assert len(writes) == 1
+    assert FileStateStore(path).load_admin() == {A: AdminState.DOWN, B: AdminState.DOWN}
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(StateWriteError):
+        store.save_admins({A: AdminState.OBEY, B: AdminState.UP})
+    monkeypatch.undo()
+    assert FileStateStore(path).load_admin() == {A: AdminState.DOWN, B: AdminState.DOWN}
+    assert store.load_admin() == {A: AdminState.DOWN, B: AdminState.DOWN}
