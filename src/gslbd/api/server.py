@@ -374,16 +374,18 @@ class ApiServer:
             return _error(404, f"service {service.name} has no endpoint {address}")
         except SafetyRefused as exc:
             return _refused(exc)
-        except StateWriteError as exc:  # logged once by the store; nothing changed
-            return _error(503, f"not changed: {exc}", file=str(exc.path), errno=exc.errno)
-        except StateError as exc:
-            return _error(503, f"not changed: {exc}")
+        except StateError as exc:  # a write failure is logged once by the store; nothing changed
+            return _not_kept(exc)
         result: dict[str, Any] = {"service": service.name, "address": endpoint.address, "state": state.value}
-        after = self._control.service(service.name)
-        updated = None if after is None else next((e for e in after.endpoints if e.address == wanted), None)
+        return web.json_response(self._with_endpoint(result, service.name, wanted))
+
+    def _with_endpoint(self, result: dict[str, Any], service: str, address: str) -> dict[str, Any]:
+        """`result` with the endpoint's status after the change (as GET shows it), when it has one."""
+        after = self._control.service(service)
+        updated = None if after is None else next((e for e in after.endpoints if e.address == address), None)
         if updated is not None:
             result["endpoint"] = endpoint_json(updated)
-        return web.json_response(result)
+        return result
 
     async def _set_admin_bulk(self, request: web.Request) -> web.Response:
         refused = self._authorize(request)
@@ -399,10 +401,8 @@ class ApiServer:
             return _refused(exc)
         except ValueError as exc:  # the selector picks nothing
             return _error(400, f"not changed: {exc}")
-        except StateWriteError as exc:
-            return _error(503, f"not changed: {exc}", file=str(exc.path), errno=exc.errno)
         except StateError as exc:
-            return _error(503, f"not changed: {exc}")
+            return _not_kept(exc)
         return web.json_response(done)
 
     async def _push_health(self, request: web.Request) -> web.Response:
@@ -431,11 +431,7 @@ class ApiServer:
         except NotPushed as exc:
             return _error(409, str(exc))
         result: dict[str, Any] = {"service": service.name, "address": wanted, "ok": ok}
-        after = self._control.service(service.name)
-        updated = None if after is None else next((e for e in after.endpoints if e.address == wanted), None)
-        if updated is not None:
-            result["endpoint"] = endpoint_json(updated)
-        return web.json_response(result)
+        return web.json_response(self._with_endpoint(result, service.name, wanted))
 
     async def _reload(self, request: web.Request) -> web.Response:
         refused = self._authorize(request)
@@ -535,6 +531,13 @@ async def _bulk_of(request: web.Request) -> tuple[Selector, AdminState, bool, bo
     if query not in ("", "0", "1", "true", "false"):
         return _error(400, f"dry_run must be 1 or 0, got {query!r}")
     return selector, state, force, dry_run or query in ("1", "true")
+
+
+def _not_kept(exc: StateError) -> web.Response:
+    """503 for an admin change the state store could not keep (with the file and errno of a write)."""
+    if isinstance(exc, StateWriteError):
+        return _error(503, f"not changed: {exc}", file=str(exc.path), errno=exc.errno)
+    return _error(503, f"not changed: {exc}")
 
 
 async def _admin_state_of(request: web.Request) -> tuple[AdminState, bool] | web.Response:
