@@ -103,6 +103,10 @@ def service_lines(service: Service) -> list[str]:
     if service.policy is PolicyName.WEIGHTED:
         weights = ", ".join(f"{s} {w}" for s, w in service.weights) if service.weights else None
         lines.append(f"  weights: {weights or 'none, per-endpoint weight'}")
+    if service.policy is PolicyName.GEO and service.bias:
+        lines.append(
+            f"  bias: {', '.join(f'{s} {b:+d}' for s, b in service.bias)} (distance x (1 - bias/100))"
+        )
     if service.fallback:
         lines.append(f"  fallback: {', '.join(service.fallback)}")
     if service.min_healthy is not None:

@@ -7,7 +7,7 @@ import random
 from dataclasses import replace
 
 from gslbd.answer import View, build_view
-from gslbd.explain import explain
+from gslbd.explain import explain, service_lines
 from gslbd.model.config import Config, SiteConfig
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
@@ -236,3 +236,8 @@ def test_empty_non_terminal_is_explained_as_nodata() -> None:
     text = run(f"deep.{ORIGIN}", "A", "10.1.2.3", config=config)
     assert "name: exists only because names below it exist (empty non-terminal)\n" in text
     assert "answer: NOERROR (NODATA), authoritative\n" in text
+
+
+def test_a_geo_service_shows_its_bias() -> None:
+    biased = replace(service("g", PolicyName.GEO, ep("g", "192.0.2.1", "eu")), bias=(("eu", 30), ("us", -5)))
+    assert service_lines(biased)[1] == "  bias: eu +30, us -5 (distance x (1 - bias/100))"

@@ -47,6 +47,7 @@ _SERVICE_FIELDS = (
     "https",
     "srv",
     "min_healthy",
+    "bias",
 )
 
 
@@ -106,6 +107,7 @@ class ServiceDraft:
         https: None,
         srv: None,
         min_healthy: MinHealthy | None,
+        bias: tuple[tuple[str, int], ...] = (),
     ) -> None:
         self.name = name
         self.zone = zone
@@ -122,6 +124,7 @@ class ServiceDraft:
         self.https = https
         self.srv = srv
         self.min_healthy = min_healthy
+        self.bias = bias
 
 
 def _same_layout(kind: type, draft: type) -> None:

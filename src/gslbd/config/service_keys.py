@@ -18,6 +18,7 @@ SERVICE_KEYS = (
     "https",
     "srv",
     "min_healthy",
+    "bias",
 )
 ENDPOINT_KEYS = (
     "address",

@@ -106,6 +106,7 @@ class Service:
     https: HttpsRecord | None = None
     srv: SrvRecord | None = None
     min_healthy: MinHealthy | None = None
+    bias: tuple[tuple[str, int], ...] = ()  # policy geo: per-site bias -99..99 (Route 53 geoproximity)
 
     @property
     def wildcard(self) -> bool:

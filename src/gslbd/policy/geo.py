@@ -5,6 +5,10 @@ candidates in the same zone, else in the same region, else at the same site, els
 by great-circle distance (from the client's coordinates, or its site's), else all candidates. Inside
 the chosen set the answer rotates per query like round_robin.
 
+`services[].bias` moves the borders between sites in that distance-based choice as Route 53's
+geoproximity does: a site's distance counts as distance * (1 - bias / 100), so a positive bias
+(up to 99) grows the area a site wins and a negative one (down to -99) shrinks it.
+
 Every distinct set is built at plan time; a query only looks its client up in a bounded per-plan
 cache (address -> set), locating the client on a miss.
 """
@@ -42,6 +46,11 @@ def endpoint_locality(endpoint: Endpoint, sites: Mapping[str, SiteInfo]) -> Loca
     return info.locality if info is not None else endpoint.locality
 
 
+def biased_km(km: float, bias: int) -> float:
+    """A site's distance as the distance-based choice compares it (Route 53 geoproximity's formula)."""
+    return km * (1 - bias / 100)
+
+
 @dataclass(frozen=True, slots=True)
 class GeoTables:
     """Which candidate set (class) answers each kind of location."""
@@ -49,7 +58,8 @@ class GeoTables:
     by_zone: Mapping[tuple[str | None, str], int]
     by_region: Mapping[str, int]
     by_site: Mapping[str, int]
-    site_points: tuple[tuple[str, tuple[float, float], int], ...]  # sites with candidates and coordinates
+    # Sites with candidates and coordinates: (site, point, candidate set, bias).
+    site_points: tuple[tuple[str, tuple[float, float], int, int], ...]
     everyone: int
 
 
@@ -106,12 +116,22 @@ class GeoPlan:
         if info is not None and info.coordinates is not None and origin in (None, info.coordinates):
             origin, source = info.coordinates, f"the client's site {info.name}"
         if origin is not None and t.site_points:
-            best_site, best_class, best_km = "", t.everyone, math.inf
-            for site, point, chosen in t.site_points:
+            best_site, best_class, best_score, best_km, best_bias = "", t.everyone, math.inf, 0.0, 0
+            for site, point, chosen, bias in t.site_points:
                 km = great_circle_km(origin, point)
-                if km < best_km:
-                    best_site, best_class, best_km = site, chosen, km
-            return best_class, f"nearest site {best_site} ({best_km:.0f} km from {source})"
+                score = biased_km(km, bias)
+                if score < best_score:
+                    best_site, best_class, best_score, best_km, best_bias = site, chosen, score, km, bias
+            if not any(bias for *_, bias in t.site_points):
+                return best_class, f"nearest site {best_site} ({best_km:.0f} km from {source})"
+            distances = ", ".join(
+                f"{site} {biased_km(great_circle_km(origin, point), bias):.0f}"
+                for site, point, _, bias in t.site_points
+            )
+            return best_class, (
+                f"nearest site {best_site} with bias ({best_km:.0f} km from {source}, bias {best_bias:+d};"
+                f" biased km: {distances})"
+            )
         if loc.how == "unknown":
             return t.everyone, "client location unknown: all candidates"
         return t.everyone, "no candidate shares the client's zone, region or site and none is placed: all"
@@ -171,10 +191,11 @@ class Geo:
             turn = f"geo: {len(builder.variants)} rotations, one per query in turn"
             return RotationPlan(tuple(builder.variants), (reason, turn))
         points = []
+        bias = dict(service.bias)
         for site, chosen in by_site.items():
             info = env.sites.get(site)
             if info is not None and info.coordinates is not None:
-                points.append((site, info.coordinates, chosen))
+                points.append((site, info.coordinates, chosen, bias.get(site, 0)))
         tables = GeoTables(by_zone, by_region, by_site, tuple(points), everyone)
         return GeoPlan(
             tuple(builder.variants),

@@ -787,3 +787,36 @@ def test_a_co_query_gets_the_cached_compact_denial_from_c_as_nxdomain_with_co(tm
     plain = query(f"co-cached.{ORIGIN}", "A", edns=0, dnssec_ok=True)  # DO alone: NOERROR, no CO
     out = native.answer(plain, 1, False, False)
     assert out is not None and dns.message.from_wire(out).rcode() == dns.rcode.NOERROR
+
+
+def biased_geo_view(bias: tuple[tuple[str, int], ...]) -> View:
+    """A geo service at eu (.51) and ap (.53) only: a client of the us site goes to the nearest of them."""
+    service = svc("gb", "192.0.2.51", "192.0.2.53", policy=PolicyName.GEO, bias=bias)
+    placed = replace(
+        service,
+        endpoints=(replace(service.endpoints[0], site="eu"), replace(service.endpoints[1], site="ap")),
+    )
+    env = PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
+    return build_view(replace(CONFIG, services=(*SERVICES, placed)), make_snapshot(), env)
+
+
+@pytest.mark.parametrize(
+    ("bias", "expected"),
+    [
+        ((), b"\xc0\x00\x02\x33"),
+        ((("ap", 70),), b"\xc0\x00\x02\x35"),
+        ((("eu", -50), ("ap", 50)), b"\xc0\x00\x02\x35"),
+    ],
+    ids=["nearest", "ap-grown", "eu-shrunk-ap-grown"],
+)
+def test_the_c_table_answers_the_biased_nearest_site(
+    bias: tuple[tuple[str, int], ...], expected: bytes
+) -> None:
+    # From New York (the us site): eu 6200 km, ap 15300 km; ap * 0.3 (4590), or eu * 1.5 (9300) against
+    # ap * 0.5 (7650), put ap nearer.
+    wire = query(f"gb.{ORIGIN}", edns=0)
+    table = compile_table(biased_geo_view(bias), max_udp_payload=1232, use_client_subnet=True)
+    out = ct.build_ctable(table).native.answer(wire, 0x0A090909, False, False)
+    assert out is not None
+    assert out == fast_answer(table, wire, 0x0A090909, False, False, random.Random(1))
+    assert expected in out
