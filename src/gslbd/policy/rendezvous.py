@@ -10,8 +10,8 @@ in (0, 1) and the score is -weight / ln(h), so a candidate wins a share weight/s
 Weight 0 is never chosen while a candidate with a positive weight exists; when every candidate has
 weight 0 they all count as equal (the rule of `policy: weighted`). When the remaining weights are all
 equal, -w/ln(h) ranks exactly as h does, so the plan is the plain integer one (`RendezvousPlan`, which
-the C table computes); only unequal weights need the float score (`WeightedRendezvousPlan`, answered
-in Python by the C table's fallback).
+the C table computes); only unequal weights need the float score (`WeightedRendezvousPlan`, which the
+C table computes too, with the same double arithmetic and libm's log).
 
 Endpoint ids come from blake2b of the address, and the mix is splitmix64's finalizer in integer
 arithmetic, so every worker process and every restart computes the same answer (Python's own hash()

@@ -820,3 +820,24 @@ def test_the_c_table_answers_the_biased_nearest_site(
     assert out is not None
     assert out == fast_answer(table, wire, 0x0A090909, False, False, random.Random(1))
     assert expected in out
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(
+    weights=st.lists(st.integers(1, 1000), min_size=2, max_size=8),
+    clients=st.lists(st.tuples(st.integers(0, 2**128 - 1), st.booleans()), min_size=1, max_size=30),
+)
+def test_the_c_table_picks_the_weighted_hash_endpoint_python_picks(
+    weights: list[int], clients: list[tuple[int, bool]]
+) -> None:
+    plain = svc("wh", *(f"192.0.2.{100 + i}" for i in range(len(weights))), policy=PolicyName.HASH)
+    endpoints = tuple(replace(e, weight=w) for e, w in zip(plain.endpoints, weights, strict=True))
+    view = make_view(replace(CONFIG, services=(*SERVICES, replace(plain, endpoints=endpoints))))
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    native = ct.build_ctable(table).native
+    wire = query(f"wh.{ORIGIN}", edns=0)
+    for drawn, v6 in clients:
+        ip = drawn if v6 else drawn & 0xFFFFFFFF
+        out = native.answer(wire, ip, v6, False)
+        assert out is not None  # answered in C, not left to Python
+        assert out == fast_answer(table, wire, ip, v6, False, random.Random(1))
