@@ -14,7 +14,7 @@ from dataclasses import fields
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, MinHealthy, Service
 from gslbd.model.topology import Locality
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 _OBEY = AdminState.OBEY
 
@@ -48,6 +48,7 @@ _SERVICE_FIELDS = (
     "srv",
     "min_healthy",
     "bias",
+    "select",
 )
 
 
@@ -108,6 +109,7 @@ class ServiceDraft:
         srv: None,
         min_healthy: MinHealthy | None,
         bias: tuple[tuple[str, int], ...] = (),
+        select: Select = Select.ROTATE,
     ) -> None:
         self.name = name
         self.zone = zone
@@ -125,6 +127,7 @@ class ServiceDraft:
         self.srv = srv
         self.min_healthy = min_healthy
         self.bias = bias
+        self.select = select
 
 
 def _same_layout(kind: type, draft: type) -> None:

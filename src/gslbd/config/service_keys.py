@@ -19,6 +19,7 @@ SERVICE_KEYS = (
     "srv",
     "min_healthy",
     "bias",
+    "select",
 )
 ENDPOINT_KEYS = (
     "address",

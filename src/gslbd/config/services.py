@@ -32,7 +32,7 @@ from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, HttpsRecord, MinHealthy, Service, SrvRecord
 from gslbd.model.topology import Locality
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 
 def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str | None]:
@@ -183,6 +183,12 @@ def _site_warnings(
     for site, path, line in order:
         if site not in have:
             r.rep.warn(line, path, f"no endpoint has site '{site}'")
+    if service.select is Select.FIRST_N and service.policy in (PolicyName.ROUND_ROBIN, PolicyName.RANDOM):
+        r.warn(
+            "select",
+            f"select: first_n is the same as rotate for policy {service.policy}: its order already holds"
+            " every candidate",
+        )
     if service.bias and service.policy is not PolicyName.GEO:
         r.warn("bias", f"bias is only used by the geo policy (policy is {service.policy})")
     for key, pairs in (("weights", service.weights or ()), ("bias", service.bias)):
@@ -245,6 +251,7 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         srv=_srv(r.sub("srv"), fqdn, info.zone.origin if info is not None else None),
         min_healthy=r.opt("min_healthy", _min_healthy),
         bias=_per_site(r, "bias", integer(-99, 99)) or (),
+        select=r.get("select", enum(Select, "select"), Select.ROTATE),
     )
     if service.https is not None and any(e.kind is EndpointKind.HOSTNAME for e in service.endpoints):
         r.error("https", "an HTTPS record needs address endpoints (a hostname endpoint is a CNAME)")

@@ -9,6 +9,10 @@ the chosen set the answer rotates per query like round_robin.
 geoproximity does: a site's distance counts as distance * (1 - bias / 100), so a positive bias
 (up to 99) grows the area a site wins and a negative one (down to -99) shrinks it.
 
+With `select: first_n` each chosen set (still rotated per query) is followed by the other candidates,
+nearest (biased distance) to the set's first site first, those of sites without coordinates last, cut
+to max_answers: the next-nearest site's addresses ride along as backups.
+
 Every distinct set is built at plan time; a query only looks its client up in a bounded per-plan
 cache (address -> set), locating the client on a miss.
 """
@@ -17,13 +21,15 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality, SiteInfo
 from gslbd.policy.base import FixedPlan, Location, Locator, Plan, PolicyEnv
 from gslbd.policy.round_robin import RotationPlan, rotations
+from gslbd.policy.select import followed_by
+from gslbd.types import Select
 
 # A plan forgets the clients it has located once it has seen this many (per address family).
 CACHE_LIMIT = 100_000
@@ -147,8 +153,11 @@ class GeoPlan:
 class _Builder:
     """Collects distinct candidate sets and their rotations."""
 
-    def __init__(self, max_answers: int) -> None:
+    def __init__(
+        self, max_answers: int, after: Callable[[tuple[Endpoint, ...]], list[Endpoint]] | None = None
+    ) -> None:
         self.max_answers = max_answers
+        self.after = after  # select first_n: the candidates that follow a set, in order
         self.ids: dict[tuple[Endpoint, ...], int] = {}
         self.variants: list[tuple[Endpoint, ...]] = []
         self.starts: list[int] = []
@@ -161,8 +170,36 @@ class _Builder:
         new = self.ids[members] = len(self.starts)
         self.starts.append(len(self.variants))
         self.counts.append(len(members))
-        self.variants.extend(rotations(members, self.max_answers))
+        if self.after is None:
+            self.variants.extend(rotations(members, self.max_answers))
+        else:
+            rest = self.after(members)
+            full = rotations(members, len(members))
+            self.variants.extend(followed_by(r, rest, self.max_answers) for r in full)
         return new
+
+
+def _nearest_after(
+    candidates: tuple[Endpoint, ...], service: Service, sites: Mapping[str, SiteInfo]
+) -> Callable[[tuple[Endpoint, ...]], list[Endpoint]]:
+    """select first_n: the candidates by biased distance from a set's first site (unplaced ones last)."""
+    bias = dict(service.bias)
+
+    def after(members: tuple[Endpoint, ...]) -> list[Endpoint]:
+        here = sites.get(members[0].site)
+        if here is None or here.coordinates is None:
+            return list(candidates)
+        origin = here.coordinates
+
+        def distance(e: Endpoint) -> float:
+            info = sites.get(e.site)
+            if info is None or info.coordinates is None:
+                return math.inf
+            return biased_km(great_circle_km(origin, info.coordinates), bias.get(e.site, 0))
+
+        return sorted(candidates, key=distance)
+
+    return after
 
 
 class Geo:
@@ -181,7 +218,10 @@ class Geo:
             if loc.region is not None:
                 regions.setdefault(loc.region, []).append(e)
             sites.setdefault(e.site, []).append(e)
-        builder = _Builder(service.max_answers)
+        first_n = service.select is Select.FIRST_N
+        builder = _Builder(
+            service.max_answers, _nearest_after(candidates, service, env.sites) if first_n else None
+        )
         everyone = builder.add(candidates)
         by_zone = {k: builder.add(tuple(v)) for k, v in zones.items()}
         by_region = {k: builder.add(tuple(v)) for k, v in regions.items()}

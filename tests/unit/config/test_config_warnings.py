@@ -55,6 +55,14 @@ WARNINGS: list[tuple[str, str, list[str]]] = [
         ["c.yaml:9: services[0].bias.us: no endpoint has site 'us'"],
     ),
     (
+        "select first_n on round_robin, where it changes nothing",
+        ZONE + "services:\n  - name: app\n    select: first_n\n    endpoints: [{address: 192.0.2.1}]\n",
+        [
+            "c.yaml:6: services[0].select: select: first_n is the same as rotate for policy round_robin: its"
+            " order already holds every candidate"
+        ],
+    ),
+    (
         "hostname and IP endpoints mixed",
         ZONE + "services:\n  - name: app\n    endpoints:\n      - address: 192.0.2.1\n"
         "      - address: app.example.net.\n",

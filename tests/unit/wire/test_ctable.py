@@ -47,7 +47,7 @@ from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator, build_env
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
-from gslbd.types import PolicyName
+from gslbd.types import PolicyName, Select
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.compile import AnswerTable, wire_key
@@ -826,11 +826,14 @@ def test_the_c_table_answers_the_biased_nearest_site(
 @given(
     weights=st.lists(st.integers(1, 1000), min_size=2, max_size=8),
     clients=st.lists(st.tuples(st.integers(0, 2**128 - 1), st.booleans()), min_size=1, max_size=30),
+    select=st.sampled_from(Select),
 )
 def test_the_c_table_picks_the_weighted_hash_endpoint_python_picks(
-    weights: list[int], clients: list[tuple[int, bool]]
+    weights: list[int], clients: list[tuple[int, bool]], select: Select
 ) -> None:
-    plain = svc("wh", *(f"192.0.2.{100 + i}" for i in range(len(weights))), policy=PolicyName.HASH)
+    """Also with select first_n, whose variants carry each endpoint's backups after it."""
+    addresses = (f"192.0.2.{100 + i}" for i in range(len(weights)))
+    plain = svc("wh", *addresses, policy=PolicyName.HASH, select=select, max_answers=3)
     endpoints = tuple(replace(e, weight=w) for e, w in zip(plain.endpoints, weights, strict=True))
     view = make_view(replace(CONFIG, services=(*SERVICES, replace(plain, endpoints=endpoints))))
     table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
