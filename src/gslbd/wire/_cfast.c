@@ -38,6 +38,8 @@
 #define NAME_MAX_END (12 + 255)
 
 enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON };
+/* FB_NEG: the exchange hook is set; a negative answer (NXDOMAIN, REFUSED, NODATA) to a query that names an
+   exchange zone ("_gslbd-exchange-" after the header) is the hook's, every other one stays in C. */
 enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16, FB_CO = 32, FB_MISS = 64 };
 enum { S_SIGNER = 1 << 16 }; /* in the flags: the table has a signer (RFC 9824 CO changes signed answers) */
 enum { R_FALLBACK = -1 };
@@ -86,7 +88,7 @@ typedef struct {
     uint32_t refs;
     uint8_t kind;
     uint8_t locdep;
-    uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python) */
+    uint8_t neg; /* some variant is NXDOMAIN or REFUSED (FB_NEG: left to Python when the query names an exchange zone) */
     uint8_t nx;  /* some variant is NXDOMAIN (all_down: nxdomain; a CO query's signed answer is Python's) */
     uint64_t counter; /* answers (the policy's query counter, `seq`) */
     uint16_t policy;
@@ -677,6 +679,19 @@ static uint32_t nx_soa(const zone_t *z, const uint8_t *key, uint32_t keylen, uin
     return (uint32_t)(w - out);
 }
 
+/* Whether the exchange hook (exchange/xfrserve.py ExchangeZones.handle) looks at a query: it contains
+   "_gslbd-exchange-" after the header, in any case. */
+static int rj_exchange_marked(const uint8_t *d, uint32_t n) {
+    static const char mark[] = "_gslbd-exchange-";
+    const uint32_t m = sizeof mark - 1;
+    for (uint32_t i = 12; i + m <= n; i++) {
+        uint32_t k = 0;
+        while (k < m && lower(d[i + k]) == (uint8_t)mark[k]) k++;
+        if (k == m) return 1;
+    }
+    return 0;
+}
+
 static inline uint32_t rcode_of(const uint8_t (*heads)[10]) { return heads[0][1] & 0xFu; }
 
 /* Mirrors wire/fastpath.py fast_answer step by step: every case where Python returns None or would raise
@@ -843,7 +858,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             }
         }
         if (idx < 0) {
-            if (flags & FB_NEG) return R_FALLBACK;
+            if ((flags & FB_NEG) && rj_exchange_marked(data, n)) return R_FALLBACK;
             heads = b->transfer->var[0].hb->heads;
             tcheads = b->transfer->var[0].hb->tc;
             vopt = variant_bytes(b->transfer, 0) + b->transfer->var[0].len;
@@ -852,7 +867,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             entry_t *e = node->ent[idx];
             uint32_t pick = 0;
             if (e->kind == K_PYTHON) return R_FALLBACK;
-            if (e->neg && (flags & FB_NEG)) return R_FALLBACK;
+            if (e->neg && (flags & FB_NEG) && rj_exchange_marked(data, n)) return R_FALLBACK;
             if (e->kind != K_NONE) {
                 uint64_t seq;
                 if (e->kind == K_GEO) { /* locate before counting: a client C cannot place goes to Python */
@@ -937,7 +952,8 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             locdep = e->locdep;
         }
     } else {
-        if (flags & FB_NEG) return R_FALLBACK; /* REFUSED or NXDOMAIN: the exchange hook may own it */
+        /* REFUSED or NXDOMAIN: the exchange hook owns it when it names an exchange zone */
+        if ((flags & FB_NEG) && rj_exchange_marked(data, n)) return R_FALLBACK;
         if (qtype == 251 || qtype == 252) {
             heads = b->transfer->var[0].hb->heads;
             tcheads = b->transfer->var[0].hb->tc;
@@ -1232,19 +1248,6 @@ static int32_t rj_reply(const uint8_t *d, uint32_t qlen, uint32_t rcode, int opt
         o += 11;
     }
     return (int32_t)(o - out);
-}
-
-/* Whether the exchange hook (exchange/xfrserve.py ExchangeZones.handle) looks at a query: it contains
-   "_gslbd-exchange-" after the header, in any case. */
-static int rj_exchange_marked(const uint8_t *d, uint32_t n) {
-    static const char mark[] = "_gslbd-exchange-";
-    const uint32_t m = sizeof mark - 1;
-    for (uint32_t i = 12; i + m <= n; i++) {
-        uint32_t k = 0;
-        while (k < m && lower(d[i + k]) == (uint8_t)mark[k]) k++;
-        if (k == m) return 1;
-    }
-    return 0;
 }
 
 /* The answer to a datagram that cannot be a valid query, written to out (RJ_MAX_REPLY bytes): its length,

@@ -29,9 +29,10 @@ answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), an
 identity is added in Python), a plan kind C does not know (a chain through several policies), a geo
 client that only the GeoIP database can place, a nonexistent name below the parent of a wildcard, and
 what `Fallback` names: DO or CO set (`do`), CO set (`co`), a DNS cookie (`cookie`), any EDNS option but
-ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED (`negative`: the exchange hook may
-own the name), every query (`everything`: RRL or cookies on), or a name the table does not hold
-(`misses`: tables compiled lazily). Those features live in Python; they can move into C by adding
+ECS and cookies (`options`), a negative answer to a query naming an exchange zone (`negative`: the
+exchange hook owns `_gslbd-exchange-*`; every other NXDOMAIN, REFUSED or NODATA stays in C), every
+query (`everything`: RRL or cookies on), or a name the table does not hold (`misses`: tables compiled
+lazily). Those features live in Python; they can move into C by adding
 variants or flags here. A datagram that cannot be a valid query is not among them, whatever the flags:
 the C UDP loop answers it (or drops it) as the slow path would, `Table.reject` (docs/wire.md, *Malformed
 datagrams*).
@@ -101,7 +102,7 @@ class Fallback:
     cookie: bool = False  # a COOKIE option (server cookies)
     options: bool = False  # any option but ECS and COOKIE
     everything: bool = False  # every query (RRL, cookies)
-    negative: bool = False  # an NXDOMAIN or REFUSED answer (the exchange hook)
+    negative: bool = False  # a negative answer to a query naming `_gslbd-exchange-*` (the exchange hook)
     co: bool = False  # CO set (RFC 9824 Compact Answers OK: the table has a signer)
     misses: bool = False  # a name the C table does not hold (names compiled lazily, in Python)
 

@@ -354,8 +354,9 @@ class Responder:
     @property
     def on_exchange(self) -> ExchangeHook | None:
         """Serves this site's exchange zone (wire/transfer.py) when set: it is asked about every query
-        the tables answer NXDOMAIN or REFUSED or without answer records, so the C copy leaves those of
-        names it does not hold to Python while it is set (and holds no exchange cut, wire/ctable.py)."""
+        the tables answer NXDOMAIN or REFUSED or without answer records; it answers only those naming
+        `_gslbd-exchange-*`, so the C copy leaves just those to Python while it is set (and holds no
+        exchange cut, wire/ctable.py)."""
         return self._exchange
 
     @on_exchange.setter

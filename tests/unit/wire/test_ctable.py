@@ -283,15 +283,37 @@ def test_geo_clients_are_placed_by_the_longest_topology_prefix() -> None:
         (ct.Fallback(co=True), with_co(query(f"app.{ORIGIN}", edns=0))),
         (ct.Fallback(options=True), query(f"app.{ORIGIN}", options=(dns.edns.GenericOption(65001, b"x"),))),
         (ct.Fallback(everything=True), query(f"app.{ORIGIN}")),
-        (ct.Fallback(negative=True), query(f"nope.{ORIGIN}")),
-        (ct.Fallback(negative=True), query("outside.example.net.")),
-        (ct.Fallback(negative=True), query(f"app.{ORIGIN}", "AXFR")),
+        (ct.Fallback(negative=True), query(f"_gslbd-exchange-eu.{ORIGIN}")),
+        (ct.Fallback(negative=True), query(f"x._GSLBD-Exchange-us.{ORIGIN}", "SOA")),
+        (ct.Fallback(negative=True), query("_gslbd-exchange-eu.example.net.")),
+        (ct.Fallback(negative=True), query(f"_gslbd-exchange-eu.{ORIGIN}", "AXFR")),
     ],
 )
 def test_features_in_python_send_their_queries_to_python(fallback: ct.Fallback, wire: bytes) -> None:
     table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
     assert ct.build_ctable(table).native.answer(wire, 1, False, False) is not None
     assert ct.build_ctable(table, fallback).native.answer(wire, 1, False, False) is None
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        query(f"nope.{ORIGIN}"),
+        query("outside.example.net."),
+        query(f"app.{ORIGIN}", "AXFR"),
+        query(f"solo.{ORIGIN}", "AAAA"),
+    ],
+    ids=["nxdomain", "refused", "transfer", "nodata"],
+)
+def test_negative_answers_stay_in_c_with_the_exchange_hook_unless_they_name_an_exchange_zone(
+    wire: bytes,
+) -> None:
+    """The exchange hook answers only queries naming `_gslbd-exchange-*` (exchange/xfrserve.py): every other
+    NXDOMAIN, REFUSED or NODATA is the table's, in C, byte for byte as without the hook."""
+    table = compile_table(VIEWS["plain"], max_udp_payload=1232, use_client_subnet=True)
+    plain = ct.build_ctable(table).native.answer(wire, 1, False, False)
+    assert plain is not None
+    assert ct.build_ctable(table, ct.Fallback(negative=True)).native.answer(wire, 1, False, False) == plain
 
 
 def test_what_c_leaves_to_python_changes_with_an_update_and_no_copy(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -555,7 +577,8 @@ def test_names_below_a_wildcards_parent_go_to_python_and_other_nxdomains_do_not(
 
 
 def test_the_responder_sends_what_its_features_change_to_python() -> None:
-    """RRL/cookies: everything; the exchange hook: NXDOMAIN and REFUSED; set and cleared at run time."""
+    """RRL/cookies: everything; the exchange hook: negative answers naming an exchange zone; set and
+    cleared at run time."""
     view = VIEWS["plain"]
     responder = Responder(
         compile_table(view, max_udp_payload=1232, use_client_subnet=True), view, random.Random(1), native=True
@@ -570,12 +593,13 @@ def test_the_responder_sends_what_its_features_change_to_python() -> None:
     responder.on_exchange = hook
     assert responder.native is not None and responder.native.fallback == ct.Fallback(negative=True)
     nx, refused, found = query(f"nope.{ORIGIN}"), query("elsewhere.example.net."), query(f"app.{ORIGIN}")
-    assert responder.native.answer(nx, 1, False, False) is None
-    assert responder.native.answer(refused, 1, False, False) is None
-    assert responder.native.answer(found, 1, False, False) is not None
-    for wire in (nx, refused, found):
+    marked = query(f"_gslbd-exchange-us.{ORIGIN}", "SOA")
+    assert responder.native.answer(marked, 1, False, False) is None
+    for answered in (nx, refused, found):  # no exchange zone named: the table's answer, in C
+        assert responder.native.answer(answered, 1, False, False) is not None
+    for wire in (nx, refused, found, marked):
         ask_wire(responder, wire)
-    assert asked == [nx, refused]  # the hook still sees every NXDOMAIN and REFUSED
+    assert asked == [marked]  # the hook sees the negative answers about exchange zones
     responder.on_exchange = None
     assert responder.native is not None and responder.native.fallback == ct.Fallback()
 
