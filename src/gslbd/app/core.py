@@ -712,14 +712,16 @@ class App:
         self._commit(generation)
         TABLE_REBUILDS.inc()
         TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
-        self._after_config(old, config)
+        self._after_config(old, config, reloaded)
         if reloaded:
             self.changes.reload_applied(config.source)
         return []
 
-    def _after_config(self, old: Config, config: Config) -> None:
+    def _after_config(self, old: Config, config: Config, reloaded: bool = True) -> None:
         """What follows a committed config: warnings for what needs a restart, the exchange, the
-        scheduler and the cluster gate. Each is guarded: the new generation already serves."""
+        scheduler and the cluster gate. Each is guarded: the new generation already serves. After an
+        endpoint overlay change (not `reloaded`) the answers are built again only when that changed
+        a verdict (a new probe that starts down): the change is one generation."""
         if self.running and (config.dns.listen != old.dns.listen or config.dns.workers != old.dns.workers):
             log.warning("dns.listen and dns.workers changes take effect at the next restart")
         if self.running and config.api != old.api:
@@ -753,7 +755,8 @@ class App:
             self._push.update(resolved.probed.values())
         except Exception:
             log.exception("following the new configuration failed in part; its answers are served")
-        self._rebuild()
+        if reloaded or self.book.pending() != frozenset():
+            self._rebuild()
 
     async def reload_file(self, force: bool = False) -> list[str]:
         """Re-read the config file this instance was started from and apply it, all or nothing.
