@@ -111,6 +111,9 @@ def test_an_added_endpoint_is_answered_at_once_shown_as_overlay_and_saved(tmp_pa
             ("198.51.100.10", "config"),
             ("203.0.113.7", "overlay"),
         ]
+        _, log = await call(http, "GET", f"{app.api.url}/api/v1/changes")
+        change = log["changes"][0]
+        assert (change["kind"], change["state"], change["address"]) == ("endpoint", "added", "203.0.113.7")
 
     run(write(tmp_path), body)
 

@@ -19,6 +19,7 @@ from redis_support import RedisProcess, running_redis
 from gslbd.app import App
 from gslbd.clock import SystemClock
 from gslbd.config import load_config_text
+from gslbd.model.overlay import OverlayOp
 
 A, B, C = ADDRESSES
 NEW = "203.0.113.7"
@@ -40,8 +41,8 @@ def test_an_overlay_change_at_one_instance_reaches_the_other_and_a_later_start(t
         async with started(config, 1) as one, started(config, 2) as two:
             other = dns_port(two.bound)
             assert await answer(other) == [A, B, C]
-            await one.change_endpoints("add", APP, "", {"address": NEW, "check": "none"})
-            await one.change_endpoints("remove", APP, A, None)
+            await one.change_endpoints(OverlayOp.ADD, APP, "", {"address": NEW, "check": "none"})
+            await one.change_endpoints(OverlayOp.REMOVE, APP, A, None)
             stored = server.client().hgetall("gslb:endpoints")
             assert {k: json.loads(v) for k, v in stored.items()} == {
                 f"{APP}|{NEW}": {"op": "add", "endpoint": {"address": NEW, "check": "none"}},
@@ -50,7 +51,7 @@ def test_an_overlay_change_at_one_instance_reaches_the_other_and_a_later_start(t
             await wait_for(lambda: two.endpoints.entries == one.endpoints.entries)
             assert await answer(other) == [B, C, NEW]
             assert two.endpoints.source_of((APP, NEW)) == "overlay"
-            await one.change_endpoints("remove", APP, NEW, None)
+            await one.change_endpoints(OverlayOp.REMOVE, APP, NEW, None)
             assert server.client().hgetall("gslb:endpoints") == {f"{APP}|{A}": '{"op": "remove"}'}
             await wait_for(lambda: (APP, NEW) not in two.endpoints.entries)
             assert await answer(other) == [B, C]

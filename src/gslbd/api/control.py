@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from gslbd.api.changes import ChangeLog
+from gslbd.model.overlay import OverlayOp
 from gslbd.model.selector import Selector
 from gslbd.model.service import Endpoint, Service
 from gslbd.state.status import EndpointStatus
@@ -227,10 +228,10 @@ class Control(Protocol):
         ...
 
     async def change_endpoints(
-        self, op: str, service: str, address: str, value: Mapping[str, Any] | None, force: bool
+        self, op: OverlayOp, service: str, address: str, value: Mapping[str, Any] | None, force: bool
     ) -> Mapping[str, Any]:
-        """Add (`op` "add", `value` the endpoint mapping), remove ("remove") or patch ("patch", `value`
-        the keys to replace) an endpoint of `service` through the endpoint overlay, applied in one
+        """Add (`op` ADD, `value` the endpoint mapping), remove (REMOVE) or patch (PATCH, `value` the
+        keys to replace) an endpoint of `service` through the endpoint overlay, applied in one
         generation and kept in the state store; the JSON answer (service, address, op, generation,
         warnings). config.overlay_change.OverlayRefused (404/409/422), errors.SafetyRefused unless
         `force`, StateError when the store cannot keep it: nothing changed."""

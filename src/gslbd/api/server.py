@@ -67,6 +67,7 @@ from gslbd.config.overlay_change import OverlayRefused
 from gslbd.errors import NotPushed, SafetyRefused, StateError
 from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.model.config import ListenAddress
+from gslbd.model.overlay import OverlayOp
 from gslbd.model.selector import Selector, selector_of
 from gslbd.state.store import StateWriteError
 from gslbd.types import AdminState, choices
@@ -414,15 +415,15 @@ class ApiServer:
         return web.json_response(done)
 
     async def _add_endpoint(self, request: web.Request) -> web.Response:
-        return await self._change_endpoint(request, "add")
+        return await self._change_endpoint(request, OverlayOp.ADD)
 
     async def _patch_endpoint(self, request: web.Request) -> web.Response:
-        return await self._change_endpoint(request, "patch")
+        return await self._change_endpoint(request, OverlayOp.PATCH)
 
     async def _remove_endpoint(self, request: web.Request) -> web.Response:
-        return await self._change_endpoint(request, "remove")
+        return await self._change_endpoint(request, OverlayOp.REMOVE)
 
-    async def _change_endpoint(self, request: web.Request, op: str) -> web.Response:
+    async def _change_endpoint(self, request: web.Request, op: OverlayOp) -> web.Response:
         """The endpoint overlay: POST adds (201), PATCH replaces keys, DELETE removes (see docs/api.md)."""
         refused = self._authorize(request)
         if refused is not None:
@@ -447,9 +448,9 @@ class ApiServer:
             return _refused(exc)
         except StateError as exc:
             return _not_kept(exc)
-        if op != "remove":
+        if op is not OverlayOp.REMOVE:
             done = self._with_endpoint(done, service.name, str(done["address"]))
-        return web.json_response(done, status=201 if op == "add" else 200)
+        return web.json_response(done, status=201 if op is OverlayOp.ADD else 200)
 
     async def _push_health(self, request: web.Request) -> web.Response:
         """A `type: push` result: {"ok": true|false, "detail": "..."} (detail optional)."""
@@ -580,18 +581,19 @@ async def _bulk_of(request: web.Request) -> tuple[Selector, AdminState, bool, bo
 
 
 _OVERLAY_USAGE = {
-    "add": 'the body must be an endpoint as in the config, JSON like {"address": "192.0.2.10", "site": "eu"}',
-    "patch": 'the body must be JSON like {"weight": 5}: the keys of the endpoint to replace',
-    "remove": 'the body, when sent, must be JSON like {"force": true}',
+    OverlayOp.ADD: "the body must be an endpoint as in the config, JSON like "
+    '{"address": "192.0.2.10", "site": "eu"}',
+    OverlayOp.PATCH: 'the body must be JSON like {"weight": 5}: the keys of the endpoint to replace',
+    OverlayOp.REMOVE: 'the body, when sent, must be JSON like {"force": true}',
 }
 
 
-async def _overlay_body(request: web.Request, op: str) -> tuple[dict[str, Any], bool] | web.Response:
+async def _overlay_body(request: web.Request, op: OverlayOp) -> tuple[dict[str, Any], bool] | web.Response:
     """(the endpoint mapping or keys to patch, force) of an endpoint change; `force` from the body or
     ?force=1. The 400 response for a body that is not a JSON object."""
     usage = _OVERLAY_USAGE[op]
     body: object = {}
-    if op != "remove" or request.body_exists:
+    if op is not OverlayOp.REMOVE or request.body_exists:
         try:
             body = await json_body(request)
         except BodyError:
@@ -602,7 +604,7 @@ async def _overlay_body(request: web.Request, op: str) -> tuple[dict[str, Any], 
     force = value.pop("force", False)
     if not isinstance(force, bool):
         return _error(400, f"force must be true or false, got {force!r}")
-    if op == "remove" and value:
+    if op is OverlayOp.REMOVE and value:
         return _error(400, usage)
     query = request.query.get("force", "").strip().lower()
     if query not in ("", "0", "1", "true", "false"):

@@ -29,6 +29,7 @@ from gslbd.api.control import (
 from gslbd.app.whatif import NothingToReplay, SelectorMatchesNothing, whatif_running
 from gslbd.config.overlay import problem_text
 from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
+from gslbd.model.overlay import OverlayOp
 from gslbd.model.selector import Selector, parse_admin
 from gslbd.model.service import Service
 from gslbd.server.dnstap.capture import CaptureError
@@ -79,13 +80,13 @@ class AppControl:
         return done.json(self._app.generation.resolved.services, dry_run)
 
     async def change_endpoints(
-        self, op: str, service: str, address: str, value: Mapping[str, Any] | None, force: bool
+        self, op: OverlayOp, service: str, address: str, value: Mapping[str, Any] | None, force: bool
     ) -> Mapping[str, Any]:
         key, warnings = await self._app.change_endpoints(op, service, address, value, force)
         return {
             "service": key[0],
             "address": key[1],
-            "op": op,
+            "op": op.value,
             "generation": self._app.generation.number,
             "warnings": [problem_text(p) for p in warnings if p.severity != "error"],
         }

@@ -80,7 +80,7 @@ from gslbd.metrics import (
     TRANSITIONS,
 )
 from gslbd.model.config import Config
-from gslbd.model.overlay import Overlay, OverlayEntry
+from gslbd.model.overlay import Overlay, OverlayEntry, OverlayOp
 from gslbd.model.selector import Selector
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
@@ -599,18 +599,18 @@ class App:
     # -- the endpoint overlay --------------------------------------------------------------------
 
     async def change_endpoints(
-        self, op: str, service: str, address: str, value: Mapping[str, Any] | None, force: bool = False
+        self, op: OverlayOp, service: str, address: str, value: Mapping[str, Any] | None, force: bool = False
     ) -> tuple[EndpointKey, list[Problem]]:
-        """Add (`op` "add", `value` the endpoint's mapping), remove ("remove") or patch ("patch", `value`
-        the keys to replace) an endpoint of `service` through the overlay (app/endpoints.py): stored (in
+        """Add (`op` ADD, `value` the endpoint's mapping), remove (REMOVE) or patch (PATCH, `value` the
+        keys to replace) an endpoint of `service` through the overlay (app/endpoints.py): stored (in
         Redis too, in cluster mode), then answered in one generation before this returns; probes start
         and stop with the endpoints. The endpoint's key and the warnings found. OverlayRefused (404,
         409, 422), SafetyRefused (unless `force`) and StateError change nothing."""
         async with self._overlay_lock:
             base, entries = self.endpoints.base, self.endpoints.entries
-            if op == "add":
+            if op is OverlayOp.ADD:
                 new, key, warnings = overlay_change.add(base, entries, service, value)
-            elif op == "remove":
+            elif op is OverlayOp.REMOVE:
                 new, key, warnings = overlay_change.remove(base, entries, service, address)
             else:
                 new, key, warnings = overlay_change.patch(base, entries, service, address, value or {})
@@ -628,9 +628,10 @@ class App:
                 "endpoint %s %s: %s by the API",
                 key[0],
                 key[1],
-                {"add": "added", "remove": "removed"}.get(op, "patched"),
-                extra={"event": "overlay", "service": key[0], "endpoint": key[1], "op": op},
+                op.done,
+                extra={"event": "overlay", "service": key[0], "endpoint": key[1], "op": op.value},
             )
+            self.changes.endpoint(key, op.done, "api")
         if self.cluster is not None:  # in Redis (and so at every instance) before this returns
             await self.cluster.flush_overlay()
         return key, warnings
@@ -655,8 +656,9 @@ class App:
     def _on_cluster_overlay(self, changes: Mapping[EndpointKey, OverlayEntry | None]) -> None:
         """Another instance changed the endpoint overlay (cluster mode): answered now."""
         for key, entry in changes.items():
-            what = "removed from the overlay" if entry is None else f"{entry.op.value} in the overlay"
+            what = "removed from the overlay" if entry is None else f"{entry.op.done} in the overlay"
             log.info("endpoint %s %s: %s by another instance", key[0], key[1], what)
+            self.changes.endpoint(key, "removed" if entry is None else entry.op.done, "another instance")
         self._apply_overlay(with_changes(self.endpoints.entries, changes))
 
     # -- reload ----------------------------------------------------------------------------------

@@ -26,6 +26,11 @@ class OverlayOp(StrEnum):
     REMOVE = "remove"
     PATCH = "patch"
 
+    @property
+    def done(self) -> str:
+        """ "added", "removed", "patched"."""
+        return {"add": "added", "remove": "removed"}.get(self.value, "patched")
+
 
 @dataclass(frozen=True, slots=True)
 class OverlayEntry:
