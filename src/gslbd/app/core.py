@@ -64,6 +64,7 @@ from gslbd.app.verdicts import VerdictSaver, seed
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config, overlay_change
+from gslbd.config.overlay_change import OverlayRefused
 from gslbd.errors import ConfigError, GslbdError, NotPushed, Problem, StateError
 from gslbd.exchange import Exchange
 from gslbd.gcpause import keep_long_lived
@@ -615,9 +616,15 @@ class App:
             else:
                 new, key, warnings = overlay_change.patch(base, entries, service, address, value or {})
             merged = self.endpoints.merged_with(base, new)
-            resolved = resolve(
-                merged.config, random.Random(self.rng.getrandbits(64)), self._generation.resolved
-            )
+            try:
+                resolved = resolve(
+                    merged.config, random.Random(self.rng.getrandbits(64)), self._generation.resolved
+                )
+            except ConfigError as exc:
+                raise OverlayRefused(422, f"not changed: {exc}") from None
+            cannot = privilege_problems(merged.config, resolved.probed)
+            if cannot:  # an icmp check this process may not run
+                raise OverlayRefused(422, "not changed: " + "; ".join(cannot))
             check_endpoints(self._generation, resolved, force, f"{op} of endpoint {key[0]} {key[1]}")
             self.store.save_overlay(overlay_changes(entries, new))
             errors = self._apply_config(resolved, reloaded=False)

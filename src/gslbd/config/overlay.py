@@ -36,8 +36,6 @@ from gslbd.types import EndpointKind
 SOURCE = "endpoint"
 MIXED = "mixes hostname and IP endpoints: a hostname picked first is answered alone (CNAME)"
 PATCH_KEYS = tuple(k for k in ENDPOINT_KEYS if k != "address")
-# Endpoint attribute set by each endpoint key of a patch.
-_ATTRIBUTES = {"locality": "locality", "probe_address": "probe_address", "tags": "tags"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,14 +154,10 @@ def read_patch(
     found, problems = read_endpoint_value(config, service, {"address": endpoint.address, **fields})
     if found is None:
         return None, problems
-    changes: dict[str, object] = {}
-    for key in fields:
-        changes[_ATTRIBUTES.get(key, key)] = getattr(found, _ATTRIBUTES.get(key, key))
+    changes = {key: getattr(found, key) for key in fields}  # each endpoint key is the attribute's name
     if "site" in fields and "locality" not in fields:
         changes["locality"] = found.locality  # the new site's, as the config reader gives it
-    if "check" in fields:
-        changes["check"] = found.check
-    return replace(endpoint, **changes), problems  # type: ignore[arg-type]
+    return replace(endpoint, **changes), problems
 
 
 def _by_service(overlay: Overlay) -> dict[str, list[tuple[str, OverlayEntry]]]:
