@@ -61,3 +61,28 @@ def test_an_overlay_change_at_one_instance_reaches_the_other_and_a_later_start(t
 
     with running_redis(tmp_path) as server, counting_backend() as backend:
         asyncio.run(body(server, backend))
+
+
+def test_a_change_made_while_redis_is_down_is_written_when_it_returns_and_reaches_the_other(
+    tmp_path: Path,
+) -> None:
+    async def body(server: RedisProcess, backend: CountingBackend) -> None:
+        config = cluster_config(server.url, backend.port, interval="1s", timeout="900ms", fall=3)
+        async with started(config, 1) as one, started(config, 2) as two:
+            assert await answer(dns_port(two.bound)) == [A, B, C]
+            await asyncio.to_thread(server.kill)
+            await wait_for(lambda: not one.cluster.connected if one.cluster else False, 5.0)
+            key, _ = await one.change_endpoints(OverlayOp.PATCH, APP, A, {"weight": 3})
+            assert await answer(dns_port(one.bound)) == [A, B, C]  # applied here at once
+            assert one.cluster is not None and one.cluster.store.overlay_pending() == {
+                key: one.endpoints.entries[key]
+            }
+            await asyncio.to_thread(server.start)  # back, empty: the pending change is written again
+            await wait_for(lambda: two.endpoints.entries == one.endpoints.entries, 10.0)
+            assert two.endpoints.patched(key) == ("weight",)
+            assert server.client().hgetall("gslb:endpoints") == {
+                f"{APP}|{A}": '{"op": "patch", "set": {"weight": 3}}'
+            }
+
+    with running_redis(tmp_path) as server, counting_backend() as backend:
+        asyncio.run(body(server, backend))
