@@ -636,7 +636,13 @@ class App:
                 key[0],
                 key[1],
                 op.done,
-                extra={"event": "overlay", "service": key[0], "endpoint": key[1], "op": op.value},
+                extra={
+                    "event": "overlay",
+                    "service": key[0],
+                    "endpoint": key[1],
+                    "op": op.value,
+                    "by": "api",
+                },
             )
             self.changes.endpoint(key, op.done, "api")
         if self.cluster is not None:  # in Redis (and so at every instance) before this returns
@@ -664,7 +670,9 @@ class App:
         """Another instance changed the endpoint overlay (cluster mode): answered now."""
         for key, entry in changes.items():
             what = "removed from the overlay" if entry is None else f"{entry.op.done} in the overlay"
-            log.info("endpoint %s %s: %s by another instance", key[0], key[1], what)
+            fields = {"event": "overlay", "service": key[0], "endpoint": key[1], "by": "cluster"}
+            fields["op"] = "forget" if entry is None else entry.op.value
+            log.info("endpoint %s %s: %s by another instance", key[0], key[1], what, extra=fields)
             self.changes.endpoint(key, "removed" if entry is None else entry.op.done, "another instance")
         self._apply_overlay(with_changes(self.endpoints.entries, changes))
 

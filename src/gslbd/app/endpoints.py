@@ -52,7 +52,13 @@ class OverlayKeeper:
             log.warning(
                 "endpoint overlay: %s",
                 dropped.text(),
-                extra={"event": "overlay", "service": dropped.key[0], "endpoint": dropped.key[1]},
+                extra={
+                    "event": "overlay",
+                    "service": dropped.key[0],
+                    "endpoint": dropped.key[1],
+                    "op": dropped.entry.op.value,
+                    "dropped": dropped.reason,
+                },
             )
         try:
             store.save_overlay(dict.fromkeys((d.key for d in merged.dropped), None))
