@@ -9,8 +9,10 @@
 
 An added endpoint is validated as an item of the service's `endpoints:` would be, against the config's
 check profiles, sites and localities. Without `check` it gets the check the service's config endpoints
-all have (what the service's `check:` gives them), else none. A problem's `path` is the endpoint key that
-is wrong ("weight", "check.interval"); `file` is "endpoint".
+all have (what the service's `check:` gives them), else none. An inline check of type exec is refused: it
+would let whoever holds the API token run a command the config file does not name (a profile of the
+config may be exec). A problem's `path` is the endpoint key that is wrong ("weight", "check.interval");
+`file` is "endpoint".
 """
 
 from __future__ import annotations
@@ -31,10 +33,14 @@ from gslbd.model.config import Config
 from gslbd.model.overlay import Overlay, OverlayEntry, OverlayOp
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.model.topology import Locality, SiteInfo
-from gslbd.types import EndpointKind
+from gslbd.types import CheckType, EndpointKind
 
 SOURCE = "endpoint"
 MIXED = "mixes hostname and IP endpoints: a hostname picked first is answered alone (CNAME)"
+EXEC_REFUSED = (
+    "an inline exec check is not taken from the API (it would run a command the config file does not "
+    "name); name a check profile of the config"
+)
 PATCH_KEYS = tuple(k for k in ENDPOINT_KEYS if k != "address")
 
 
@@ -121,6 +127,10 @@ def read_endpoint_value(
     if not isinstance(value, dict):
         rep.error(None, "", 'an endpoint must be a mapping like {"address": "192.0.2.10", "site": "eu"}')
         return None, rep.problems
+    check = value.get("check")
+    if isinstance(check, dict) and check.get("type") == CheckType.EXEC.value:
+        rep.error(None, "check.type", EXEC_REFUSED)
+        return None, rep.problems
     ctx = _context(config, rep)
     reader = MapReader(rep, _map(value), "", 1)
     endpoint = read_endpoint(ctx, reader, service.name, shared_check(service))
@@ -190,12 +200,13 @@ def merge(config: Config, overlay: Overlay) -> Merged:
             services.append(service)
             continue
         endpoints = {e.address: e for e in service.endpoints}
+        configured_addresses = set(endpoints)
         gone: list[Endpoint] = []
         for address, entry in entries:
             key = (service.name, address)
             configured = endpoints.get(address) if entry.op is not OverlayOp.ADD else None
             if entry.op is OverlayOp.ADD:
-                if address in {e.address for e in service.endpoints}:
+                if address in configured_addresses:
                     dropped.append(Dropped(key, entry, "the config has this endpoint now"))
                     continue
                 made, problems = read_endpoint_value(config, service, dict(entry.fields))

@@ -99,6 +99,10 @@ def test_a_new_site_becomes_a_known_site(config: Config) -> None:
             "not changed: invalid endpoint: check.timeout: timeout (2s) must be shorter than interval (1s)",
         ),
         ("192.0.2.1", "not changed: invalid endpoint: an endpoint must be a mapping"),
+        (
+            {"address": "203.0.113.7", "check": {"type": "exec", "command": ["/bin/true"]}},
+            "not changed: invalid endpoint: check.type: an inline exec check is not taken from the API",
+        ),
     ],
 )
 def test_an_invalid_endpoint_is_refused_with_422_naming_the_field(
