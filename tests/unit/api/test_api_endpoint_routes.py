@@ -69,3 +69,29 @@ def test_a_body_that_is_not_a_change_is_400(method: str, path: str, data: str | 
     status, doc = asyncio.run(send(method, path, data, AUTH))
     assert status == 400
     assert doc["error"].startswith(error)
+
+
+def test_a_change_reaches_the_instance_with_the_service_found_the_address_normalized_and_force() -> None:
+    async def body() -> tuple[list[tuple[int, Any]], FakeControl]:
+        control = FakeControl()
+        answers = []
+        async with serving(control) as server, aiohttp.ClientSession() as session:
+            for method, path, doc in (
+                ("POST", "/api/v1/services/app/endpoints", {"address": "2001:DB8::9", "site": "us"}),
+                ("PATCH", "/api/v1/services/app/endpoints/2001:DB8:0::1?force=1", {"weight": 4}),
+                ("DELETE", "/api/v1/services/app/endpoints/192.0.2.1", None),
+                ("DELETE", "/api/v1/services/app/endpoints/192.0.2.1", {"force": True}),
+            ):
+                async with session.request(method, f"{server.url}{path}", json=doc, headers=AUTH) as r:
+                    answers.append((r.status, await r.json()))
+        return answers, control
+
+    answers, control = asyncio.run(body())
+    assert [status for status, _ in answers] == [201, 200, 200, 200]
+    assert answers[1][1]["endpoint"]["address"] == "2001:db8::1"  # the endpoint as GET shows it after
+    assert control.endpoint_changes == [
+        ("add", APP, "2001:db8::9", {"address": "2001:DB8::9", "site": "us"}, False),
+        ("patch", APP, "2001:db8::1", {"weight": 4}, True),
+        ("remove", APP, "192.0.2.1", {}, False),
+        ("remove", APP, "192.0.2.1", {}, True),
+    ]
