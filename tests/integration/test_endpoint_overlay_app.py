@@ -9,6 +9,8 @@ import asyncio
 import json
 import logging
 import random
+import socket
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -325,3 +327,40 @@ def test_probes_start_for_an_added_endpoint_and_stop_when_it_is_removed(tmp_path
         run(write(tmp_path), body)
     finally:
         backend.close()
+
+
+def test_with_an_overlay_a_restart_still_starts_from_the_kept_verdicts(tmp_path: Path) -> None:
+    """The overlay's config is applied at start before the first probe: an endpoint whose check starts
+    down (`initial: down`) still starts from the verdict the last run kept, not from `initial`."""
+    silent = socket.socket()  # accepts connections (the kernel does) and never answers: probes time out
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        port = silent.getsockname()[1]
+        check = f"{{type: http, port: {port}, interval: 1s, timeout: 900ms, initial: down}}"
+        first = "    check: none\n    endpoints:\n      - {address: 192.0.2.10, site: eu}"
+        checked = (
+            f"    check: {check}\n    endpoints:\n"
+            "      - {address: 192.0.2.10, site: eu, probe_address: 127.0.0.1}"
+        )
+        us = "      - {address: 198.51.100.10, site: us}"
+        text = CONFIG.replace(first, checked, 1).replace(us, us[:-1] + ", check: none}", 1)
+        (tmp_path / "state.json").write_text(
+            json.dumps(
+                {
+                    "admin": {},
+                    "verdicts": {f"{APP}|192.0.2.10": {"up": True, "checked": time.time()}},
+                    "endpoints": {f"{APP}|192.0.2.10": {"op": "patch", "set": {"weight": 2}}},
+                }
+            )
+        )
+
+        async def body(app: App, http: aiohttp.ClientSession) -> None:
+            status = app.book.status((APP, "192.0.2.10"))
+            assert status.healthy is True, status
+            assert status.last_change_reason.startswith("kept from before the restart: up")
+            assert app.endpoints.patched((APP, "192.0.2.10")) == ("weight",)
+
+        run(write(tmp_path, text=text), body)
+    finally:
+        silent.close()

@@ -90,7 +90,7 @@ from gslbd.server.workers import WorkerPool
 from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import ProbeResult
-from gslbd.state.store import FileStateStore, StateStore, with_changes
+from gslbd.state.store import FileStateStore, KeptVerdict, StateStore, with_changes
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
 
@@ -157,6 +157,7 @@ class App:
         resolved = resolve(config, self.rng)
         self.endpoints = OverlayKeeper(config)  # the endpoint overlay (app/endpoints.py), read at start
         self._overlay_lock = asyncio.Lock()
+        self._kept: Mapping[EndpointKey, KeptVerdict] = {}  # the verdicts kept by the last run, in start
         self._generation = self._builder.first(resolved, self.book.snapshot())
         self.book.take_touched()
         gen = self._generation
@@ -250,8 +251,10 @@ class App:
             return
         for key, state in self.store.load_admin().items():
             self.book.set_admin(key, state)
-        self._apply_overlay(self.store.load_overlay())
         kept = self._verdicts_store.load_verdicts() if self._verdicts_store is not None else {}
+        self._kept = kept  # what the overlay's config seeds from (before `initial: down` would)
+        self._apply_overlay(self.store.load_overlay())
+        self._kept = {}
         seed(self.book, self._generation.resolved, kept, self.clock.wall())
         self._rebuild()
         try:
@@ -758,7 +761,7 @@ class App:
                 for member in group:
                     if self.book.known(member) != status:
                         self.book.record(member, status)
-        seed(self.book, resolved, {}, self.clock.wall())  # new targets whose check starts them down
+        seed(self.book, resolved, self._kept, self.clock.wall())  # new targets whose check starts them down
         try:
             if self.exchange.update(config):  # peers came or went
                 self.book.set_peer_endpoints(self.exchange.endpoints())
