@@ -72,6 +72,7 @@ def test_status_prints_a_table_of_every_endpoint_with_state_and_last_change(api:
         "HEALTH",
         "ADMIN",
         "EFFECTIVE",
+        "SOURCE",
         "LAST",
         "CHANGE",
     ]

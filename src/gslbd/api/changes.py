@@ -24,6 +24,7 @@ class ChangeKind(StrEnum):
     ADMIN = "admin"  # an endpoint's run-time admin state was set (here or by another instance)
     RELOAD = "reload"  # the configuration was reloaded (state "applied") or a reload refused ("refused")
     PEERS = "peers"  # the endpoints learned from peer sites changed
+    ENDPOINT = "endpoint"  # the endpoint overlay added, removed or patched an endpoint
 
 
 @dataclass(frozen=True, slots=True)

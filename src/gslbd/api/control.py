@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from gslbd.api.changes import ChangeLog
+from gslbd.model.overlay import OverlayOp
 from gslbd.model.selector import Selector
 from gslbd.model.service import Endpoint, Service
 from gslbd.state.status import EndpointStatus
@@ -43,7 +44,9 @@ class EndpointView:
     `health` is the probed verdict, `admin` the admin state in force (run-time override, else the
     config's), `effective_up` whether the endpoint is a candidate for answers now. `check` names the
     check type probing it (None: not probed). `last_ok`/`last_detail` are the result of the last probe;
-    `last_change`/`last_change_reason` when and why the verdict last changed.
+    `last_change`/`last_change_reason` when and why the verdict last changed. `source` says where the
+    endpoint comes from: "config" (the config file), "overlay" (added through the API) or "peer" (learned
+    from a peer site); `patched` names the keys of a config endpoint the overlay replaced ("weight").
     """
 
     address: str
@@ -59,15 +62,20 @@ class EndpointView:
     last_detail: str = ""
     last_change: float | None = None
     last_change_reason: str = ""
+    weight: int = 1
+    source: str = "config"
+    patched: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceStatus:
-    """A service (absolute `name`, e.g. "app.gslb.example.com.") and the state of its endpoints."""
+    """A service (absolute `name`, e.g. "app.gslb.example.com.") and the state of its endpoints.
+    `removed`: the config endpoints the endpoint overlay leaves out (not answered; shown as such)."""
 
     name: str
     policy: PolicyName
     endpoints: tuple[EndpointView, ...] = ()
+    removed: tuple[EndpointView, ...] = ()
 
     @property
     def endpoints_up(self) -> int:
@@ -219,6 +227,16 @@ class Control(Protocol):
         ValueError when the selector picks nothing; errors.SafetyRefused and StateError as set_admin."""
         ...
 
+    async def change_endpoints(
+        self, op: OverlayOp, service: str, address: str, value: Mapping[str, Any] | None, force: bool
+    ) -> Mapping[str, Any]:
+        """Add (`op` ADD, `value` the endpoint mapping), remove (REMOVE) or patch (PATCH, `value` the
+        keys to replace) an endpoint of `service` through the endpoint overlay, applied in one
+        generation and kept in the state store; the JSON answer (service, address, op, generation,
+        warnings). config.overlay_change.OverlayRefused (404/409/422), errors.SafetyRefused unless
+        `force`, StateError when the store cannot keep it: nothing changed."""
+        ...
+
     async def reload(self, force: bool = False) -> list[str]:
         """Re-read the config file and apply it; returns the error lines (empty = applied). A config
         that would break a safety rule is refused (its lines name the rule) unless `force`."""
@@ -271,10 +289,16 @@ class Control(Protocol):
 
 
 def endpoint_view(
-    endpoint: Endpoint, status: EndpointStatus | None, admin: AdminState, effective_up: bool
+    endpoint: Endpoint,
+    status: EndpointStatus | None,
+    admin: AdminState,
+    effective_up: bool,
+    source: str = "config",
+    patched: tuple[str, ...] = (),
 ) -> EndpointView:
     """The API view of `endpoint`: `status` is its health (None = never probed), `admin` the admin
-    state in force and `effective_up` the result of `state.snapshot.effective_up`."""
+    state in force and `effective_up` the result of `state.snapshot.effective_up`; `source` and
+    `patched` as EndpointView has them."""
     st = status if status is not None else EndpointStatus()
     health = Health.UNKNOWN if st.healthy is None else (Health.UP if st.healthy else Health.DOWN)
     return EndpointView(
@@ -291,8 +315,15 @@ def endpoint_view(
         last_detail=st.last_detail,
         last_change=st.last_change,
         last_change_reason=st.last_change_reason,
+        weight=endpoint.weight,
+        source=source,
+        patched=patched,
     )
 
 
-def service_status(service: Service, endpoints: Sequence[EndpointView]) -> ServiceStatus:
-    return ServiceStatus(name=service.name, policy=service.policy, endpoints=tuple(endpoints))
+def service_status(
+    service: Service, endpoints: Sequence[EndpointView], removed: Sequence[EndpointView] = ()
+) -> ServiceStatus:
+    return ServiceStatus(
+        name=service.name, policy=service.policy, endpoints=tuple(endpoints), removed=tuple(removed)
+    )

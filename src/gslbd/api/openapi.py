@@ -9,6 +9,7 @@ from gslbd import __version__
 from gslbd.api.openapi_console import CONSOLE_PATHS, CONSOLE_SCHEMAS, SERVICE_NAME
 from gslbd.api.openapi_console import error as _error
 from gslbd.api.openapi_console import json_content as _json
+from gslbd.api.openapi_endpoints import ENDPOINT_PATHS, ENDPOINT_SCHEMAS
 from gslbd.types import AdminState
 
 _ADDRESS = {
@@ -110,6 +111,16 @@ _SCHEMAS: dict[str, Any] = {
             "effective_up": {"type": "boolean", "description": "a candidate for answers now"},
             "last_check": {"$ref": "#/components/schemas/LastCheck"},
             "last_change": {"$ref": "#/components/schemas/LastChange"},
+            "weight": {"type": "integer"},
+            "source": {
+                "enum": ["config", "overlay", "peer"],
+                "description": "the config file, the endpoint overlay (added by the API), or a peer site",
+            },
+            "patched": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "the keys of a config endpoint the overlay replaced",
+            },
         },
     },
     "Service": {
@@ -119,6 +130,20 @@ _SCHEMAS: dict[str, Any] = {
             "policy": {"type": "string"},
             "endpoints_up": {"type": "integer"},
             "endpoints": {"type": "array", "items": {"$ref": "#/components/schemas/Endpoint"}},
+            "removed": {
+                "type": "array",
+                "description": "config endpoints the endpoint overlay removed (not answered)",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "address": {"type": "string"},
+                        "site": {"type": "string"},
+                        "weight": {"type": "integer"},
+                        "source": {"const": "config"},
+                        "removed": {"const": True},
+                    },
+                },
+            },
         },
     },
     "Services": {
@@ -403,8 +428,8 @@ def openapi_document() -> dict[str, Any]:
             "description": "Status, run-time admin state, reload, metrics, liveness and readiness of gslbd.",
         },
         "components": {
-            "schemas": copy.deepcopy({**_SCHEMAS, **CONSOLE_SCHEMAS}),
+            "schemas": copy.deepcopy({**_SCHEMAS, **CONSOLE_SCHEMAS, **ENDPOINT_SCHEMAS}),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
-        "paths": copy.deepcopy({**CONSOLE_PATHS, **_PATHS}),
+        "paths": copy.deepcopy({**CONSOLE_PATHS, **_PATHS, **ENDPOINT_PATHS}),
     }

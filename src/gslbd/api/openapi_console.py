@@ -129,7 +129,7 @@ CONSOLE_SCHEMAS: dict[str, Any] = {
             "seq": {"type": "integer"},
             "time": {"type": "number", "description": "Unix seconds"},
             "at": {"type": "string", "format": "date-time"},
-            "kind": {"enum": ["verdict", "admin", "reload", "peers"]},
+            "kind": {"enum": ["verdict", "admin", "reload", "peers", "endpoint"]},
             "state": {"type": "string", "examples": ["up", "down", "obey", "applied", "refused"]},
             "service": {"type": ["string", "null"]},
             "address": {"type": ["string", "null"]},

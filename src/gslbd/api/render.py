@@ -41,7 +41,15 @@ def endpoint_json(e: EndpointView) -> dict[str, Any]:
         "effective_up": e.effective_up,
         "last_check": last_check,
         "last_change": last_change,
+        "weight": e.weight,
+        "source": e.source,
+        "patched": list(e.patched),
     }
+
+
+def removed_json(e: EndpointView) -> dict[str, Any]:
+    """A config endpoint the endpoint overlay removed: what the config says of it."""
+    return {"address": e.address, "site": e.site, "weight": e.weight, "source": e.source, "removed": True}
 
 
 def service_json(s: ServiceStatus) -> dict[str, Any]:
@@ -50,6 +58,7 @@ def service_json(s: ServiceStatus) -> dict[str, Any]:
         "policy": s.policy.value,
         "endpoints_up": s.endpoints_up,
         "endpoints": [endpoint_json(e) for e in s.endpoints],
+        "removed": [removed_json(e) for e in s.removed],
     }
 
 

@@ -17,6 +17,10 @@
     PUT  /api/v1/admin[?dry_run=1]           {"selector": {"site": "eu", ...}, "state": "down",
                                              "force": false, "dry_run": false}: what the selector picks
     POST /api/v1/reload                      re-read the config file ({"force": true}: past safety rules)
+    POST   /api/v1/services/{name}/endpoints            {"address": ..., "site": ..., "force": false}:
+                                                        add an endpoint (the endpoint overlay)
+    PATCH  /api/v1/services/{name}/endpoints/{address}  {"weight": 5, ...}: replace keys of one
+    DELETE /api/v1/services/{name}/endpoints/{address}[?force=1]   remove one
 
 State-changing calls need `Authorization: Bearer <token>` (401 without or with a wrong token). With no
 token configured they are refused with 403: an open admin API is never the default. Errors under
@@ -59,9 +63,11 @@ from gslbd.api.hardening import (
 )
 from gslbd.api.openapi import openapi_document
 from gslbd.api.render import endpoint_json, peers_json, service_json, services_json, status_page
+from gslbd.config.overlay_change import OverlayRefused
 from gslbd.errors import NotPushed, SafetyRefused, StateError
 from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.model.config import ListenAddress
+from gslbd.model.overlay import OverlayOp
 from gslbd.model.selector import Selector, selector_of
 from gslbd.state.store import StateWriteError
 from gslbd.types import AdminState, choices
@@ -232,6 +238,9 @@ class ApiServer:
         app.router.add_post("/api/v1/reload", self._reload)
         app.router.add_post("/api/v1/whatif", self._whatif)
         app.router.add_post("/api/v1/health/{name}/{address}", self._push_health)
+        app.router.add_post("/api/v1/services/{name}/endpoints", self._add_endpoint)
+        app.router.add_patch("/api/v1/services/{name}/endpoints/{address}", self._patch_endpoint)
+        app.router.add_delete("/api/v1/services/{name}/endpoints/{address}", self._remove_endpoint)
         return app
 
     def _find_service(self, name: str) -> ServiceStatus | None:
@@ -405,6 +414,44 @@ class ApiServer:
             return _not_kept(exc)
         return web.json_response(done)
 
+    async def _add_endpoint(self, request: web.Request) -> web.Response:
+        return await self._change_endpoint(request, OverlayOp.ADD)
+
+    async def _patch_endpoint(self, request: web.Request) -> web.Response:
+        return await self._change_endpoint(request, OverlayOp.PATCH)
+
+    async def _remove_endpoint(self, request: web.Request) -> web.Response:
+        return await self._change_endpoint(request, OverlayOp.REMOVE)
+
+    async def _change_endpoint(self, request: web.Request, op: OverlayOp) -> web.Response:
+        """The endpoint overlay: POST adds (201), PATCH replaces keys, DELETE removes (see docs/api.md)."""
+        refused = self._authorize(request)
+        if refused is not None:
+            return refused
+        asked = await _overlay_body(request, op)
+        if isinstance(asked, web.Response):
+            return asked
+        value, force = asked
+        name = request.match_info["name"]
+        service = self._find_service(name)
+        if service is None:
+            return _error(404, f"no service {_absolute(name)}")
+        address = _normal_address(request.match_info.get("address", str(value.get("address", ""))))
+        try:
+            done = dict(await self._control.change_endpoints(op, service.name, address, value, force))
+        except OverlayRefused as exc:
+            if exc.status != 422:
+                return _error(exc.status, str(exc))
+            errors = [{"field": p.path, "message": p.message} for p in exc.problems]
+            return web.json_response({"error": str(exc), "errors": errors}, status=422)
+        except SafetyRefused as exc:
+            return _refused(exc)
+        except StateError as exc:
+            return _not_kept(exc)
+        if op is not OverlayOp.REMOVE:
+            done = self._with_endpoint(done, service.name, str(done["address"]))
+        return web.json_response(done, status=201 if op is OverlayOp.ADD else 200)
+
     async def _push_health(self, request: web.Request) -> web.Response:
         """A `type: push` result: {"ok": true|false, "detail": "..."} (detail optional)."""
         refused = self._authorize(request)
@@ -531,6 +578,38 @@ async def _bulk_of(request: web.Request) -> tuple[Selector, AdminState, bool, bo
     if query not in ("", "0", "1", "true", "false"):
         return _error(400, f"dry_run must be 1 or 0, got {query!r}")
     return selector, state, force, dry_run or query in ("1", "true")
+
+
+_OVERLAY_USAGE = {
+    OverlayOp.ADD: "the body must be an endpoint as in the config, JSON like "
+    '{"address": "192.0.2.10", "site": "eu"}',
+    OverlayOp.PATCH: 'the body must be JSON like {"weight": 5}: the keys of the endpoint to replace',
+    OverlayOp.REMOVE: 'the body, when sent, must be JSON like {"force": true}',
+}
+
+
+async def _overlay_body(request: web.Request, op: OverlayOp) -> tuple[dict[str, Any], bool] | web.Response:
+    """(the endpoint mapping or keys to patch, force) of an endpoint change; `force` from the body or
+    ?force=1. The 400 response for a body that is not a JSON object."""
+    usage = _OVERLAY_USAGE[op]
+    body: object = {}
+    if op is not OverlayOp.REMOVE or request.body_exists:
+        try:
+            body = await json_body(request)
+        except BodyError:
+            return _error(400, usage)
+    if not isinstance(body, dict):
+        return _error(400, usage)
+    value = dict(body)
+    force = value.pop("force", False)
+    if not isinstance(force, bool):
+        return _error(400, f"force must be true or false, got {force!r}")
+    if op is OverlayOp.REMOVE and value:
+        return _error(400, usage)
+    query = request.query.get("force", "").strip().lower()
+    if query not in ("", "0", "1", "true", "false"):
+        return _error(400, f"force must be 1 or 0, got {query!r}")
+    return value, force or query in ("1", "true")
 
 
 def _not_kept(exc: StateError) -> web.Response:

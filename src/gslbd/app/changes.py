@@ -12,6 +12,8 @@ line each:
     _apply_config      changes.reload_applied(config.source), after the new generation is committed
     reload_file        changes.reload_refused(path, errors), where a reload is refused
     _on_peers          changes.peers()
+    change_endpoints   changes.endpoint(key, "added" | "removed" | "patched", "api"), and for another
+                       instance's overlay changes "another instance"
 
 Every call runs on App's event loop (the API's loop too), so the SSE listeners it wakes need no locks.
 """
@@ -48,6 +50,9 @@ class ChangeRecorder:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         detail = f"{source}: {first}{more}" if first else source
         return self.log.record(self._clock.wall(), ChangeKind.RELOAD, "refused", detail=detail)
+
+    def endpoint(self, key: EndpointKey, what: str, by: str) -> Change:
+        return self.log.record(self._clock.wall(), ChangeKind.ENDPOINT, what, key[0], key[1], f"by {by}")
 
     def peers(self, detail: str = "endpoints learned from peer sites changed") -> Change:
         return self.log.record(self._clock.wall(), ChangeKind.PEERS, "changed", detail=detail)

@@ -27,7 +27,9 @@ from gslbd.api.control import (
     service_status,
 )
 from gslbd.app.whatif import NothingToReplay, SelectorMatchesNothing, whatif_running
+from gslbd.config.overlay import problem_text
 from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
+from gslbd.model.overlay import OverlayOp
 from gslbd.model.selector import Selector, parse_admin
 from gslbd.model.service import Service
 from gslbd.server.dnstap.capture import CaptureError
@@ -76,6 +78,18 @@ class AppControl:
     ) -> Mapping[str, Any]:
         done = await self._app.set_admin_bulk(selector, state, force, dry_run)
         return done.json(self._app.generation.resolved.services, dry_run)
+
+    async def change_endpoints(
+        self, op: OverlayOp, service: str, address: str, value: Mapping[str, Any] | None, force: bool
+    ) -> Mapping[str, Any]:
+        key, warnings = await self._app.change_endpoints(op, service, address, value, force)
+        return {
+            "service": key[0],
+            "address": key[1],
+            "op": op.value,
+            "generation": self._app.generation.number,
+            "warnings": [problem_text(p) for p in warnings if p.severity != "error"],
+        }
 
     async def reload(self, force: bool = False) -> list[str]:
         return await self._app.reload_file(force)
@@ -258,14 +272,25 @@ class AppControl:
         count = generation.count(svc.name)
         up = count.up_addresses if count is not None else ()
         learned = snapshot.peer_endpoints.get(svc.name, ())
+        overlay = self._app.endpoints
         views: list[EndpointView] = [
-            endpoint_view(ep, book.known(ep.key), snapshot.admin_state(ep), ep.address in up)
+            endpoint_view(
+                ep,
+                book.known(ep.key),
+                snapshot.admin_state(ep),
+                ep.address in up,
+                overlay.source_of(ep.key),
+                overlay.patched(ep.key),
+            )
             for ep in svc.endpoints
         ]
         configured = {ep.address for ep in svc.endpoints}
         views += [
-            endpoint_view(ep, None, snapshot.admin_state(ep), ep.address in up)
+            endpoint_view(ep, None, snapshot.admin_state(ep), ep.address in up, "peer")
             for ep in learned
             if ep.address not in configured
         ]
-        return service_status(svc, views)
+        removed = [
+            endpoint_view(ep, None, snapshot.admin_state(ep), False) for ep in overlay.removed(svc.name)
+        ]
+        return service_status(svc, views, removed)

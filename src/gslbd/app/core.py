@@ -42,26 +42,29 @@ import asyncio
 import logging
 import random
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from gslbd.answer import View
 from gslbd.app.audit import AuditTask
 from gslbd.app.bulk import BulkResult, candidate_view, plan
 from gslbd.app.changes import ChangeRecorder
 from gslbd.app.control import AppControl
+from gslbd.app.endpoints import OverlayKeeper, overlay_changes
 from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
 from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, Resolved, resolve
 from gslbd.app.privileges import drop_after_bind
 from gslbd.app.push import PushWatch, is_push
 from gslbd.app.reconcile import endpoint_key, unchanged_keys
-from gslbd.app.safety import SafetyGauges, check_admin, check_reload
+from gslbd.app.safety import SafetyGauges, check_admin, check_endpoints, check_reload
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.app.usable import unusable, zone_problems
 from gslbd.app.verdicts import VerdictSaver, seed
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
-from gslbd.config import check_config
+from gslbd.config import check_config, overlay_change
+from gslbd.config.overlay_change import OverlayRefused
 from gslbd.errors import ConfigError, GslbdError, NotPushed, Problem, StateError
 from gslbd.exchange import Exchange
 from gslbd.gcpause import keep_long_lived
@@ -78,6 +81,7 @@ from gslbd.metrics import (
     TRANSITIONS,
 )
 from gslbd.model.config import Config
+from gslbd.model.overlay import Overlay, OverlayEntry, OverlayOp
 from gslbd.model.selector import Selector
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
@@ -86,7 +90,7 @@ from gslbd.server.workers import WorkerPool
 from gslbd.state.book import HealthBook
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import ProbeResult
-from gslbd.state.store import FileStateStore, StateStore
+from gslbd.state.store import FileStateStore, KeptVerdict, StateStore, with_changes
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
 
@@ -140,12 +144,20 @@ class App:
         self.cluster: ClusterNode | None = None
         if config.cluster is not None:
             self.cluster = ClusterNode(
-                config.cluster.redis, self.clock, self._on_result, self._on_cluster_admin, local_store=local
+                config.cluster.redis,
+                self.clock,
+                self._on_result,
+                self._on_cluster_admin,
+                local_store=local,
+                on_overlay=self._on_cluster_overlay,
             )
             self.store = self.cluster.store
         self.book = HealthBook()
         self._builder = GenerationBuilder()
         resolved = resolve(config, self.rng)
+        self.endpoints = OverlayKeeper(config)  # the endpoint overlay (app/endpoints.py), read at start
+        self._overlay_lock = asyncio.Lock()
+        self._kept: Mapping[EndpointKey, KeptVerdict] = {}  # the verdicts kept by the last run, in start
         self._generation = self._builder.first(resolved, self.book.snapshot())
         self.book.take_touched()
         gen = self._generation
@@ -240,6 +252,9 @@ class App:
         for key, state in self.store.load_admin().items():
             self.book.set_admin(key, state)
         kept = self._verdicts_store.load_verdicts() if self._verdicts_store is not None else {}
+        self._kept = kept  # what the overlay's config seeds from (before `initial: down` would)
+        self._apply_overlay(self.store.load_overlay())
+        self._kept = {}
         seed(self.book, self._generation.resolved, kept, self.clock.wall())
         self._rebuild()
         try:
@@ -248,6 +263,7 @@ class App:
                 await self.cluster.start(self.config, self._probes())
                 for key, state in self.store.load_admin().items():
                     self.book.set_admin(key, state)
+                self._apply_overlay(self.store.load_overlay())  # Redis's, where it has one
                 self._rebuild()
             # This site's exchange zones are served from the first answer: a peer whose first poll
             # found none would poll it name by name until it looks again.
@@ -584,6 +600,85 @@ class App:
             self._rebuild()
         return BulkResult(found, self._generation.number, before, self.view)
 
+    # -- the endpoint overlay --------------------------------------------------------------------
+
+    async def change_endpoints(
+        self, op: OverlayOp, service: str, address: str, value: Mapping[str, Any] | None, force: bool = False
+    ) -> tuple[EndpointKey, list[Problem]]:
+        """Add (`op` ADD, `value` the endpoint's mapping), remove (REMOVE) or patch (PATCH, `value` the
+        keys to replace) an endpoint of `service` through the overlay (app/endpoints.py): stored (in
+        Redis too, in cluster mode), then answered in one generation before this returns; probes start
+        and stop with the endpoints. The endpoint's key and the warnings found. OverlayRefused (404,
+        409, 422), SafetyRefused (unless `force`) and StateError change nothing."""
+        async with self._overlay_lock:
+            base, entries = self.endpoints.base, self.endpoints.entries
+            if op is OverlayOp.ADD:
+                new, key, warnings = overlay_change.add(base, entries, service, value)
+            elif op is OverlayOp.REMOVE:
+                new, key, warnings = overlay_change.remove(base, entries, service, address)
+            else:
+                new, key, warnings = overlay_change.patch(base, entries, service, address, value or {})
+            merged = self.endpoints.merged_with(base, new)
+            try:
+                resolved = resolve(
+                    merged.config, random.Random(self.rng.getrandbits(64)), self._generation.resolved
+                )
+            except ConfigError as exc:
+                raise OverlayRefused(422, f"not changed: {exc}") from None
+            cannot = privilege_problems(merged.config, resolved.probed)
+            if cannot:  # an icmp check this process may not run
+                raise OverlayRefused(422, "not changed: " + "; ".join(cannot))
+            check_endpoints(self._generation, resolved, force, f"{op} of endpoint {key[0]} {key[1]}")
+            self.store.save_overlay(overlay_changes(entries, new))
+            errors = self._apply_config(resolved, reloaded=False)
+            if errors:  # a bug: the answers of a validated overlay could not be built
+                raise RuntimeError("; ".join(errors))
+            self.endpoints.commit(merged, base, self.store)
+            log.info(
+                "endpoint %s %s: %s by the API",
+                key[0],
+                key[1],
+                op.done,
+                extra={
+                    "event": "overlay",
+                    "service": key[0],
+                    "endpoint": key[1],
+                    "op": op.value,
+                    "by": "api",
+                },
+            )
+            self.changes.endpoint(key, op.done, "api")
+        if self.cluster is not None:  # in Redis (and so at every instance) before this returns
+            await self.cluster.flush_overlay()
+        return key, warnings
+
+    def _apply_overlay(self, entries: Overlay) -> None:
+        """Answer from the config file merged with `entries` (the stored overlay at start, or one that
+        another instance changed). Entries the config does not allow are dropped (and logged)."""
+        if not entries and not self.endpoints.entries:
+            return
+        base = self.endpoints.base
+        merged = self.endpoints.merged_with(base, entries)
+        try:
+            resolved = resolve(
+                merged.config, random.Random(self.rng.getrandbits(64)), self._generation.resolved
+            )
+        except ConfigError as exc:
+            log.error("endpoint overlay not applied: %s", exc)
+            return
+        if not self._apply_config(resolved, reloaded=False):
+            self.endpoints.commit(merged, base, self.store)
+
+    def _on_cluster_overlay(self, changes: Mapping[EndpointKey, OverlayEntry | None]) -> None:
+        """Another instance changed the endpoint overlay (cluster mode): answered now."""
+        for key, entry in changes.items():
+            what = "removed from the overlay" if entry is None else f"{entry.op.done} in the overlay"
+            fields = {"event": "overlay", "service": key[0], "endpoint": key[1], "by": "cluster"}
+            fields["op"] = "forget" if entry is None else entry.op.value
+            log.info("endpoint %s %s: %s by another instance", key[0], key[1], what, extra=fields)
+            self.changes.endpoint(key, "removed" if entry is None else entry.op.done, "another instance")
+        self._apply_overlay(with_changes(self.endpoints.entries, changes))
+
     # -- reload ----------------------------------------------------------------------------------
 
     def push_health(self, service: str, address: str, ok: bool, detail: str) -> EndpointKey:
@@ -610,11 +705,13 @@ class App:
         if problems:
             raise ConfigError(problems)
         rng = random.Random(self.rng.getrandbits(64))
-        errors = self._apply_config(resolve(config, rng, self._generation.resolved))
+        merged = self.endpoints.merged_with(config)
+        errors = self._apply_config(resolve(merged.config, rng, self._generation.resolved))
         if errors:
             raise ConfigError([Problem(config.source, None, "", line) for line in errors])
+        self.endpoints.commit(merged, config, self.store)
 
-    def _apply_config(self, resolved: Resolved) -> list[str]:
+    def _apply_config(self, resolved: Resolved, *, reloaded: bool = True) -> list[str]:
         """Build the generation of a resolved config and commit it; the error lines when the build
         fails (nothing changed then). Admin overrides are kept, and so is the health of endpoints probed
         with the same check at the same address under both configs; the probes follow. Listen
@@ -635,13 +732,16 @@ class App:
         self._commit(generation)
         TABLE_REBUILDS.inc()
         TABLE_REBUILD_SECONDS.observe(time.perf_counter() - began)
-        self._after_config(old, config)
-        self.changes.reload_applied(config.source)
+        self._after_config(old, config, reloaded)
+        if reloaded:
+            self.changes.reload_applied(config.source)
         return []
 
-    def _after_config(self, old: Config, config: Config) -> None:
+    def _after_config(self, old: Config, config: Config, reloaded: bool = True) -> None:
         """What follows a committed config: warnings for what needs a restart, the exchange, the
-        scheduler and the cluster gate. Each is guarded: the new generation already serves."""
+        scheduler and the cluster gate. Each is guarded: the new generation already serves. After an
+        endpoint overlay change (not `reloaded`) the answers are built again only when that changed
+        a verdict (a new probe that starts down): the change is one generation."""
         if self.running and (config.dns.listen != old.dns.listen or config.dns.workers != old.dns.workers):
             log.warning("dns.listen and dns.workers changes take effect at the next restart")
         if self.running and config.api != old.api:
@@ -661,7 +761,7 @@ class App:
                 for member in group:
                     if self.book.known(member) != status:
                         self.book.record(member, status)
-        seed(self.book, resolved, {}, self.clock.wall())  # new targets whose check starts them down
+        seed(self.book, resolved, self._kept, self.clock.wall())  # new targets whose check starts them down
         try:
             if self.exchange.update(config):  # peers came or went
                 self.book.set_peer_endpoints(self.exchange.endpoints())
@@ -675,7 +775,8 @@ class App:
             self._push.update(resolved.probed.values())
         except Exception:
             log.exception("following the new configuration failed in part; its answers are served")
-        self._rebuild()
+        if reloaded or self.book.pending() != frozenset():
+            self._rebuild()
 
     async def reload_file(self, force: bool = False) -> list[str]:
         """Re-read the config file this instance was started from and apply it, all or nothing.
@@ -683,7 +784,8 @@ class App:
         A config that would break a safety rule is refused unless `force`. Never raises."""
         path = self.config.source
         try:
-            errors, warnings = await self._load_and_apply(path, force)
+            async with self._overlay_lock:  # an endpoint change meanwhile would be merged with the old file
+                errors, warnings = await self._load_and_apply(path, force)
         except Exception as exc:  # a bug: still nothing may reach the event loop
             log.exception("reload of %s failed", path)
             errors, warnings = [f"{path}: reload failed: {exc!r}"], []
@@ -727,12 +829,16 @@ class App:
         if errors:
             return errors, warnings
         rng = random.Random(self.rng.getrandbits(64))
+        merged = self.endpoints.merged_with(config)  # the overlay kept on top of the new file
         try:
-            resolved = await asyncio.to_thread(resolve, config, rng, self._generation.resolved)
+            resolved = await asyncio.to_thread(resolve, merged.config, rng, self._generation.resolved)
         except ConfigError as exc:
             return [str(p) for p in exc.problems], warnings
-        errors = privilege_problems(config, resolved.probed)
+        errors = privilege_problems(merged.config, resolved.probed)
         errors = errors or check_reload(self._generation, resolved, force)
         if errors:
             return errors, warnings
-        return self._apply_config(resolved), warnings
+        errors = self._apply_config(resolved)
+        if not errors:
+            self.endpoints.commit(merged, config, self.store)
+        return errors, warnings

@@ -50,6 +50,25 @@ def check_admin(generation: Generation, overrides: Mapping[EndpointKey, AdminSta
     _forced(what, broken)
 
 
+def check_endpoints(generation: Generation, resolved: Resolved, force: bool, what: str) -> None:
+    """SafetyRefused when answering `resolved` (the config with an endpoint overlay change) would break
+    a rule under the current health and admin state (unless `force`: then logged, as `what`)."""
+    config = resolved.config
+    broken = config_change(
+        config.safety,
+        generation.resolved.services,
+        config.services,
+        generation.snapshot,
+        generation.resolved.peer_sites,
+        resolved.peer_sites,
+    )
+    if not broken:
+        return
+    if not force:
+        raise SafetyRefused(_breaches(broken))
+    _forced(what, broken)
+
+
 def check_reload(generation: Generation, resolved: Resolved, force: bool) -> list[str]:
     """The error lines of a reload to `resolved` that would break a rule of its config under the
     current health and admin state (empty: none, or forced and logged)."""

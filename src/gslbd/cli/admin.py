@@ -17,7 +17,7 @@ DEFAULT_API = "http://127.0.0.1:8080"
 TOKEN_ENV = "GSLBD_API_TOKEN"
 TIMEOUT = 10.0
 STATES = ("up", "down", "obey")
-COLUMNS = ("SERVICE", "ENDPOINT", "SITE", "HEALTH", "ADMIN", "EFFECTIVE", "LAST CHANGE")
+COLUMNS = ("SERVICE", "ENDPOINT", "SITE", "HEALTH", "ADMIN", "EFFECTIVE", "SOURCE", "LAST CHANGE")
 BULK_OPTIONS = (
     ("site", "SITE", "endpoints of this site"),
     ("region", "REGION", "endpoints of this locality region"),
@@ -138,8 +138,16 @@ def _when(ts: Any) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+def _source(e: dict[str, Any]) -> str:
+    """config, overlay (added by the API), peer, or config patched(weight,...) by the overlay."""
+    source = str(e.get("source") or "config")
+    patched = e.get("patched") or []
+    return f"{source} patched({','.join(patched)})" if patched else source
+
+
 def status_rows(services: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
-    """One row per endpoint: service, endpoint, site, health, admin, effective, last change + reason."""
+    """One row per endpoint: service, endpoint, site, health, admin, effective, source, last change +
+    reason; then one per config endpoint the endpoint overlay removed."""
     rows: list[tuple[str, ...]] = []
     for s in services:
         for e in s.get("endpoints", []):
@@ -153,9 +161,12 @@ def status_rows(services: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
                     e.get("health", "-"),
                     e.get("admin", "-"),
                     "up" if e.get("effective_up") else "down",
+                    _source(e),
                     last,
                 )
             )
+        for e in s.get("removed", []):
+            rows.append((s["name"], e["address"], e.get("site") or "-", "-", "-", "removed", "config", "-"))
     return rows
 
 

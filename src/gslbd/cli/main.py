@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 _REGISTERED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("gslbd.cli.demo", "add_parser", ("demo",)),
     ("gslbd.cli.admin", "register", ("status", "admin")),
+    ("gslbd.cli.endpoints", "register", ("endpoints",)),
     ("gslbd.cli.doctor", "register", ("doctor",)),
     ("gslbd.cli.delegation", "register", ("delegation",)),
     ("gslbd.cli.dnssec", "register", ("dnssec",)),

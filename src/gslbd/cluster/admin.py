@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
@@ -56,6 +56,8 @@ class AdminSync:
         self._lock = asyncio.Lock()
         self._writer: asyncio.Task[None] | None = None
         self.store = RedisStateStore(local_store, self._wake.set)
+        # What else the writer flushes when the store changed (cluster/overlay.py's endpoint overlay).
+        self.also_flush: Callable[[], Awaitable[None]] | None = None
 
     def start(self) -> None:
         if self._writer is None:
@@ -138,6 +140,8 @@ class AdminSync:
             await self._wake.wait()
             self._wake.clear()
             await self.flush()
+            if self.also_flush is not None:
+                await self.also_flush()
 
     def _changed(self, key: EndpointKey, state: AdminState) -> None:
         try:

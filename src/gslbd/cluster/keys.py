@@ -5,6 +5,9 @@
     <prefix>health:updates                  channel: {"zone":...,"fqdn":...,"address":...,"alive":true}
     <prefix>admin                           hash: "<fqdn>|<address>" -> "up" | "down" | "obey" (no TTL)
     <prefix>admin:updates                   channel: {"fqdn":...,"address":...,"state":"down"}
+    <prefix>endpoints                       hash: "<fqdn>|<address>" -> an endpoint overlay entry as JSON
+                                            ({"op":"add","endpoint":{...}}, model/overlay.py; no TTL)
+    <prefix>endpoints:updates               channel: {"fqdn":...,"address":...,"entry":{...}|null,"from":id}
 
 <zone> and <fqdn> are written as the model holds them: absolute, lower case, with the trailing dot
 ("gslb.example.com.", "app.gslb.example.com."). <address> is the endpoint's answered address in its
@@ -65,6 +68,16 @@ class ClusterKeys:
     def admin_updates(self) -> str:
         """The channel admin state changes are published on."""
         return f"{self.prefix}admin:updates"
+
+    @property
+    def endpoints(self) -> str:
+        """The hash of the endpoint overlay."""
+        return f"{self.prefix}endpoints"
+
+    @property
+    def endpoints_updates(self) -> str:
+        """The channel endpoint overlay changes are published on."""
+        return f"{self.prefix}endpoints:updates"
 
 
 @dataclass(frozen=True, slots=True)

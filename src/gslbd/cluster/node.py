@@ -19,6 +19,9 @@
     messages on <prefix>health:updates   fed (lock mode) unless it is our own echo or its cycle was fed
     node.store                           the StateStore for admin states (cluster.store), kept in Redis
                                          by cluster.admin; await node.flush_admin() writes changes now
+    endpoint overlay                     kept in Redis by cluster.overlay (<prefix>endpoints, read at
+                                         every (re)connection); await node.flush_overlay() writes it now;
+                                         another instance's changes reach `on_overlay(changes)`
     await node.stop()                    releases the locks this instance holds, closes the connection
 
 `feed(endpoint, ProbeResult)` and `on_admin(key, state)` run on the event loop and must be cheap.
@@ -52,6 +55,7 @@ from gslbd.cluster.keys import (
     parse_health_value,
 )
 from gslbd.cluster.link import REDIS_FAILURES, ClientFactory, RedisLink
+from gslbd.cluster.overlay import OverlayFeed, OverlaySync
 from gslbd.cluster.store import RedisStateStore
 from gslbd.cluster.url import make_client, parse_target
 from gslbd.metrics import CLUSTER_PROBES_SKIPPED, CLUSTER_RESULT_AGE, CLUSTER_RESULTS
@@ -99,6 +103,7 @@ class ClusterNode:
         instance_id: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         client_factory: ClientFactory = make_client,
+        on_overlay: OverlayFeed | None = None,
     ) -> None:
         self.config = config
         self.keys = ClusterKeys(config.key_prefix)
@@ -113,7 +118,7 @@ class ClusterNode:
         self._held: set[EndpointKey] = set()
         self.link = RedisLink(
             parse_target(config.url, config.password),
-            (self.keys.updates, self.keys.admin_updates),
+            (self.keys.updates, self.keys.admin_updates, self.keys.endpoints_updates),
             self._on_message,
             self._on_up,
             timeout=timeout,
@@ -121,6 +126,8 @@ class ClusterNode:
         )
         self.admin = AdminSync(self.keys, self.link, local_store, on_admin)
         self.store: RedisStateStore = self.admin.store
+        self.overlay = OverlaySync(self.keys, self.link, self.store, self.instance_id, on_overlay)
+        self.admin.also_flush = self.overlay.flush
 
     @property
     def connected(self) -> bool:
@@ -317,6 +324,8 @@ class ClusterNode:
             self._on_health(data)
         elif channel == self.keys.admin_updates:
             self.admin.on_message(data)
+        elif channel == self.keys.endpoints_updates:
+            self.overlay.on_message(data)
 
     def _on_health(self, data: str) -> None:
         update = decode_health_update(data)
@@ -344,7 +353,12 @@ class ClusterNode:
         """Write the admin changes saved in `store` to Redis now (see cluster.admin)."""
         await self.admin.flush()
 
+    async def flush_overlay(self) -> None:
+        """Write the endpoint overlay changes saved in `store` to Redis now (see cluster.overlay)."""
+        await self.overlay.flush()
+
     async def _on_up(self, client: Redis) -> None:
         """After every (re)connection: our publications before it will not come back; admin states."""
         self._ledger.forget_echoes()
         await self.admin.on_up(client)
+        await self.overlay.on_up(client)

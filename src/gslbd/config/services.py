@@ -119,7 +119,7 @@ def _weights(r: MapReader) -> tuple[tuple[str, int], ...] | None:
     return out
 
 
-def _read_endpoint(
+def read_endpoint(
     ctx: ServiceContext, r: MapReader, service: str, default_check: Check | None
 ) -> Endpoint | None:
     r.check_keys(ENDPOINT_KEYS)
@@ -158,7 +158,7 @@ def _read_endpoints(ctx: ServiceContext, r: MapReader, name: str, default: Check
         e = as_map(ctx.rep, item, path)
         if e is None:
             continue
-        endpoint = _read_endpoint(ctx, e, name, default)
+        endpoint = read_endpoint(ctx, e, name, default)
         if endpoint is None:
             continue
         if endpoint.address in seen:

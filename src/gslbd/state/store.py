@@ -1,10 +1,15 @@
 """Where run-time admin states are kept so that they survive a restart.
 
-    StateStore          the protocol: load_admin() and save_admin(key, state)
+    StateStore          the protocol: load_admin() and save_admin(key, state); load_overlay() and
+                        save_overlay(changes) for the endpoint overlay (model/overlay.py)
     MemoryStateStore    in this process only (the embedded default without `state.file`)
     FileStateStore      a JSON file, rewritten atomically (temporary file, fsync, rename):
                         {"admin": {"<service>|<address>": "down", ...},
-                         "verdicts": {"<service>|<address>": {"up": false, "checked": 1764650000.5}, ...}}
+                         "verdicts": {"<service>|<address>": {"up": false, "checked": 1764650000.5}, ...},
+                         "endpoints": {"<service>|<address>": {"op": "add", "endpoint": {...}}, ...}}
+
+"endpoints" is the endpoint overlay: endpoints added, removed ({"op": "remove"}) or patched
+({"op": "patch", "set": {"weight": 5}}) through the API, on top of the config file (config/overlay.py).
 
 The verdicts are this node's last health verdicts with the time of the result that last confirmed
 each (`save_verdicts`, written in batches: app/verdicts.py); a restart starts from the recent ones.
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gslbd.errors import StateError
+from gslbd.model.overlay import OverlayEntry, entry_json, entry_of
 from gslbd.model.service import EndpointKey
 from gslbd.types import AdminState
 
@@ -62,12 +68,21 @@ class StateStore(Protocol):
         """Store several at once (a bulk change): all of them or, with StateError, none."""
         ...
 
+    def load_overlay(self) -> dict[EndpointKey, OverlayEntry]:
+        """The endpoint overlay (after load_admin, which reads the store). StateError as load_admin."""
+        ...
+
+    def save_overlay(self, changes: Mapping[EndpointKey, OverlayEntry | None]) -> None:
+        """Store overlay entries (None: the entry is gone) in one write, or with StateError none."""
+        ...
+
 
 class MemoryStateStore:
     """Admin states kept in memory: they last as long as the process."""
 
     def __init__(self) -> None:
         self._admin: dict[EndpointKey, AdminState] = {}
+        self._overlay: dict[EndpointKey, OverlayEntry] = {}
 
     def load_admin(self) -> dict[EndpointKey, AdminState]:
         return dict(self._admin)
@@ -77,6 +92,25 @@ class MemoryStateStore:
 
     def save_admins(self, changes: Mapping[EndpointKey, AdminState]) -> None:
         self._admin.update(changes)
+
+    def load_overlay(self) -> dict[EndpointKey, OverlayEntry]:
+        return dict(self._overlay)
+
+    def save_overlay(self, changes: Mapping[EndpointKey, OverlayEntry | None]) -> None:
+        self._overlay = with_changes(self._overlay, changes)
+
+
+def with_changes(
+    overlay: Mapping[EndpointKey, OverlayEntry], changes: Mapping[EndpointKey, OverlayEntry | None]
+) -> dict[EndpointKey, OverlayEntry]:
+    """`overlay` with `changes` applied (None removes the key)."""
+    out = dict(overlay)
+    for key, entry in changes.items():
+        if entry is None:
+            out.pop(key, None)
+        else:
+            out[key] = entry
+    return out
 
 
 class StateWriteError(StateError):
@@ -108,6 +142,7 @@ class FileStateStore:
         self.path = Path(path)
         self._admin: dict[EndpointKey, AdminState] | None = None
         self._verdicts: dict[EndpointKey, KeptVerdict] = {}
+        self._overlay: dict[EndpointKey, OverlayEntry] = {}
         self._lock = threading.Lock()
         self._failing: str | None = None  # the message of the last failed write, until one succeeds
 
@@ -120,12 +155,16 @@ class FileStateStore:
             return {}
         except (OSError, UnicodeDecodeError) as exc:
             raise StateError(f"cannot read state file {self.path}: {_why(exc)}") from exc
-        self._admin, self._verdicts = _parse(text, self.path)
+        self._admin, self._verdicts, self._overlay = _parse(text, self.path)
         return dict(self._admin)
 
     def load_verdicts(self) -> dict[EndpointKey, KeptVerdict]:
         """The verdicts kept by the last run (read with `load_admin`, which must come first)."""
         return dict(self._verdicts)
+
+    def load_overlay(self) -> dict[EndpointKey, OverlayEntry]:
+        """The endpoint overlay kept by the last run (read with `load_admin`, which must come first)."""
+        return dict(self._overlay)
 
     def save_admin(self, key: EndpointKey, state: AdminState) -> None:
         self.save_admins({key: state})
@@ -135,25 +174,39 @@ class FileStateStore:
         with self._lock:
             admin = dict(self._admin) if self._admin is not None else self.load_admin()
             admin.update(changes)
-            self._write(self._text(admin, self._verdicts))
+            self._write(self._text(admin, self._verdicts, self._overlay))
             self._admin = admin
+
+    def save_overlay(self, changes: Mapping[EndpointKey, OverlayEntry | None]) -> None:
+        """One write of the file with the overlay changed (StateWriteError: file and memory as before)."""
+        with self._lock:
+            admin = dict(self._admin) if self._admin is not None else self.load_admin()
+            overlay = with_changes(self._overlay, changes)
+            self._write(self._text(admin, self._verdicts, overlay))
+            self._admin, self._overlay = admin, overlay
 
     def save_verdicts(self, verdicts: Mapping[EndpointKey, KeptVerdict]) -> None:
         """Replace the kept verdicts (every endpoint's latest; the admin states stay as they are)."""
         with self._lock:
             admin = dict(self._admin) if self._admin is not None else self.load_admin()
             kept = dict(verdicts)
-            self._write(self._text(admin, kept))
+            self._write(self._text(admin, kept, self._overlay))
             self._admin, self._verdicts = admin, kept
 
     @staticmethod
-    def _text(admin: Mapping[EndpointKey, AdminState], verdicts: Mapping[EndpointKey, KeptVerdict]) -> str:
+    def _text(
+        admin: Mapping[EndpointKey, AdminState],
+        verdicts: Mapping[EndpointKey, KeptVerdict],
+        overlay: Mapping[EndpointKey, OverlayEntry],
+    ) -> str:
         data: dict[str, object] = {"admin": {encode_key(k): v.value for k, v in sorted(admin.items())}}
         if verdicts:
             data["verdicts"] = {
                 encode_key(k): {"up": v.up, "checked": round(v.checked, 3)}
                 for k, v in sorted(verdicts.items())
             }
+        if overlay:
+            data["endpoints"] = {encode_key(k): entry_json(v) for k, v in sorted(overlay.items())}
         return json.dumps(data, indent=2) + "\n"
 
     def _write(self, text: str) -> None:
@@ -233,7 +286,12 @@ def _why(exc: Exception) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
-def _parse(text: str, path: Path) -> tuple[dict[EndpointKey, AdminState], dict[EndpointKey, KeptVerdict]]:
+_Parsed = tuple[
+    dict[EndpointKey, AdminState], dict[EndpointKey, KeptVerdict], dict[EndpointKey, OverlayEntry]
+]
+
+
+def _parse(text: str, path: Path) -> _Parsed:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -247,7 +305,21 @@ def _parse(text: str, path: Path) -> tuple[dict[EndpointKey, AdminState], dict[E
             out[decode_key(name)] = AdminState(value)
         except ValueError as exc:
             raise StateError(f"state file {path}: admin entry {name!r}: {exc}") from exc
-    return out, _verdicts(data.get("verdicts", {}), path)
+    return out, _verdicts(data.get("verdicts", {}), path), _overlay(data.get("endpoints", {}), path)
+
+
+def _overlay(found: object, path: Path) -> dict[EndpointKey, OverlayEntry]:
+    """The endpoint overlay; an entry that cannot be read is a StateError (like an admin state, an
+    endpoint added or removed by an operator is never dropped silently)."""
+    if not isinstance(found, dict):
+        raise StateError(f'state file {path}: expected "endpoints": {{"<service>|<address>": {{"op": ...}}}}')
+    out: dict[EndpointKey, OverlayEntry] = {}
+    for name, value in found.items():
+        try:
+            out[decode_key(name)] = entry_of(value)
+        except ValueError as exc:
+            raise StateError(f"state file {path}: endpoints entry {name!r}: {exc}") from exc
+    return out
 
 
 def _verdicts(found: object, path: Path) -> dict[EndpointKey, KeptVerdict]:

@@ -27,6 +27,7 @@ from gslbd.api.control import (
 from gslbd.api.server import ApiServer
 from gslbd.model.check import Check
 from gslbd.model.config import ListenAddress
+from gslbd.model.overlay import OverlayOp
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.model.topology import Locality
 from gslbd.state.snapshot import Snapshot, effective_up
@@ -102,6 +103,7 @@ class FakeControl:
         self.peer_views: list[PeerView] = []
         self.cluster_view: ClusterView | None = None
         self.answers: list[tuple[str, str, str, str | None]] = []
+        self.endpoint_changes: list[tuple[str, str, str, dict[str, Any] | None, bool]] = []
         self.counters = DnsCounters(
             queries=MappingProxyType({("udp", "NOERROR"): 12, ("udp", "NXDOMAIN"): 3, ("tcp", "NOERROR"): 2}),
             policy_answers=MappingProxyType({"failover": 9, "round_robin": 5}),
@@ -139,6 +141,15 @@ class FakeControl:
                 self.admin[(service, address)] = state
                 return
         raise KeyError((service, address))
+
+    async def change_endpoints(
+        self, op: OverlayOp, service: str, address: str, value: Mapping[str, Any] | None, force: bool
+    ) -> Mapping[str, Any]:
+        """Records the change (validation and merging are App's, tested in the integration tests)."""
+        self.endpoint_changes.append(
+            (op.value, service, address, None if value is None else dict(value), force)
+        )
+        return {"service": service, "address": address, "op": op.value, "generation": 1, "warnings": []}
 
     async def reload(self, force: bool = False) -> list[str]:
         self.reloads += 1

@@ -85,8 +85,8 @@ def test_openapi_document_describes_every_route_and_method() -> None:
     assert isinstance(paths, dict)
     routes = [(r.method, r.resource.canonical) for r in server.app.router.routes() if r.method != "HEAD"]
     # 11 (POST /api/v1/health and /api/v1/whatif among them) + GET /api/v1/peers + the console (page,
-    # assets, /status, 5 JSON) + PUT /api/v1/admin
-    assert len(routes) == 20
+    # assets, /status, 5 JSON) + PUT /api/v1/admin + the endpoint overlay's POST, PATCH and DELETE
+    assert len(routes) == 23
     for method, path in routes:
         assert path in paths, path
         assert method.lower() in paths[path], (method, path)
@@ -95,7 +95,7 @@ def test_openapi_document_describes_every_route_and_method() -> None:
     assert documented == set(routes)
     # Every state-changing operation declares the bearer scheme and its 401/403 answers.
     for method, path in routes:
-        if method in ("PUT", "POST"):
+        if method in ("PUT", "POST", "PATCH", "DELETE"):
             op = paths[path][method.lower()]
             assert op["security"] == [{"bearer": []}]
             assert {"401", "403"} <= set(op["responses"])

@@ -47,4 +47,7 @@ def test_endpoint_json_has_null_history_before_the_first_probe() -> None:
         "effective_up": True,
         "last_check": None,
         "last_change": None,
+        "weight": 1,
+        "source": "config",
+        "patched": [],
     }

@@ -40,7 +40,11 @@ def test_services_lists_every_service_with_health_admin_and_history_of_each_endp
                 "detail": "HTTP 200",
             },
             "last_change": {"time": T0, "at": "2023-11-14T22:13:20.000Z", "reason": "first check: HTTP 200"},
+            "weight": 1,
+            "source": "config",
+            "patched": [],
         }
+        assert app["removed"] == []
         assert (second["health"], second["effective_up"]) == ("down", False)
         assert second["last_change"]["reason"] == "3 consecutive failures: timeout after 2s"
         assert second["last_check"]["ok"] is False

@@ -9,6 +9,7 @@ import pytest
 
 from gslbd.cluster.store import RedisStateStore
 from gslbd.errors import StateError
+from gslbd.model.overlay import OverlayEntry, OverlayOp
 from gslbd.state.store import FileStateStore, MemoryStateStore
 from gslbd.types import AdminState
 
@@ -84,3 +85,24 @@ def test_a_bulk_save_is_one_local_write_and_every_change_is_queued(tmp_path: Pat
     assert wakes == [1]
     with pytest.raises(StateError):
         RedisStateStore(FullDisk()).save_admins({A: AdminState.DOWN, B: AdminState.UP})
+
+
+def test_overlay_changes_are_kept_locally_queued_and_redis_wins_except_over_pending_ones() -> None:
+    remove, patch = OverlayEntry(OverlayOp.REMOVE), OverlayEntry(OverlayOp.PATCH, {"weight": 3})
+    local = MemoryStateStore()
+    wakes: list[int] = []
+    store = RedisStateStore(local, lambda: wakes.append(1))
+    store.save_overlay({A: remove})
+    assert (local.load_overlay(), store.overlay_pending(), wakes) == ({A: remove}, {A: remove}, [1])
+    # Redis has B patched and not A (yet): A stays, pending; B arrives
+    assert store.merge_remote_overlay({B: patch}) == {B: patch}
+    assert store.load_overlay() == {A: remove, B: patch} == local.load_overlay()
+    store.overlay_flushed({A: remove})
+    assert store.overlay_pending() == {}
+    # a deletion at another instance: news once, kept locally
+    assert store.apply_remote_overlay(B, None) is True
+    assert store.apply_remote_overlay(B, None) is False
+    assert local.load_overlay() == {A: remove}
+    # Redis without A, nothing pending: A goes
+    assert store.merge_remote_overlay({}) == {A: None}
+    assert store.load_overlay() == {}
