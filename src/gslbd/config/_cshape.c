@@ -35,11 +35,12 @@ static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kin
                                                      "locality", "weight",  "priority", "check",
                                                      "probe_address", "admin", "tags"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
-       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_COUNT };
+       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_FAILOVER_DELAY, S_FAILBACK_DELAY,
+       S_TTL_RANGE, S_COUNT };
 static const char *const SERVICE_FIELDS[S_COUNT] = {
     "name",    "zone",        "label",    "policy",         "failover_order", "weights", "ttl",
     "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv",
-    "min_healthy"};
+    "min_healthy", "failover_delay", "failback_delay", "ttl_range"};
 
 #define MAX_NAME 254
 #define MAX_LABEL 63
@@ -688,7 +689,11 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         [S_ENDPOINTS] = Py_NewRef(endpoints),
         [S_HTTPS] = Py_NewRef(Py_None),
         [S_SRV] = Py_NewRef(Py_None),
-        [S_MIN_HEALTHY] = min_healthy != NULL ? min_healthy : Py_NewRef(Py_None)};
+        [S_MIN_HEALTHY] = min_healthy != NULL ? min_healthy : Py_NewRef(Py_None),
+        /* services with delays or a ttl mapping are read by the located validator (fast.py) */
+        [S_FAILOVER_DELAY] = PyFloat_FromDouble(0.0),
+        [S_FAILBACK_DELAY] = PyFloat_FromDouble(0.0),
+        [S_TTL_RANGE] = Py_NewRef(Py_None)};
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
         GIVE_UP(FAILED);

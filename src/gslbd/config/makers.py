@@ -47,6 +47,9 @@ _SERVICE_FIELDS = (
     "https",
     "srv",
     "min_healthy",
+    "failover_delay",
+    "failback_delay",
+    "ttl_range",
 )
 
 
@@ -122,6 +125,9 @@ class ServiceDraft:
         self.https = https
         self.srv = srv
         self.min_healthy = min_healthy
+        self.failover_delay = 0.0  # the fast paths read services without delays
+        self.failback_delay = 0.0
+        self.ttl_range = None
 
 
 def _same_layout(kind: type, draft: type) -> None:

@@ -18,6 +18,8 @@ SERVICE_KEYS = (
     "https",
     "srv",
     "min_healthy",
+    "failover_delay",
+    "failback_delay",
 )
 ENDPOINT_KEYS = (
     "address",
