@@ -14,7 +14,7 @@ follows `up` once `up` has stayed the same for the delay of that direction:
 
 A site whose `up` flips back before its delay has passed never moved, so a backend that flaps faster
 than the delay never moves the answer: over any stretch of time a site is moved back at most once per
-`failback_delay` and away at most once per `failover_delay` (tests/unit/answer/test_delays_property.py).
+`failback_delay` and away at most once per `failover_delay` (tests/unit/health/test_delays_property.py).
 The first time a site is seen, `shown` is `up` (a start or a reload holds nothing).
 
 The control plane (app/delays.py) keeps the tracks, puts the holds in every snapshot and schedules a
