@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from gslbd_harness import Running, running_gslbd
-from health_app_support import ThreadedBackend, wait_until
+from gslbd_harness import Running, free_port, running_gslbd
+from health_app_support import ThreadedBackend, http_get, wait_until
 
 ZONE = "gslb.example.com."
 APP = f"app.{ZONE}"
@@ -22,12 +22,13 @@ FAILOVER_DELAY, FAILBACK_DELAY = 2.0, 3.0
 DETECTION = 0.22 + 0.15 + 0.1 + 1.0
 
 
-def delay_config(eu: ThreadedBackend, us: ThreadedBackend) -> str:
+def delay_config(eu: ThreadedBackend, us: ThreadedBackend, api: int) -> str:
     check = "type: http, path: /healthz, interval: 200ms, timeout: 150ms, rise: 1, fall: 1"
     return f"""
 version: 1
 site: {{name: eu}}
 dns: {{listen: @LISTEN@, lame_duck: 0s}}
+api: {{listen: "127.0.0.1:{api}"}}
 zones:
   - origin: {ZONE}
     nameservers: [{{name: ns1.{ZONE}, address: 127.0.0.1}}]
@@ -69,8 +70,9 @@ def test_the_answer_moves_only_after_failover_delay_and_back_only_after_failback
     tmp_path: Path,
 ) -> None:
     eu, us = ThreadedBackend(), ThreadedBackend()
+    api = free_port()
     try:
-        with running_gslbd(tmp_path, delay_config(eu, us), zone=ZONE) as server:
+        with running_gslbd(tmp_path, delay_config(eu, us, api), zone=ZONE) as server:
             wait_until(lambda: addresses(server) == [EU])
             killed = time.monotonic()
             eu.close()
@@ -78,6 +80,15 @@ def test_the_answer_moves_only_after_failover_delay_and_back_only_after_failback
             assert FAILOVER_DELAY <= moved <= FAILOVER_DELAY + DETECTION
             revived = time.monotonic()
             eu = ThreadedBackend(eu.port)
+
+            def explained() -> str:
+                url = f"http://127.0.0.1:{api}/api/v1/services/{APP}/answer?client=203.0.113.5"
+                status, body = http_get(url)
+                assert status == 200, body
+                return str(body["explanation"])
+
+            # The live explain (the console's, `gslbd explain`'s text) says the failback is held.
+            wait_until(lambda: "failback held until" in explained(), timeout=FAILBACK_DELAY)
             back = first_time(server, [EU], revived, timeout=FAILBACK_DELAY + DETECTION + 5)
             assert FAILBACK_DELAY <= back <= FAILBACK_DELAY + DETECTION
             assert server.alive()
