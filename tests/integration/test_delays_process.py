@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from gslbd_harness import Running, free_port, running_gslbd
 from health_app_support import ThreadedBackend, http_get, wait_until
 
@@ -22,12 +23,12 @@ FAILOVER_DELAY, FAILBACK_DELAY = 2.0, 3.0
 DETECTION = 0.22 + 0.15 + 0.1 + 1.0
 
 
-def delay_config(eu: ThreadedBackend, us: ThreadedBackend, api: int) -> str:
+def delay_config(eu: ThreadedBackend, us: ThreadedBackend, api: int, workers: int) -> str:
     check = "type: http, path: /healthz, interval: 200ms, timeout: 150ms, rise: 1, fall: 1"
     return f"""
 version: 1
 site: {{name: eu}}
-dns: {{listen: @LISTEN@, lame_duck: 0s}}
+dns: {{listen: @LISTEN@, lame_duck: 0s, workers: {workers}}}
 api: {{listen: "127.0.0.1:{api}"}}
 zones:
   - origin: {ZONE}
@@ -66,13 +67,14 @@ def first_time(server: Running, want: list[str], since: float, timeout: float) -
     return seen[0] - since
 
 
+@pytest.mark.parametrize("workers", [1, 2])  # with 2, worker processes build the answers themselves
 def test_the_answer_moves_only_after_failover_delay_and_back_only_after_failback_delay(
-    tmp_path: Path,
+    tmp_path: Path, workers: int
 ) -> None:
     eu, us = ThreadedBackend(), ThreadedBackend()
     api = free_port()
     try:
-        with running_gslbd(tmp_path, delay_config(eu, us, api), zone=ZONE) as server:
+        with running_gslbd(tmp_path, delay_config(eu, us, api, workers), zone=ZONE) as server:
             wait_until(lambda: addresses(server) == [EU])
             killed = time.monotonic()
             eu.close()
@@ -97,11 +99,11 @@ def test_the_answer_moves_only_after_failover_delay_and_back_only_after_failback
         us.close()
 
 
-def ttl_config(backend: ThreadedBackend) -> str:
+def ttl_config(backend: ThreadedBackend, workers: int) -> str:
     return f"""
 version: 1
 site: {{name: eu}}
-dns: {{listen: @LISTEN@, lame_duck: 0s}}
+dns: {{listen: @LISTEN@, lame_duck: 0s, workers: {workers}}}
 zones:
   - origin: {ZONE}
     nameservers: [{{name: ns1.{ZONE}, address: 127.0.0.1}}]
@@ -125,10 +127,13 @@ def ttl(server: Running, name: str) -> int:
     return int(reply.answer[0].ttl)
 
 
-def test_a_health_driven_ttl_is_within_min_and_max_and_follows_the_formula(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_health_driven_ttl_is_within_min_and_max_and_follows_the_formula(
+    tmp_path: Path, workers: int
+) -> None:
     backend = ThreadedBackend()
     try:
-        with running_gslbd(tmp_path, ttl_config(backend), zone=ZONE) as server:
+        with running_gslbd(tmp_path, ttl_config(backend, workers), zone=ZONE) as server:
             seen: set[int] = set()
 
             def answered(want: int) -> bool:
