@@ -13,7 +13,9 @@ from gslbd.clock import FakeClock
 from gslbd.config import check_config_text, load_config_text
 from gslbd.explain import explain
 from gslbd.health.fsm import step
+from gslbd.model.service import Endpoint
 from gslbd.state.status import ProbeResult
+from gslbd.types import EndpointKind
 
 ZONE = "gslb.example.com."
 APP = f"app.{ZONE}"
@@ -164,3 +166,26 @@ def test_delays_default_to_0s_and_move_the_answer_at_once() -> None:
     assert answered(app) == [US]
     probe(app, EU, True)
     assert answered(app) == [EU]
+
+
+def test_a_peer_site_that_stops_publishing_counts_as_without_candidates_and_its_return_is_held() -> None:
+    text = (
+        CONFIG.replace(f"      - {{address: {US}, site: us}}\n", "")
+        .replace("failover_order: [eu, us]", "failover_order: [us, eu]")
+        .replace("checks:", 'peers:\n  sites:\n    - {name: us, nameservers: ["198.51.100.53:53"]}\nchecks:')
+    )
+    clock = FakeClock()
+    app = App(load_config_text(text), clock, random.Random(1))
+    learned = Endpoint(APP, US, EndpointKind.IPV4, "us")
+    app.book.set_peer_endpoints({APP: (learned,)})
+    probe(app, EU, True)
+    assert answered(app) == [US]
+    app.book.set_peer_endpoints({})  # us publishes no endpoint of app any more: nothing to hold
+    later(app, clock, 1)
+    assert answered(app) == [EU]
+    app.book.set_peer_endpoints({APP: (learned,)})  # back: failback_delay holds it out
+    app.refresh()
+    assert answered(app) == [EU]
+    assert "site us healthy again since" in reason(app)
+    later(app, clock, 60)
+    assert answered(app) == [US]

@@ -23,7 +23,7 @@ rebuild for the moment the earliest one expires (`next_expiry`); the query path 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from gslbd.model.service import Endpoint, Service
@@ -86,10 +86,19 @@ def track_service(
     ups: Mapping[str, bool],
     before: Mapping[str, SiteTrack],
     now: float,
+    present: Container[str] | None = None,
 ) -> tuple[dict[str, SiteTrack], tuple[Hold, ...]]:
-    """Every site's track after `before`, given which sites have candidates now, and the holds."""
+    """Every site's track after `before`, given which sites have candidates now, and the holds.
+    `present`: the sites that have endpoints to answer at all (None: every site); a site without any
+    (a peer site that publishes none) cannot be held on failover, so it counts as gone at once and
+    its return is held by failback_delay."""
     failover, failback = service.failover_delay, service.failback_delay
-    tracks = {site: advance(before.get(site), up, now, failover, failback) for site, up in ups.items()}
+    tracks: dict[str, SiteTrack] = {}
+    for site, up in ups.items():
+        track = advance(before.get(site), up, now, failover, failback)
+        if track.shown and not track.up and present is not None and site not in present:
+            track = SiteTrack(False, False, track.since)
+        tracks[site] = track
     holds = tuple(
         hold
         for site, track in tracks.items()

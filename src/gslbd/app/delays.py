@@ -47,7 +47,12 @@ class DelayKeeper:
         for service in self._services:
             endpoints = merged_endpoints(service, view, self._peers)
             ups = site_up(service, endpoints, lambda e: effective_up(e, view))
-            tracks, held = track_service(service, ups, self._tracks.get(service.name, {}), now)
+            before = self._tracks.get(service.name, {})
+            # A peer site publishes only its up endpoints: one that publishes none has no candidates.
+            for site in [e.site for e in service.endpoints] + [s for s in before if s in self._peers]:
+                ups.setdefault(site, False)
+            present = {e.site for e in endpoints}
+            tracks, held = track_service(service, ups, before, now, present)
             self._tracks[service.name] = tracks
             if held:
                 holds[service.name] = held
