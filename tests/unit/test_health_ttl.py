@@ -138,3 +138,12 @@ def test_min_above_max_and_negative_values_are_located_errors() -> None:
     missing = CONFIG.replace("ttl: {max: 300, min: 5}", "ttl: {min: 5}")
     _, problems = check_config_text(missing, "c.yaml")
     assert [str(p) for p in problems] == ["c.yaml:13: services[0].ttl.max: required key is missing"]
+
+
+def test_endpoints_of_a_peer_site_are_not_counted() -> None:
+    text = CONFIG.replace(
+        "checks:", 'peers:\n  sites:\n    - {name: us, nameservers: ["198.51.100.53:53"]}\nchecks:'
+    )
+    config = load_config_text(text)
+    # us's configured endpoint is learned from us, not probed here: only eu's two count (3 x 5 s)
+    assert ttl_of(config, {EU: UP, EU2: UP}) == 15

@@ -65,8 +65,8 @@ def change_bound(
     sites = site_up(service, endpoints, lambda e: up[e.key])
     for endpoint in service.endpoints:
         check = endpoint.check
-        if check is None or snapshot.admin_state(endpoint) is not AdminState.OBEY:
-            continue
+        if check is None or endpoint.key not in up or snapshot.admin_state(endpoint) is not AdminState.OBEY:
+            continue  # unprobed, of a peer site (learned instead), or forced by an admin
         status = statuses.get(endpoint.key)
         k = results_to_change(status, check.rise, check.fall, check.window)
         elapsed = 0.0
