@@ -8,7 +8,8 @@
  *
  *   keys    name, policy, failover_order, weights, check, ttl, max_answers, all_down, locality_names,
  *           endpoints, min_healthy (read by config/min_healthy.py through the spec's `min_healthy`);
- *           no fallback, zone, https or srv: a Service made here has their defaults;
+ *           no fallback, zone, https, srv, failover_delay or failback_delay, and ttl only as a number:
+ *           a Service made here has their defaults;
  *   name    an absolute ASCII name (any case) that is a service name of a served zone;
  *   check   `none` or the name of a valid profile;
  *   endpoints  each {address} or {address, site}: an IPv4 address in its normal form or an IPv6 address
@@ -674,6 +675,13 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         Py_XDECREF(min_healthy);
         GIVE_UP(FAILED);
     }
+    PyObject *no_delay = PyFloat_FromDouble(0.0); /* failover_delay, failback_delay: not read here */
+    if (no_delay == NULL) {
+        Py_DECREF(label);
+        Py_XDECREF(zone_ttl);
+        Py_XDECREF(min_healthy);
+        GIVE_UP(FAILED);
+    }
     PyObject *values[S_COUNT] = {
         [S_NAME] = Py_NewRef(name),
         [S_ZONE] = Py_NewRef(origin),
@@ -691,8 +699,8 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         [S_SRV] = Py_NewRef(Py_None),
         [S_MIN_HEALTHY] = min_healthy != NULL ? min_healthy : Py_NewRef(Py_None),
         /* services with delays or a ttl mapping are read by the located validator (fast.py) */
-        [S_FAILOVER_DELAY] = PyFloat_FromDouble(0.0),
-        [S_FAILBACK_DELAY] = PyFloat_FromDouble(0.0),
+        [S_FAILOVER_DELAY] = no_delay,
+        [S_FAILBACK_DELAY] = Py_NewRef(no_delay),
         [S_TTL_RANGE] = Py_NewRef(Py_None)};
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
