@@ -117,6 +117,14 @@ def service_lines(service: Service) -> list[str]:
         lines.append(f"  rule {i}: {rule_text(rule)} -> pool {rule.pool}")
     if service.fallback:
         lines.append(f"  fallback: {', '.join(service.fallback)}")
+    if service.ttl_range is not None:
+        lines.append(
+            f"  ttl: health-driven, {service.ttl} now (the least time until the answer could change, "
+            f"between min {service.ttl_range.min} and max {service.ttl_range.max})"
+        )
+    if service.failover_delay or service.failback_delay:
+        over, back = service.failover_delay, service.failback_delay
+        lines.append(f"  delays: failover_delay {over:g}s, failback_delay {back:g}s")
     if service.min_healthy is not None:
         what = (
             "up endpoints of the family" if service.min_healthy.count else "of its endpoints of the family up"

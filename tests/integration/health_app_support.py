@@ -104,8 +104,8 @@ class ThreadedBackend(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)  # a port again: a backend that came back
         self.healthy = True
         self.port: int = self.server_address[1]
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)

@@ -29,6 +29,7 @@ from gslbd.answer.exchange_names import (
     peer_site_names,
 )
 from gslbd.answer.locality import locality_names
+from gslbd.answer.ttl import change_bound, dynamic_ttl
 from gslbd.answer.view import (
     SERVICE_TYPES,
     NameData,
@@ -168,8 +169,12 @@ def service_names(
     `taken`, the other names of the view) and its localtargets name."""
     zone = next(z for z in config.zones if z.origin == service.zone)
     top = _on_base(service.name, zone, base)
-    top.service = service
     endpoints = merged_endpoints(service, snapshot, peer_site_names(config))
+    if service.ttl_range is not None:  # answer/ttl.py: the TTL of this build's answers
+        holds = snapshot.holds.get(service.name, ())
+        bound = change_bound(service, endpoints, snapshot, snapshot.statuses, holds, snapshot.taken_at)
+        service = replace(service, ttl=dynamic_ttl(service, bound))
+    top.service = service
     for rtype in SERVICE_TYPES:
         top.outcomes[rtype] = service_outcome(service, rtype, endpoints, snapshot, env)
     if service.https is not None:
@@ -256,20 +261,22 @@ def same_but_services(old: Config, new: Config) -> bool:
 
 def service_inputs(service: Service, snapshot: Snapshot) -> tuple[object, ...]:
     """Everything of a snapshot that a service's names depend on: the verdict and admin override of
-    each configured endpoint, and the endpoints peers publish for it (with theirs)."""
+    each configured endpoint, the endpoints peers publish for it (with theirs) and the delays holding
+    its answers. (A health-driven TTL is computed whenever the service is built, not a reason to.)"""
     learned = snapshot.peer_endpoints.get(service.name, ())
-    if snapshot.plain:  # no verdict, no override: the same value for every service of this size
+    holds = snapshot.holds.get(service.name) if snapshot.holds else None
+    if snapshot.plain and holds is None:  # no verdict, no override: one value per service size
         return _plain_inputs(len(service.endpoints) + len(learned), learned)
     health, admin = snapshot.health, snapshot.admin
     keys = [e.key for e in service.endpoints] + [e.key for e in learned]
-    return (tuple(health.get(k) for k in keys), tuple(admin.get(k) for k in keys), learned)
+    return (tuple(health.get(k) for k in keys), tuple(admin.get(k) for k in keys), learned, holds)
 
 
 def _plain_inputs(count: int, learned: tuple[Endpoint, ...]) -> tuple[object, ...]:
     nones = _NONES.get(count)
     if nones is None:
         nones = _NONES.setdefault(count, (None,) * count)
-    return (nones, nones, learned)
+    return (nones, nones, learned, None)
 
 
 _NONES: dict[int, tuple[None, ...]] = {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Protocol
 
+from gslbd.answer.delays import apply_holds
 from gslbd.answer.min_healthy import above_threshold
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
@@ -28,6 +29,7 @@ from gslbd.types import AdminState, AllDown, EndpointKind, Rcode
 # The types a service name answers from its endpoints.
 SERVICE_TYPES = ("A", "AAAA", "CNAME")
 _FAMILY_KIND = {"A": EndpointKind.IPV4, "AAAA": EndpointKind.IPV6}
+_DOWN = AdminState.DOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,12 +266,16 @@ def service_outcome(
     if not family:
         return Negative(Rcode.NOERROR, f"{service.name} has no {rtype} endpoints")
     healthy = tuple(e for e in family if effective_up(e, snapshot))
+    reason = _healthy_of(len(healthy), len(family))
+    if healthy and service.min_healthy is not None:  # answer/min_healthy.py: sites below it count as failed
+        configured = family_candidates(service.endpoints, rtype)
+        healthy, why = above_threshold(service, family, healthy, configured)
+        reason = f"{reason}; {why}" if why else reason
+    holds = snapshot.holds.get(service.name) if snapshot.holds else None
+    if holds:  # answer/delays.py: failover_delay / failback_delay hold a site's answer
+        healthy, why = apply_holds(healthy, family, holds, lambda e: snapshot.admin_state(e) is not _DOWN)
+        reason = f"{reason}; {why}" if why else reason
     if healthy:
-        reason = _healthy_of(len(healthy), len(family))
-        if service.min_healthy is not None:  # answer/min_healthy.py: the sites below it count as failed
-            configured = family_candidates(service.endpoints, rtype)
-            healthy, why = above_threshold(service, family, healthy, configured)
-            reason = f"{reason}; {why}" if why else reason
         plan = plan_service(healthy, service, env)
         return Dynamic(service, rtype, plan, reason)
     return all_down_outcome(service, rtype, family, snapshot, env)

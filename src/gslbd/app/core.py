@@ -50,6 +50,7 @@ from gslbd.app.audit import AuditTask
 from gslbd.app.bulk import BulkResult, candidate_view, plan
 from gslbd.app.changes import ChangeRecorder
 from gslbd.app.control import AppControl
+from gslbd.app.delays import DelayKeeper
 from gslbd.app.endpoints import OverlayKeeper, overlay_changes
 from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
@@ -158,7 +159,7 @@ class App:
         self.endpoints = OverlayKeeper(config)  # the endpoint overlay (app/endpoints.py), read at start
         self._overlay_lock = asyncio.Lock()
         self._kept: Mapping[EndpointKey, KeptVerdict] = {}  # the verdicts kept by the last run, in start
-        self._generation = self._builder.first(resolved, self.book.snapshot())
+        self._generation = self._builder.first(resolved, self.book.snapshot(taken_at=self.clock.wall()))
         self.book.take_touched()
         gen = self._generation
         responder = Responder(gen.table, gen.view, random.Random(self.rng.getrandbits(64)))
@@ -171,6 +172,8 @@ class App:
         self._saver: VerdictSaver | None = None
         self._push = PushWatch(self.clock, self._on_result)  # checks of type push (app/push.py)
         self._rebuild_handle: asyncio.Handle | None = None
+        self._delays = DelayKeeper()  # failover_delay / failback_delay (app/delays.py)
+        self._expiry_handle: asyncio.TimerHandle | None = None  # when the earliest hold ends
         self._fill_handle: asyncio.Handle | None = None  # compiling a large view's names in steps
         self._fill_began: float | None = None
         self._resign_handle: asyncio.TimerHandle | None = None  # DNSSEC re-signing (docs/dnssec.md)
@@ -343,10 +346,10 @@ class App:
         await self._audit.stop()
         if self.cluster is not None:
             await self.cluster.stop()
-        for handle in (self._rebuild_handle, self._fill_handle):
+        for handle in (self._rebuild_handle, self._fill_handle, self._expiry_handle):
             if handle is not None:
                 handle.cancel()
-        self._rebuild_handle = self._fill_handle = None
+        self._rebuild_handle = self._fill_handle = self._expiry_handle = None
         if self._resign_handle is not None:
             self._resign_handle.cancel()
             self._resign_handle = None
@@ -440,10 +443,26 @@ class App:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Answer from the book's next snapshot, now."""
+        """Answer from the book's next snapshot, now: with the delays that hold answers now
+        (app/delays.py), and a rebuild scheduled for when the earliest of them ends."""
         self._rebuild_handle = None
+        now = self.clock.wall()
+        self._schedule_expiry(self._delays.update(self.config, self.book, now), now)
         touched = self.book.take_touched()
-        self._advance(self.book.snapshot(), touched)
+        self._advance(self.book.snapshot(taken_at=now), touched)
+
+    def _schedule_expiry(self, at: float | None, now: float) -> None:
+        """One rebuild when the earliest failover/failback hold ends (none when nothing is held)."""
+        if self._expiry_handle is not None:
+            self._expiry_handle.cancel()
+            self._expiry_handle = None
+        if at is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not serving yet: start() rebuilds, and schedules then
+            return
+        self._expiry_handle = loop.call_later(max(0.001, at - now), self._rebuild)
 
     def _schedule_resign(self) -> None:
         """DNSSEC: rebuild when the earliest cached signature is due for refresh (the builder then
@@ -719,7 +738,7 @@ class App:
         old = self.config
         config = resolved.config
         keep = unchanged_keys(self._generation.resolved.probed, resolved.probed)
-        snapshot = self.book.snapshot(keep=keep)
+        snapshot = self.book.snapshot(keep=keep, taken_at=self.clock.wall())
         began = time.perf_counter()
         try:
             change = NewConfig(resolved, snapshot, self.book.pending())

@@ -8,7 +8,8 @@
  *
  *   keys    name, policy, failover_order, weights, check, ttl, max_answers, all_down, locality_names,
  *           endpoints, min_healthy (read by config/min_healthy.py through the spec's `min_healthy`);
- *           no fallback, zone, https or srv: a Service made here has their defaults;
+ *           no fallback, zone, https, srv, failover_delay or failback_delay, and ttl only as a number:
+ *           a Service made here has their defaults;
  *   name    an absolute ASCII name (any case) that is a service name of a served zone;
  *   check   `none` or the name of a valid profile;
  *   endpoints  each {address} or {address, site}: an IPv4 address in its normal form or an IPv6 address
@@ -35,11 +36,12 @@ static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kin
                                                      "locality", "weight",  "priority", "check",
                                                      "probe_address", "admin", "tags"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
-       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_BIAS, S_SELECT, S_POOLS, S_RULES, S_COUNT };
+       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_BIAS, S_SELECT, S_POOLS, S_RULES,
+       S_FAILOVER_DELAY, S_FAILBACK_DELAY, S_TTL_RANGE, S_COUNT };
 static const char *const SERVICE_FIELDS[S_COUNT] = {
     "name",    "zone",        "label",    "policy",         "failover_order", "weights", "ttl",
     "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv",
-    "min_healthy", "bias", "select", "pools", "rules"};
+    "min_healthy", "bias", "select", "pools", "rules", "failover_delay", "failback_delay", "ttl_range"};
 
 #define MAX_NAME 254
 #define MAX_LABEL 63
@@ -674,6 +676,13 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         Py_XDECREF(min_healthy);
         GIVE_UP(FAILED);
     }
+    PyObject *no_delay = PyFloat_FromDouble(0.0); /* failover_delay, failback_delay: not read here */
+    if (no_delay == NULL) {
+        Py_DECREF(label);
+        Py_XDECREF(zone_ttl);
+        Py_XDECREF(min_healthy);
+        GIVE_UP(FAILED);
+    }
     PyObject *values[S_COUNT] = {
         [S_NAME] = Py_NewRef(name),
         [S_ZONE] = Py_NewRef(origin),
@@ -693,7 +702,11 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         [S_BIAS] = Py_NewRef(r->empty),
         [S_SELECT] = Py_NewRef(r->rotate),
         [S_POOLS] = Py_NewRef(r->empty),
-        [S_RULES] = Py_NewRef(r->empty)};
+        [S_RULES] = Py_NewRef(r->empty),
+        /* services with delays or a ttl mapping are read by the located validator (fast.py) */
+        [S_FAILOVER_DELAY] = no_delay,
+        [S_FAILBACK_DELAY] = Py_NewRef(no_delay),
+        [S_TTL_RANGE] = Py_NewRef(Py_None)};
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
         GIVE_UP(FAILED);

@@ -2,7 +2,8 @@
 object, or a YAML mapping made plain) straight to the model, with direct dict access and cheap checks.
 
 It knows a narrow shape: the keys in `_SERVICE_KEYS` and `_ENDPOINT_KEYS` (no `zone`, `locality`,
-`https` or `srv`), `check` only as `none` or the name of a valid profile, and no null values. Whatever
+`https`, `srv` or the delays; `ttl` only as a number), `check` only as `none` or the name of a valid
+profile, and no null values. Whatever
 it does not know, and anything the located validator (config/services.py) would report as an error or a
 warning, makes it give up (None): the caller then validates that service the located way, so every
 problem is still reported at its file:line:field, worded as before. A service it does make is equal
@@ -48,7 +49,18 @@ except ImportError:  # not compiled here (setup.py builds it where it can): the 
     _cshape = None  # type: ignore[assignment]
 
 # The located validator's keys but those the fast path leaves to it.
-_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {"zone", "https", "srv", "bias", "select", "pools", "rules"}
+# Rare keys are read the located way (the fast readers make none of them): delays, bias, select, pools.
+_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {
+    "zone",
+    "https",
+    "srv",
+    "bias",
+    "select",
+    "pools",
+    "rules",
+    "failover_delay",
+    "failback_delay",
+}
 _ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality"}
 _POLICIES = {p.value: p for p in PolicyName}
 _ALL_DOWN = {a.value: a for a in AllDown}

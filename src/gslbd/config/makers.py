@@ -51,6 +51,9 @@ _SERVICE_FIELDS = (
     "select",
     "pools",
     "rules",
+    "failover_delay",
+    "failback_delay",
+    "ttl_range",
 )
 
 
@@ -134,6 +137,9 @@ class ServiceDraft:
         self.select = select
         self.pools = pools
         self.rules = rules
+        self.failover_delay = 0.0  # the fast paths read services without delays
+        self.failback_delay = 0.0
+        self.ttl_range = None
 
 
 def _same_layout(kind: type, draft: type) -> None:

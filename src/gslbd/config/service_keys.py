@@ -22,6 +22,8 @@ SERVICE_KEYS = (
     "select",
     "pools",
     "rules",
+    "failover_delay",
+    "failback_delay",
 )
 ENDPOINT_KEYS = (
     "address",

@@ -19,7 +19,6 @@ from gslbd.config.fields import (
     scalar,
     site_name,
     string,
-    ttl,
 )
 from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.min_healthy import min_healthy_value, min_healthy_warning
@@ -29,6 +28,7 @@ from gslbd.config.pools import read_pools
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.tags import tag_value
+from gslbd.config.timing import read_delays, read_ttl
 from gslbd.config.yaml_fast import FastServices, Known
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
@@ -236,6 +236,8 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
     all_down = r.get("all_down", enum(AllDown, "all_down mode"), AllDown.SERVE_ALL)
     fqdn = name or "<service>"
     _, default_check = ctx.checks.resolve(r, f"{fqdn}#inline")
+    fixed_ttl, ttl_range = read_ttl(r, zone_ttl)
+    failover_delay, failback_delay = read_delays(r)
     service = Service(
         name=fqdn,
         zone=info.zone.origin if info is not None else "",
@@ -243,7 +245,7 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         policy=policy,
         failover_order=tuple(dict.fromkeys(s for s, _, _ in order)),
         weights=weights,
-        ttl=r.get("ttl", ttl, zone_ttl),
+        ttl=fixed_ttl,
         max_answers=r.get("max_answers", integer(1), 8),
         all_down=all_down,
         fallback=_fallback(r, all_down),
@@ -254,6 +256,9 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         min_healthy=r.opt("min_healthy", _min_healthy),
         bias=_per_site(r, "bias", integer(-99, 99)) or (),
         select=r.get("select", enum(Select, "select"), Select.ROTATE),
+        failover_delay=failover_delay,
+        failback_delay=failback_delay,
+        ttl_range=ttl_range,
     )
     if r.has("pools") or r.has("rules"):
         pools, rules = read_pools(r, service.endpoints, ctx.peer_sites, ctx.has_asn)

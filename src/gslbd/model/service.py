@@ -119,6 +119,15 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
+class TtlRange:
+    """`services[].ttl: {max: 300, min: 5}`: the answer's TTL is the least time until the answer could
+    change (answer/ttl.py), at most `max` and never below `min` (whole seconds)."""
+
+    min: int
+    max: int
+
+
+@dataclass(frozen=True, slots=True)
 class Service:
     """A load-balanced name. `name` is absolute and lower case; `zone` is the origin holding it;
     `label` is the name relative to the zone ("app" for app.gslb.example.com. in gslb.example.com.)."""
@@ -142,6 +151,11 @@ class Service:
     select: Select = Select.ROTATE
     pools: tuple[Pool, ...] = ()  # with rules: policy/pools.py
     rules: tuple[Rule, ...] = ()
+    # Seconds a site must stay without candidates (failover) or healthy again (failback) before the
+    # answer moves away from it or back to it (answer/delays.py); 0: at once.
+    failover_delay: float = 0.0
+    failback_delay: float = 0.0
+    ttl_range: TtlRange | None = None  # a health-driven TTL; None: `ttl` is fixed
 
     @property
     def wildcard(self) -> bool:

@@ -22,9 +22,9 @@ import multiprocessing
 import pickle
 import random
 import signal
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import MappingProxyType
@@ -71,6 +71,11 @@ class _Full:
     admin: dict[Any, Any]
     peer_endpoints: dict[str, Any]
     evaluated_at: float = 0.0
+    # What the delays and health-driven TTLs are built from (answer/delays.py, answer/ttl.py): the
+    # holds, the time the snapshot was taken, the statuses of the endpoints of services with ttl_range.
+    holds: dict[str, Any] = field(default_factory=dict)
+    taken_at: float = 0.0
+    statuses: dict[Any, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,21 @@ class _Delta:
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     order: tuple[int, int, tuple[str, ...]] | None = None
+    holds: dict[str, Any] = field(default_factory=dict)  # per touched service (None: no hold any more)
+    taken_at: float = 0.0
+    statuses: dict[Any, Any] = field(default_factory=dict)  # of the touched services with ttl_range
+
+
+def _ttl_statuses(services: Iterable[Service | None], snapshot: Snapshot) -> dict[Any, Any]:
+    """The statuses a worker needs to compute the health-driven TTLs of `services` as the parent did."""
+    statuses = snapshot.statuses
+    return {
+        ep.key: statuses[ep.key]
+        for service in services
+        if service is not None and service.ttl_range is not None
+        for ep in service.endpoints
+        if ep.key in statuses
+    }
 
 
 def _pack_full(config: Config, snapshot: Snapshot) -> bytes:
@@ -101,6 +121,9 @@ def _pack_full(config: Config, snapshot: Snapshot) -> bytes:
         dict(snapshot.admin),
         dict(snapshot.peer_endpoints),
         snapshot.evaluated_at,
+        dict(snapshot.holds),
+        snapshot.taken_at,
+        _ttl_statuses(config.services, snapshot),
     )
     return pickle.dumps(update, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -125,7 +148,17 @@ def _pack_delta(
         for ep in endpoints:
             health[ep.key] = snapshot.health.get(ep.key)
             admin[ep.key] = snapshot.admin.get(ep.key)
-    update = _Delta(snapshot.version, snapshot.evaluated_at, health, admin, peers, tuple(touched))
+    update = _Delta(
+        snapshot.version,
+        snapshot.evaluated_at,
+        health,
+        admin,
+        peers,
+        tuple(touched),
+        holds={name: snapshot.holds.get(name) for name in touched},
+        taken_at=snapshot.taken_at,
+        statuses=_ttl_statuses((services.get(name) for name in touched), snapshot),
+    )
     if change is not None:
         diff, order = change
         update = replace(
@@ -197,6 +230,9 @@ def _full_snapshot(update: _Full) -> Snapshot:
         admin=CowMap(update.admin),
         peer_endpoints=MappingProxyType(update.peer_endpoints),
         evaluated_at=update.evaluated_at,
+        holds=MappingProxyType(update.holds),
+        taken_at=update.taken_at,
+        statuses=MappingProxyType(update.statuses),
     )
 
 
@@ -216,12 +252,23 @@ def _apply_delta(snapshot: Snapshot, delta: _Delta) -> Snapshot:
             peers.pop(name, None)
         else:
             peers[name] = learned
+    holds = snapshot.holds
+    if any(delta.holds.values()) or any(name in holds for name in delta.holds):
+        kept = {name: held for name, held in holds.items() if name not in delta.holds}
+        kept.update((name, held) for name, held in delta.holds.items() if held)
+        holds = MappingProxyType(kept)
+    statuses = snapshot.statuses
+    if delta.statuses:
+        statuses = MappingProxyType({**statuses, **delta.statuses})
     return Snapshot(
         version=delta.version,
         health=health,
         admin=admin,
         peer_endpoints=MappingProxyType(peers) if delta.peer_endpoints else snapshot.peer_endpoints,
         evaluated_at=delta.evaluated_at,
+        holds=holds,
+        taken_at=delta.taken_at,
+        statuses=statuses,
     )
 
 

@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from gslbd.cow import CowMap
 from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.state.hold import Hold
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
@@ -33,6 +34,7 @@ class HealthBook:
         self._version = version
         self._peers: Mapping[str, tuple[Endpoint, ...]] = MappingProxyType({})
         self._evaluated_at = 0.0
+        self._holds: Mapping[str, tuple[Hold, ...]] = MappingProxyType({})
         self._touched: set[str] | None = None  # services changed since the last take; None: all
 
     @property
@@ -109,6 +111,29 @@ class HealthBook:
                     self._touched.add(service)
         self._peers = MappingProxyType(dict(peers))
 
+    def set_holds(self, holds: Mapping[str, tuple[Hold, ...]]) -> None:
+        """The delays holding services' answers now (app/delays.py), carried into every next snapshot;
+        the services whose holds changed count as touched."""
+        before = self._holds
+        if self._touched is not None:
+            for service in before.keys() | holds.keys():
+                if before.get(service) != holds.get(service):
+                    self._touched.add(service)
+        self._holds = MappingProxyType(dict(holds))
+
+    @property
+    def holds(self) -> Mapping[str, tuple[Hold, ...]]:
+        return self._holds
+
+    @property
+    def health(self) -> Mapping[EndpointKey, bool]:
+        """The verdict of every endpoint that has one (a copy-on-write map: cheap to hold on to)."""
+        return self._health
+
+    @property
+    def peer_endpoints(self) -> Mapping[str, tuple[Endpoint, ...]]:
+        return self._peers
+
     def set_evaluated(self, when: float) -> None:
         """Record the wall-clock time of this site's latest health evaluation (its heartbeat)."""
         self._evaluated_at = max(self._evaluated_at, when)
@@ -117,8 +142,9 @@ class HealthBook:
     def evaluated_at(self) -> float:
         return self._evaluated_at
 
-    def snapshot(self, keep: Collection[EndpointKey] | None = None) -> Snapshot:
-        """The next snapshot: every verdict, every override; its version is one more than the last.
+    def snapshot(self, keep: Collection[EndpointKey] | None = None, taken_at: float = 0.0) -> Snapshot:
+        """The next snapshot: every verdict, every override, the holds, and the statuses (a read-only
+        view: read when answers are built, at `taken_at`); its version is one more than the last.
         With `keep`, the verdicts of other endpoints are left out of it (what `retain(keep)` would
         leave; the book itself does not change: a reload commits that only once its build worked)."""
         self._version += 1
@@ -131,4 +157,7 @@ class HealthBook:
             admin=self._admin,
             peer_endpoints=self._peers,
             evaluated_at=self._evaluated_at,
+            holds=self._holds,
+            taken_at=taken_at,
+            statuses=MappingProxyType(self._statuses),
         )

@@ -7,11 +7,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.state.hold import Hold
+from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
 
 _EMPTY_HEALTH: Mapping[EndpointKey, bool] = MappingProxyType({})
 _EMPTY_ADMIN: Mapping[EndpointKey, AdminState] = MappingProxyType({})
 _EMPTY_PEERS: Mapping[str, tuple[Endpoint, ...]] = MappingProxyType({})
+_EMPTY_HOLDS: Mapping[str, tuple[Hold, ...]] = MappingProxyType({})
+_EMPTY_STATUSES: Mapping[EndpointKey, EndpointStatus] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,10 @@ class Snapshot:
     `version` grows with every new snapshot.
     `evaluated_at`: wall-clock Unix seconds of this site's last health evaluation (0 = none yet), published
     to peer sites as the heartbeat (answer/exchange_names.py).
+    `holds`: per service fqdn, the failover/failback delays holding its answers now (answer/delays.py
+    `Hold`s, kept by app/delays.py). `taken_at`: wall-clock Unix seconds the snapshot was taken (0:
+    unknown), and `statuses` the endpoints' statuses then (a read-only view of the health book's): what
+    a health-driven TTL is computed from (answer/ttl.py) when a service's answers are built.
     """
 
     version: int = 0
@@ -31,6 +39,11 @@ class Snapshot:
     admin: Mapping[EndpointKey, AdminState] = field(default_factory=lambda: _EMPTY_ADMIN)
     peer_endpoints: Mapping[str, tuple[Endpoint, ...]] = field(default_factory=lambda: _EMPTY_PEERS)
     evaluated_at: float = 0.0
+    holds: Mapping[str, tuple[Hold, ...]] = field(default_factory=lambda: _EMPTY_HOLDS)
+    taken_at: float = field(default=0.0, compare=False)
+    statuses: Mapping[EndpointKey, EndpointStatus] = field(
+        default_factory=lambda: _EMPTY_STATUSES, compare=False, repr=False
+    )
     # No verdict and no override yet (a first build): every endpoint is what its config says.
     plain: bool = field(init=False, repr=False, compare=False)
 

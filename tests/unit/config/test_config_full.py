@@ -150,6 +150,7 @@ def test_full_example_failover_service() -> None:
     assert (app.weights, app.ttl, app.max_answers) == (None, 30, 8)
     assert (app.all_down, app.fallback, app.locality_names) == (AllDown.SERVE_ALL, (), False)
     assert app.min_healthy == MinHealthy(share=0.5)
+    assert (app.failover_delay, app.failback_delay, app.ttl_range) == (10.0, 60.0, None)
     first, second = app.endpoints
     assert first.key == ("app.gslb.example.com.", "192.0.2.10")
     assert (first.kind, first.site, first.locality) == (EndpointKind.IPV4, "eu", EU)
@@ -221,6 +222,7 @@ def test_minimal_config_gets_every_documented_default() -> None:
     assert (app.ttl, app.max_answers, app.all_down, app.fallback) == (30, 8, AllDown.SERVE_ALL, ())
     assert app.locality_names is False
     assert app.min_healthy is None
+    assert (app.failover_delay, app.failback_delay, app.ttl_range) == (0.0, 0.0, None)
     (endpoint,) = app.endpoints
     assert (endpoint.site, endpoint.locality, endpoint.weight, endpoint.priority) == (
         "local",

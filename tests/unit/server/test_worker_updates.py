@@ -9,11 +9,15 @@ from dataclasses import replace
 
 import pytest
 
+from gslbd.answer import Dynamic, build_view
 from gslbd.config import load_config_text
+from gslbd.model.config import Config
 from gslbd.policy.locate import build_env
 from gslbd.server.build import AnswerBuilder
 from gslbd.server.workers import _apply_delta, _full_snapshot, _pack_delta, _pack_full, _Services
 from gslbd.state.book import HealthBook
+from gslbd.state.hold import Hold
+from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable
@@ -102,3 +106,65 @@ def test_a_services_reload_sends_the_workers_those_services_and_they_build_what_
     assert not builder.last_full
     whole = AnswerBuilder().build(new, snapshot, build_env(new, random.Random(1)))[1]
     assert answers(table) == answers(whole)
+
+
+DELAYED = """
+dns: {listen: ['127.0.0.1:5353'], workers: 2}
+zones:
+  - origin: gslb.test.
+    nameservers: [{name: ns1.gslb.test., address: 127.0.0.1}]
+checks:
+  web: {type: http, interval: 5s, rise: 2, fall: 3}
+services:
+  - name: app
+    policy: failover
+    failover_order: [eu, us]
+    failover_delay: 30s
+    ttl: {max: 300, min: 1}
+    check: web
+    endpoints: [{address: 192.0.2.1, site: eu}, {address: 198.51.100.1, site: us}]
+  - name: other
+    endpoints: [{address: 192.0.2.9}]
+"""
+
+
+def test_holds_and_the_statuses_of_a_health_driven_ttl_reach_the_workers_which_answer_as_the_parent() -> None:
+    config = load_config_text(DELAYED)
+    services = {s.name: s for s in config.services}
+    env = build_env(config, random.Random(1))
+    book = HealthBook()
+    up = EndpointStatus(healthy=True, successes=3, last_check=1000.0)
+    for key in (("app.gslb.test.", "192.0.2.1"), ("app.gslb.test.", "198.51.100.1")):
+        book.record(key, up)
+    first = book.snapshot(taken_at=1000.5)
+    worker = _full_snapshot(pickle.loads(_pack_full(config, first)))
+    builder = AnswerBuilder()
+    builder.build(config, worker, env)
+    book.take_touched()
+
+    book.record(("app.gslb.test.", "192.0.2.1"), EndpointStatus(healthy=False, failures=3, last_check=1003.0))
+    book.set_holds({"app.gslb.test.": (Hold("eu", "failover", 1003.0, 1033.0, 30.0),)})
+    parent = book.snapshot(taken_at=1003.0)
+    touched = book.take_touched()
+    assert touched == {"app.gslb.test."}
+    worker = _apply_delta(worker, pickle.loads(_pack_delta(services, parent, touched)))
+    assert dict(worker.holds) == dict(parent.holds)
+    table = builder.build(config, worker, env, touched)[1]
+    whole = AnswerBuilder().build(config, parent, env)[1]
+    assert answers(table) == answers(whole)
+    # eu held (answered although down) with TTL 10: eu needs rise 2 x 5 s; the hold ends in 30
+    outcome = whole_view_outcome(config, parent)
+    assert "failover held until" in outcome
+
+    book.set_holds({})  # the hold ended: the workers drop it too
+    ended = book.snapshot(taken_at=1033.0)
+    worker = _apply_delta(worker, pickle.loads(_pack_delta(services, ended, book.take_touched())))
+    assert dict(worker.holds) == {}
+
+
+def whole_view_outcome(config: Config, snapshot: Snapshot) -> str:
+    view = build_view(config, snapshot, build_env(config, random.Random(1)))
+    outcome = view.get("app.gslb.test.").outcome("A")  # type: ignore[union-attr]
+    assert isinstance(outcome, Dynamic)
+    assert {rr.ttl for rr in outcome.records(0)} == {10}
+    return outcome.reason

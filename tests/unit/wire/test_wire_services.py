@@ -7,14 +7,15 @@ import random
 import dns.message
 import dns.rcode
 import pytest
-from wire_support import ask, client, query, texts
+from wire_support import ask, client, make_view, query, texts
 
 from gslbd.config import check_config_text, load_config_text
 from gslbd.explain import explain
 from gslbd.policy.locate import build_env
 from gslbd.server.build import compile_answers
 from gslbd.state.snapshot import Snapshot
-from gslbd.wire import Responder, slow_response
+from gslbd.wire import Responder, compile_table, slow_response
+from gslbd.wire import ctable as ct
 
 ZONE = "gslb.test."
 CONFIG = f"""\
@@ -137,3 +138,29 @@ def test_a_cname_to_a_service_with_https_carries_its_https_record() -> None:
     lines = texts(msg)
     assert lines[0] == f"www.{ZONE} 30 IN CNAME web.{ZONE}"
     assert lines[1].startswith(f'web.{ZONE} 30 IN HTTPS 1 . alpn="h2,h3"')
+
+
+def test_a_health_driven_ttl_is_answered_alike_by_c_the_python_fast_path_and_the_slow_path() -> None:
+    view = make_view()
+    wire = query("adaptive.gslb.example.com.", "A", edns=0)
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    answers = {
+        "c": ct.build_ctable(table).native.answer(wire, 1, False, False),
+        "python": Responder(table, view, random.Random(3), native=False).handle(wire, 1, False, False),
+        "slow": slow_response(
+            wire,
+            view,
+            1,
+            False,
+            tcp=False,
+            max_udp_payload=1232,
+            use_client_subnet=True,
+            rng=random.Random(3),
+            seq=0,
+        ),
+    }
+    ttls = {
+        path: {rrset.ttl for rrset in dns.message.from_wire(raw).answer} if raw is not None else None
+        for path, raw in answers.items()
+    }
+    assert ttls == {"c": {8}, "python": {8}, "slow": {8}}  # wire_support.ADAPTIVE_STATUS: (3 - 1) x 5 - 2

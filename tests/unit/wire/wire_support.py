@@ -15,12 +15,14 @@ import dns.rdataclass
 import dns.rdatatype
 
 from gslbd.answer import View, build_view
+from gslbd.model.check import Check
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, HttpsRecord, Service
+from gslbd.model.service import Endpoint, HttpsRecord, Service, TtlRange
 from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 from gslbd.policy.base import NoLocator, PolicyEnv
 from gslbd.state.snapshot import Snapshot
-from gslbd.types import AllDown, EndpointKind, PolicyName
+from gslbd.state.status import EndpointStatus
+from gslbd.types import AllDown, CheckType, EndpointKind, PolicyName
 from gslbd.wire import Responder, compile_table, slow_response
 
 ORIGIN = "gslb.example.com."
@@ -131,15 +133,35 @@ SERVICES = (
     # Hostname endpoints inside our zones: the policy's CNAME, then the target's own policy.
     svc("chase", "sticky.gslb.example.com.", "shuffled.gslb.example.com.", "lb.example.net."),
     svc("fbchase", "192.0.2.66", all_down=AllDown.FALLBACK, fallback=("app.gslb.example.com.",)),
+    # A health-driven TTL (answer/ttl.py): 8 under make_snapshot (see ADAPTIVE_STATUS).
+    replace(
+        svc("adaptive", "192.0.2.81", "192.0.2.82"),
+        endpoints=tuple(
+            replace(ep("adaptive.gslb.example.com.", a), check=Check("c", CheckType.HTTP, interval=5.0))
+            for a in ("192.0.2.81", "192.0.2.82")
+        ),
+        ttl=300,
+        ttl_range=TtlRange(5, 300),
+    ),
 )
 DEAD = ("sf", "nx", "nd", "fb", "serveall", "fbchase")
 CONFIG = Config(zones=(ZONE, INNER_ZONE, OTHER_ZONE), services=SERVICES)
 
 
+TAKEN_AT = 1_700_000_000.0
+# adaptive's endpoints: up with 1 of their fall 3 failures, checked 2.5 s before the snapshot, so
+# TTL = (fall - failures) x interval - whole seconds since the check = (3 - 1) x 5 - 2 = 8.
+ADAPTIVE_STATUS = EndpointStatus(healthy=True, failures=1, history=1, last_check=TAKEN_AT - 2.5)
+
+
 def make_snapshot() -> Snapshot:
-    """Every endpoint of the DEAD services is probed down."""
+    """Every endpoint of the DEAD services is probed down; adaptive's endpoints are up, one with a
+    failure in its window (its TTL is 8, answer/ttl.py)."""
     health = {e.key: False for s in SERVICES if s.label in DEAD for e in s.endpoints}
-    return Snapshot(version=1, health=health)
+    adaptive = next(s for s in SERVICES if s.label == "adaptive")
+    statuses = {e.key: ADAPTIVE_STATUS for e in adaptive.endpoints}
+    health.update({e.key: True for e in adaptive.endpoints})
+    return Snapshot(version=1, health=health, taken_at=TAKEN_AT, statuses=statuses)
 
 
 def make_view(config: Config = CONFIG, snapshot: Snapshot | None = None) -> View:
