@@ -48,8 +48,8 @@ except ImportError:  # not compiled here (setup.py builds it where it can): the 
     _cshape = None  # type: ignore[assignment]
 
 # The located validator's keys but those the fast path leaves to it.
-_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {"zone", "https", "srv"}
-_ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality"}
+_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {"zone", "https", "srv", "health"}
+_ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality", "checks", "health"}
 _POLICIES = {p.value: p for p in PolicyName}
 _ALL_DOWN = {a.value: a for a in AllDown}
 _ADMIN = {a.value: a for a in AdminState}
