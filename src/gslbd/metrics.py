@@ -51,6 +51,28 @@ TRANSITIONS = Counter(
     registry=REGISTRY,
 )
 
+ENDPOINT_CHECK_UP = Gauge(
+    "gslbd_endpoint_check_up",
+    "Per endpoint with several checks (endpoints[].checks), each check's own verdict: 1 up (or no "
+    "result yet), 0 down; the endpoint's combined verdict follows its health: all|any.",
+    ["service", "address", "check"],
+    registry=REGISTRY,
+)
+SERVICE_ANSWER_SITE = Gauge(
+    "gslbd_service_answer_site_info",
+    "1 for each site whose endpoints the service's A/AAAA answers hold now (any client, any variant); "
+    "a site that left the answer has no sample.",
+    ["service", "site"],
+    registry=REGISTRY,
+)
+SERVICE_FAILOVERS = Counter(
+    "gslbd_service_failovers_total",
+    "Failover events of a service: its preferred site (failover_order's first, else the first site of "
+    "its endpoints) left the answer (direction away) or came back to it (direction back).",
+    ["service", "direction"],
+    registry=REGISTRY,
+)
+
 
 class ServiceEndpoints(Collector):
     """gslbd_health_endpoints{_up} per configured service, read at scrape time from `source` (the

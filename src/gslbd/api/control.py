@@ -230,7 +230,9 @@ class Control(Protocol):
         generation and the same with the changes: the figures of `gslbd whatif --json`. WhatIfRefused."""
         ...
 
-    def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
+    def push_health(
+        self, service: str, address: str, ok: bool, detail: str, check: str | None = None
+    ) -> None:
         """A result for a `type: push` endpoint, applied now (app/push.py). KeyError for an unknown
         service or endpoint, errors.NotPushed when the endpoint is not push-checked here."""
         ...

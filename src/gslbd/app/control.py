@@ -97,8 +97,10 @@ class AppControl:
         except (NothingToReplay, CaptureError) as exc:
             raise WhatIfRefused(409, str(exc)) from None
 
-    def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
-        self._app.push_health(service, address, ok, detail)
+    def push_health(
+        self, service: str, address: str, ok: bool, detail: str, check: str | None = None
+    ) -> None:
+        self._app.push_health(service, address, ok, detail, check)
 
     def dns_counters(self) -> DnsCounters:
         """The listeners' counters of this process, or with worker processes the sum of what they last

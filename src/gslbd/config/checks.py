@@ -293,7 +293,9 @@ class CheckRef:
                 ok = False
                 continue
             if value == NONE:
-                self.rep.error(item.line, path, "'none' is not a check profile: leave checks out for no check")
+                self.rep.error(
+                    item.line, path, "'none' is not a check profile: leave checks out for no check"
+                )
                 ok = False
                 continue
             self.used.add(value)
