@@ -9,8 +9,8 @@
 
 Only services with endpoints in more than one site (configured, or learned from peers) are followed:
 a one-site service has nothing to fail over to. A service whose names a large view defers
-(answer/build.py) is followed from its first change after they are built. The sites come from the outcomes the answers are compiled from, so
-they are what a client gets.
+(answer/build.py) is followed from its first change after they are built. The sites come from the
+outcomes the answers are compiled from, so they are what a client gets.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ import heapq
 from collections.abc import Callable, Iterable, Mapping
 
 from gslbd.clock import Clock
-from gslbd.health.probes.base import seconds
 from gslbd.errors import NotPushed
+from gslbd.health.probes.base import seconds
 from gslbd.model.service import Endpoint, EndpointKey, unit_key
 from gslbd.state.status import ProbeResult
 from gslbd.types import CheckType

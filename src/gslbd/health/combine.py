@@ -43,10 +43,8 @@ def combine(
     checked = [s.last_check for s in statuses if s.last_check is not None]
     details = "; ".join(f"{name}: {s.last_detail}" for name, s in parts if s.last_detail)
     last_ok = None if not checked else combined_up(health, [_last(s) for s in statuses])
-    if all(s.healthy is None for s in statuses):
-        healthy = None
-    else:
-        healthy = combined_up(health, statuses)
+    known = any(s.healthy is not None for s in statuses)
+    healthy = combined_up(health, statuses) if known else None
     after = replace(
         previous,
         healthy=healthy,
