@@ -8,7 +8,7 @@ call them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -37,6 +37,20 @@ class Health(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckView:
+    """One check of an endpoint with several (`endpoints[].checks`): its own verdict and last result."""
+
+    name: str
+    type: str
+    health: Health
+    last_check: float | None = None
+    last_ok: bool | None = None
+    last_detail: str = ""
+    last_change: float | None = None
+    last_change_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class EndpointView:
     """One endpoint as the API shows it. Times are wall-clock Unix seconds (None = never).
 
@@ -59,6 +73,9 @@ class EndpointView:
     last_detail: str = ""
     last_change: float | None = None
     last_change_reason: str = ""
+    # An endpoint with several checks: `health_mode` (all | any) combines `checks` into `health`.
+    health_mode: str | None = None
+    checks: tuple[CheckView, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,13 +289,45 @@ class Control(Protocol):
         ...
 
 
+def _health(st: EndpointStatus) -> Health:
+    return Health.UNKNOWN if st.healthy is None else (Health.UP if st.healthy else Health.DOWN)
+
+
 def endpoint_view(
-    endpoint: Endpoint, status: EndpointStatus | None, admin: AdminState, effective_up: bool
+    endpoint: Endpoint,
+    status: EndpointStatus | None,
+    admin: AdminState,
+    effective_up: bool,
+    checks: Sequence[tuple[str, EndpointStatus]] = (),
 ) -> EndpointView:
     """The API view of `endpoint`: `status` is its health (None = never probed), `admin` the admin
-    state in force and `effective_up` the result of `state.snapshot.effective_up`."""
+    state in force and `effective_up` the result of `state.snapshot.effective_up`; `checks` the
+    status of each of its checks when it has several (by name, in config order)."""
     st = status if status is not None else EndpointStatus()
-    health = Health.UNKNOWN if st.healthy is None else (Health.UP if st.healthy else Health.DOWN)
+    health = _health(st)
+    several = endpoint.checks
+    if several is not None:
+        types = {c.name: c.type.value for c in several.checks}
+        views = tuple(
+            CheckView(
+                name=name,
+                type=types.get(name, ""),
+                health=_health(part),
+                last_check=part.last_check,
+                last_ok=part.last_ok,
+                last_detail=part.last_detail,
+                last_change=part.last_change,
+                last_change_reason=part.last_change_reason,
+            )
+            for name, part in checks
+        )
+        kinds = ", ".join(dict.fromkeys(types.values()))
+        return replace(
+            endpoint_view(replace(endpoint, checks=None), status, admin, effective_up),
+            check=f"{several.health} of {kinds}",
+            health_mode=several.health.value,
+            checks=views,
+        )
     return EndpointView(
         address=endpoint.address,
         site=endpoint.site,

@@ -26,6 +26,7 @@ from gslbd.api.control import (
     endpoint_view,
     service_status,
 )
+from gslbd.app.checksets import check_statuses
 from gslbd.app.whatif import NothingToReplay, SelectorMatchesNothing, whatif_running
 from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
 from gslbd.model.selector import Selector, parse_admin
@@ -213,7 +214,10 @@ class AppControl:
         if not any(svc.name == service for svc in app.config.services):
             raise KeyError(service)
         view = app.view
-        text = explain(app.config, view, app.env, service, rtype, client_ip, ecs)
+        book = app.book
+        text = explain(
+            app.config, view, app.env, service, rtype, client_ip, ecs, lambda k: book.status(k).healthy
+        )
         client, _, _ = client_lines(app.config, client_ip, ecs)  # ECS as explain (and DNS) takes it
         answer = view.resolve(service, rtype, client.ip, client.v6, random.Random(0), 0)
         rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
@@ -261,7 +265,9 @@ class AppControl:
         up = count.up_addresses if count is not None else ()
         learned = snapshot.peer_endpoints.get(svc.name, ())
         views: list[EndpointView] = [
-            endpoint_view(ep, book.known(ep.key), snapshot.admin_state(ep), ep.address in up)
+            endpoint_view(
+                ep, book.known(ep.key), snapshot.admin_state(ep), ep.address in up, check_statuses(book, ep)
+            )
             for ep in svc.endpoints
         ]
         configured = {ep.address for ep in svc.endpoints}
