@@ -7,12 +7,16 @@ import asyncio
 import random
 
 from gslbd.app.core import App
+from gslbd.app.generation import resolve
+from gslbd.app.verdicts import seed
 from gslbd.clock import FakeClock
 from gslbd.config import load_config_text
 from gslbd.errors import NotPushed
 from gslbd.metrics import ENDPOINT_CHECK_UP
 from gslbd.model.service import Endpoint
+from gslbd.state.book import HealthBook
 from gslbd.state.status import ProbeResult
+from gslbd.state.store import KeptVerdict
 
 CONFIG = """\
 zones: [{origin: gslb.example.com., nameservers: [{name: ns1, address: 127.0.0.2}]}]
@@ -96,5 +100,43 @@ def test_a_push_check_among_several_is_fed_by_the_push_api_and_a_plain_check_is_
             assert str(exc) == f"{APP} 192.0.2.1 has no push check among its checks (web, db) here"
         else:
             raise AssertionError("a push for an endpoint without a push check was taken")
+
+    asyncio.run(scenario())
+
+
+def test_each_check_starts_from_its_own_kept_verdict_and_the_endpoint_is_combined_from_them() -> None:
+    clock = FakeClock()
+    now = clock.wall()
+    resolved = resolve(load_config_text(CONFIG), random.Random(1), wall=now)
+    book = HealthBook()
+    kept = {
+        (APP, "192.0.2.1#db"): KeptVerdict(False, now - 2),
+        (APP, "192.0.2.2#db"): KeptVerdict(False, now - 2),
+        (APP, "192.0.2.1#web"): KeptVerdict(True, now - 2),
+    }
+    seed(book, resolved, kept, now)
+    assert (
+        book.status((APP, "192.0.2.1#db")).last_change_reason
+        == "kept from before the restart: down, checked 2s before"
+    )
+    assert book.status((APP, "192.0.2.1")).healthy is False  # all: db kept down
+    assert book.status((APP, "192.0.2.2")).healthy is True  # any: web has no verdict yet, counts as up
+
+
+def test_a_reload_that_adds_a_check_keeps_the_verdict_of_the_check_that_stayed() -> None:
+    async def scenario() -> None:
+        app = App(load_config_text(CONFIG), FakeClock(), random.Random(1))
+        app._on_result(_unit(app, "192.0.2.1", "db"), ProbeResult(False, "refused"))
+        app._on_result(_unit(app, "192.0.2.1", "db"), ProbeResult(False, "refused"))  # fall 2: down
+        app._rebuild()
+        assert "192.0.2.1" not in _up(app)
+        app.reload(load_config_text(CONFIG.replace("checks: [web, db]}", "checks: [db, beat]}", 1)))
+        assert app.book.status((APP, "192.0.2.1#db")).healthy is False
+        assert app.book.known((APP, "192.0.2.1#web")) is None  # a check the endpoint no longer has
+        assert app.book.status((APP, "192.0.2.1")).healthy is False
+        assert "192.0.2.1" not in _up(app)
+        app.reload(load_config_text(CONFIG.replace("checks: [web, db]}", "checks: [web]}", 1)))
+        assert app.book.status((APP, "192.0.2.1")).healthy is None  # web alone, no result yet: up
+        assert "192.0.2.1" in _up(app)
 
     asyncio.run(scenario())
