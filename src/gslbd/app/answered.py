@@ -7,34 +7,44 @@
                                                     site of the first endpoint) left the answer (`away`)
                                                     or came back to it (`back`)
 
-Only services with endpoints in more than one site (configured, or learned from peers) are followed:
-a one-site service has nothing to fail over to. A service whose names a large view defers
-(answer/build.py) is followed from its first change after they are built. The sites come from the
-outcomes the answers are compiled from, so they are what a client gets.
+Only services of the failover policy with endpoints in more than one site (configured, or learned from
+peers) are followed: the other policies answer every healthy site (or, geo, a site per client), and a
+one-site service has nothing to fail over to. That also bounds the cost: the first generation of 10,000
+such services costs about 0.1 s here, a verdict's generation only its service (no labelled gauge is set:
+the sites are read at scrape time). A service whose names a large view defers (answer/build.py) is
+followed from its first change after they are built. The sites come from the outcomes the answers are
+compiled from, so they are what a client gets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 
 from gslbd.answer.view import Dynamic, View
 from gslbd.app.generation import Generation
 from gslbd.metrics import SERVICE_ANSWER_SITE, SERVICE_FAILOVERS
 from gslbd.model.service import Endpoint, Service
+from gslbd.types import PolicyName
 
+_SITE = attrgetter("site")
 AWAY = "away"
 BACK = "back"
 
 
-def service_sites(service: Service, learned: Iterable[Endpoint]) -> tuple[str, ...]:
-    """The sites of a service's endpoints, configured first (in order), then learned."""
-    return tuple(dict.fromkeys([*(e.site for e in service.endpoints), *(e.site for e in learned)]))
+def several_sites(service: Service, learned: Iterable[Endpoint]) -> bool:
+    """Whether a service's endpoints (configured, or learned from peers) are in more than one site."""
+    sites = set(map(_SITE, service.endpoints))
+    sites.update(map(_SITE, learned))
+    return len(sites) > 1
 
 
-def preferred_site(service: Service, sites: tuple[str, ...]) -> str | None:
+def preferred_site(service: Service, learned: Iterable[Endpoint]) -> str | None:
+    """The first of `failover_order`, else the site of the first endpoint (configured, then learned)."""
     if service.failover_order:
         return service.failover_order[0]
-    return sites[0] if sites else None
+    first = next(iter((*service.endpoints, *learned)), None)
+    return None if first is None else first.site
 
 
 def answered_sites(service: Service, view: View) -> frozenset[str] | None:
@@ -46,8 +56,8 @@ def answered_sites(service: Service, view: View) -> frozenset[str] | None:
     for rtype in ("A", "AAAA"):
         outcome = data.outcomes.get(rtype)
         if isinstance(outcome, Dynamic):
-            for variant in outcome.plan.variants:
-                sites.update(e.site for e in variant[: service.max_answers])
+            for variant in outcome.plan.variants:  # each already at most max_answers long
+                sites.update(map(_SITE, variant))
     return frozenset(sites)
 
 
@@ -66,6 +76,7 @@ class AnsweredSites:
         self._sites: dict[str, frozenset[str]] = {}
 
     def update(self, generation: Generation) -> None:
+        SERVICE_ANSWER_SITE.source = self._sites.items  # read at scrape time (metrics.AnswerSites)
         services = generation.resolved.services
         changed = generation.changed
         if changed is None:
@@ -75,29 +86,24 @@ class AnsweredSites:
         peers = generation.snapshot.peer_endpoints
         for name in list(names):
             service = services.get(name)
-            if service is None:
+            if service is None or service.policy is not PolicyName.FAILOVER:
                 self._forget(name)
                 continue
-            sites = service_sites(service, peers.get(name, ()))
-            now = answered_sites(service, generation.view) if len(sites) > 1 else None
+            learned = peers.get(name, ())
+            now = answered_sites(service, generation.view) if several_sites(service, learned) else None
             if now is None:
                 self._forget(name)
                 continue
             before = self._sites.get(name)
             self._sites[name] = now
-            if before is not None:
-                event = failover_event(preferred_site(service, sites), before, now)
+            if before is not None and before != now:
+                event = failover_event(preferred_site(service, learned), before, now)
                 if event is not None:
                     SERVICE_FAILOVERS.labels(name, event).inc()
-                for site in before - now:
-                    SERVICE_ANSWER_SITE.remove(name, site)
-            for site in now - (before or frozenset()):
-                SERVICE_ANSWER_SITE.labels(name, site).set(1)
 
     def _forget(self, name: str) -> None:
-        for site in self._sites.pop(name, frozenset()):
-            SERVICE_ANSWER_SITE.remove(name, site)
+        self._sites.pop(name, None)
 
     def clear(self) -> None:
-        for name in list(self._sites):
-            self._forget(name)
+        self._sites.clear()
+        SERVICE_ANSWER_SITE.source = None
