@@ -48,9 +48,9 @@ class Endpoint:
 
     @property
     def key(self) -> EndpointKey:
-        if self.checks is not None and self.check is not None:  # one check of several (a unit)
-            return (self.service, f"{self.address}{UNIT_SEPARATOR}{self.check.name}")
-        return (self.service, self.address)
+        if self.checks is None:
+            return (self.service, self.address)
+        return self.endpoint_key if self.check is None else unit_key(self.endpoint_key, self.check.name)
 
     @property
     def endpoint_key(self) -> EndpointKey:
