@@ -8,7 +8,7 @@ import random
 
 from gslbd.app.core import App
 from gslbd.app.generation import resolve
-from gslbd.app.verdicts import seed
+from gslbd.app.verdicts import current, seed
 from gslbd.clock import FakeClock
 from gslbd.config import load_config_text
 from gslbd.errors import NotPushed
@@ -73,6 +73,12 @@ def test_each_check_is_a_probed_unit_and_all_or_any_decides_the_answer() -> None
         assert status.healthy is False
         assert status.last_change_reason.startswith("health all: web down (first check: HTTP 503)")
         assert _gauge("192.0.2.1", "web") == 0 and _gauge("192.0.2.1", "db") == 1
+        kept = current(app.book)  # what the state file keeps: each check's verdict and the combined one
+        assert [kept[(APP, a)].up for a in ("192.0.2.1#web", "192.0.2.1#db", "192.0.2.1")] == [
+            False,
+            True,
+            False,
+        ]
         app._on_result(_unit(app, "192.0.2.2", "db"), ProbeResult(False, "refused"))  # db's fall is 2
         app._rebuild()
         assert _up(app) == ("192.0.2.2", "192.0.2.3")
