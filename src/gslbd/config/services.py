@@ -149,6 +149,10 @@ def _check_set(ctx: ServiceContext, r: MapReader, health: HealthMode) -> CheckSe
     """An endpoint's `checks` (several check profiles) with its `health` (else the service's)."""
     mode = r.get("health", enum(HealthMode, "health mode"), health)
     if not r.has("checks"):
+        if r.has("health"):
+            r.warn(
+                "health", "health combines the endpoint's checks: [a, b]; with one check it changes nothing"
+            )
         return None
     if r.has("check"):
         r.error(

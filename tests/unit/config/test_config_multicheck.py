@@ -78,6 +78,20 @@ services:
     ]
 
 
+def test_health_on_an_endpoint_with_one_check_is_a_located_warning() -> None:
+    config, problems = check_config_text(
+        HEAD + "services:\n  - {name: app, endpoints: [{address: 192.0.2.1, check: web, health: any}]}\n"
+    )
+    assert config is not None and config.services[0].endpoints[0].check == WEB
+    assert [(p.severity, str(p)) for p in problems if "health" in p.path] == [
+        (
+            "warning",
+            "<string>:7: services[0].endpoints[0].health: health combines the endpoint's checks: [a, b]; "
+            "with one check it changes nothing",
+        )
+    ]
+
+
 def test_profiles_named_only_in_checks_lists_are_used() -> None:
     _, problems = check_config_text(
         HEAD + "services:\n  - {name: app, endpoints: [{address: 192.0.2.1, checks: [web, db, beat]}]}\n"
