@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from gslbd.answer import SERVICE_TYPES, Dynamic, Negative, Outcome, Records, Rr, View, family_candidates
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, EndpointKey, Service, unit_key
+from gslbd.model.service import Endpoint, EndpointKey, Rule, Service, unit_key
 from gslbd.policy.base import Client, FixedPlan, Location, Plan, PolicyEnv
 from gslbd.policy.random_order import ShufflePlan
 from gslbd.policy.weighted import WeightedPlan
@@ -121,6 +121,12 @@ def service_lines(service: Service) -> list[str]:
         )
     if service.select is Select.FIRST_N:
         lines.append(f"  select: first_n (the first {service.max_answers} of the policy's order)")
+    for pool in service.pools:
+        held = ", ".join([*(f"site {x}" for x in pool.sites), *pool.addresses])
+        then = f", fallback {pool.fallback}" if pool.fallback else ""
+        lines.append(f"  pool {pool.name}: {held}; min_healthy {pool.min_healthy}{then}")
+    for i, rule in enumerate(service.rules, 1):
+        lines.append(f"  rule {i}: {rule_text(rule)} -> pool {rule.pool}")
     if service.fallback:
         lines.append(f"  fallback: {', '.join(service.fallback)}")
     if service.min_healthy is not None:
@@ -129,6 +135,22 @@ def service_lines(service: Service) -> list[str]:
         )
         lines.append(f"  min_healthy: {service.min_healthy.text} (a site with fewer {what} counts as failed)")
     return lines
+
+
+def rule_text(rule: Rule) -> str:
+    """A rule's conditions as written (`any client` for the catch-all)."""
+    parts = [
+        f"{what} {', '.join(map(str, values))}"
+        for what, values in (
+            ("networks", rule.networks),
+            ("sites", rule.sites),
+            ("countries", rule.countries),
+            ("continents", rule.continents),
+            ("asn", rule.asns),
+        )
+        if values
+    ]
+    return " and ".join(parts) or "any client"
 
 
 def variant_text(variant: Iterable[Endpoint]) -> str:

@@ -21,7 +21,7 @@ from gslbd.answer.min_healthy import above_threshold
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
-from gslbd.policy import Plan, PolicyEnv, get_policy
+from gslbd.policy import Plan, PolicyEnv, plan_service
 from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import AdminState, AllDown, EndpointKind, Rcode
 
@@ -270,7 +270,7 @@ def service_outcome(
             configured = family_candidates(service.endpoints, rtype)
             healthy, why = above_threshold(service, family, healthy, configured)
             reason = f"{reason}; {why}" if why else reason
-        plan = get_policy(service.policy).plan(healthy, service, env)
+        plan = plan_service(healthy, service, env)
         return Dynamic(service, rtype, plan, reason)
     return all_down_outcome(service, rtype, family, snapshot, env)
 
@@ -285,7 +285,7 @@ def all_down_outcome(
         allowed = tuple(e for e in family if snapshot.admin_state(e) is not AdminState.DOWN)
         if not allowed:
             return Negative(Rcode.NOERROR, why + ", but every endpoint is forced down by an admin")
-        plan = get_policy(service.policy).plan(allowed, service, env)
+        plan = plan_service(allowed, service, env)
         return Dynamic(service, rtype, plan, why)
     if mode is AllDown.NXDOMAIN:
         return Negative(Rcode.NXDOMAIN, why)

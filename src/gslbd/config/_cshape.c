@@ -35,11 +35,11 @@ static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kin
                                                      "locality", "weight",  "priority", "check",
                                                      "probe_address", "admin", "tags", "checks"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
-       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_BIAS, S_SELECT, S_COUNT };
+       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_BIAS, S_SELECT, S_POOLS, S_RULES, S_COUNT };
 static const char *const SERVICE_FIELDS[S_COUNT] = {
     "name",    "zone",        "label",    "policy",         "failover_order", "weights", "ttl",
     "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv",
-    "min_healthy", "bias", "select"};
+    "min_healthy", "bias", "select", "pools", "rules"};
 
 #define MAX_NAME 254
 #define MAX_LABEL 63
@@ -692,7 +692,9 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         [S_SRV] = Py_NewRef(Py_None),
         [S_MIN_HEALTHY] = min_healthy != NULL ? min_healthy : Py_NewRef(Py_None),
         [S_BIAS] = Py_NewRef(r->empty),
-        [S_SELECT] = Py_NewRef(r->rotate)};
+        [S_SELECT] = Py_NewRef(r->rotate),
+        [S_POOLS] = Py_NewRef(r->empty),
+        [S_RULES] = Py_NewRef(r->empty)};
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
         GIVE_UP(FAILED);

@@ -48,7 +48,16 @@ except ImportError:  # not compiled here (setup.py builds it where it can): the 
     _cshape = None  # type: ignore[assignment]
 
 # The located validator's keys but those the fast path leaves to it.
-_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {"zone", "https", "srv", "bias", "select", "health"}
+_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {
+    "zone",
+    "https",
+    "srv",
+    "bias",
+    "select",
+    "pools",
+    "rules",
+    "health",
+}
 _ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality", "checks", "health"}
 _POLICIES = {p.value: p for p in PolicyName}
 _ALL_DOWN = {a.value: a for a in AllDown}

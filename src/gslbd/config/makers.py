@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from gslbd.model.check import Check
-from gslbd.model.service import Endpoint, MinHealthy, Service
+from gslbd.model.service import Endpoint, MinHealthy, Pool, Rule, Service
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
@@ -50,6 +50,8 @@ _SERVICE_FIELDS = (
     "min_healthy",
     "bias",
     "select",
+    "pools",
+    "rules",
 )
 
 
@@ -113,6 +115,8 @@ class ServiceDraft:
         min_healthy: MinHealthy | None,
         bias: tuple[tuple[str, int], ...] = (),
         select: Select = Select.ROTATE,
+        pools: tuple[Pool, ...] = (),
+        rules: tuple[Rule, ...] = (),
     ) -> None:
         self.name = name
         self.zone = zone
@@ -131,6 +135,8 @@ class ServiceDraft:
         self.min_healthy = min_healthy
         self.bias = bias
         self.select = select
+        self.pools = pools
+        self.rules = rules
 
 
 def _same_layout(kind: type, draft: type) -> None:

@@ -270,17 +270,26 @@ def read_topology(r: MapReader | None) -> Topology:
             continue
         seen[cidr] = path
         networks.append(NetworkEntry(cidr, site, locality or Locality()))
-    database = line = None
+    database = line = asn = None
     geoip = r.sub("geoip")
     if geoip is not None:
-        geoip.check_keys(("database",))
-        text = geoip.req("database", nonempty_string)
+        geoip.check_keys(("database", "asn_database"))
+        if not geoip.has("asn_database") or geoip.has("database"):
+            text = geoip.req("database", nonempty_string)
+            if text is not None:
+                database, line = _database_file(geoip, "database", text, "GeoIP"), geoip.line_of("database")
+        text = geoip.opt("asn_database", nonempty_string)
         if text is not None:
-            file = r.rep.resolve_path(text)
-            database, line = str(file), geoip.line_of("database")
-            if not file.is_file():
-                geoip.error("database", f"GeoIP database {database!r} is not a file that exists")
-    return Topology(tuple(networks), database, r.get("use_client_subnet", boolean, True), line)
+            asn = _database_file(geoip, "asn_database", text, "ASN")
+    return Topology(tuple(networks), database, r.get("use_client_subnet", boolean, True), line, asn)
+
+
+def _database_file(r: MapReader, key: str, text: str, what: str) -> str:
+    """A database path resolved against the config's folder; a missing file is reported."""
+    file = r.rep.resolve_path(text)
+    if not file.is_file():
+        r.error(key, f"{what} database {str(file)!r} is not a file that exists")
+    return str(file)
 
 
 def _cidr(node: Node) -> IPNetwork:

@@ -31,6 +31,7 @@ class ServiceContext:
     site_locality: Callable[[str], Locality]
     peer_sites: set[str]
     can_locate: bool  # topology networks or a GeoIP database exist
+    has_asn: bool = False  # topology.geoip.asn_database is set (pools' asn conditions)
     sites_used: dict[str, None] = field(default_factory=dict)  # every site named, in first-seen order
     served: dict[str, ZoneInfo] | None = None  # origin -> zone (the first of a duplicate), made on first use
     fast_index: FastIndex | None = None  # what the fast path looks up, made on first use

@@ -21,6 +21,8 @@ SERVICE_KEYS = (
     "min_healthy",
     "bias",
     "select",
+    "pools",
+    "rules",
 )
 ENDPOINT_KEYS = (
     "address",

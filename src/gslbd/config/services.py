@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from gslbd.config.fast import fast_service, plain_map
 from gslbd.config.fields import (
@@ -24,6 +25,7 @@ from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.min_healthy import min_healthy_value, min_healthy_warning
 from gslbd.config.names import in_zone, ip_address, make_name, origin_name, relative_to, target
 from gslbd.config.network import opt_locality
+from gslbd.config.pools import read_pools
 from gslbd.config.service_context import ServiceContext, name_problem, served_zones, zone_of
 from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.tags import tag_value
@@ -276,6 +278,9 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         bias=_per_site(r, "bias", integer(-99, 99)) or (),
         select=r.get("select", enum(Select, "select"), Select.ROTATE),
     )
+    if r.has("pools") or r.has("rules"):
+        pools, rules = read_pools(r, service.endpoints, ctx.peer_sites, ctx.has_asn)
+        service = replace(service, pools=pools, rules=rules)
     if service.https is not None and any(e.kind is EndpointKind.HOSTNAME for e in service.endpoints):
         r.error("https", "an HTTPS record needs address endpoints (a hostname endpoint is a CNAME)")
     if service.wildcard and service.locality_names:

@@ -216,6 +216,7 @@ def build_config(
         site_locality=locality_lookup(localities),
         peer_sites={p.name for p in peers.sites} if peers is not None else set(),
         can_locate=bool(topology.networks) or topology.geoip_database is not None,
+        has_asn=topology.asn_database is not None,
     )
     inline = read_services(ctx, r, fast)
     from_file = read_services_file(ctx, r, context, (s.name for s in inline))

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from gslbd.model.check import Check, CheckSet
-from gslbd.model.topology import Locality
+from gslbd.model.topology import IPNetwork, Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 # (service fqdn, endpoint address): identifies an endpoint everywhere (state, API, Redis keys).
@@ -111,6 +111,38 @@ class MinHealthy:
 
 
 @dataclass(frozen=True, slots=True)
+class Pool:
+    """`services[].pools.<name>`: a set of the service's endpoints (by site and/or address) that a rule can
+    send clients to; `fallback` names the pool taken while this one has fewer than `min_healthy` up."""
+
+    name: str
+    sites: tuple[str, ...] = ()
+    addresses: tuple[str, ...] = ()
+    fallback: str | None = None
+    min_healthy: int = 1
+
+    def holds(self, endpoint: Endpoint) -> bool:
+        return endpoint.site in self.sites or endpoint.address in self.addresses
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """`services[].rules[]`: clients matching every condition given (each a list: any value of it)
+    go to `pool`; a rule with no condition is the catch-all."""
+
+    pool: str
+    networks: tuple[IPNetwork, ...] = ()
+    sites: tuple[str, ...] = ()
+    countries: tuple[str, ...] = ()
+    continents: tuple[str, ...] = ()
+    asns: tuple[int, ...] = ()
+
+    @property
+    def catch_all(self) -> bool:
+        return not (self.networks or self.sites or self.countries or self.continents or self.asns)
+
+
+@dataclass(frozen=True, slots=True)
 class Service:
     """A load-balanced name. `name` is absolute and lower case; `zone` is the origin holding it;
     `label` is the name relative to the zone ("app" for app.gslb.example.com. in gslb.example.com.)."""
@@ -132,6 +164,8 @@ class Service:
     min_healthy: MinHealthy | None = None
     bias: tuple[tuple[str, int], ...] = ()  # policy geo: per-site bias -99..99 (Route 53 geoproximity)
     select: Select = Select.ROTATE
+    pools: tuple[Pool, ...] = ()  # with rules: policy/pools.py
+    rules: tuple[Rule, ...] = ()
 
     @property
     def wildcard(self) -> bool:

@@ -44,3 +44,6 @@ class Topology:
     # The config line of `topology.geoip.database`, for errors found when the database is opened (not
     # part of what the topology is: moving the line changes nothing).
     geoip_line: int | None = field(default=None, compare=False)
+    asn_database: str | None = (
+        None  # `topology.geoip.asn_database`: a MaxMind ASN database (pools' asn rules)
+    )

@@ -46,6 +46,9 @@ class Location:
     locality: Locality = Locality()
     coordinates: tuple[float, float] | None = None
     how: str = "unknown"
+    country: str | None = None  # ISO 3166 code, from the GeoIP database
+    continent: str | None = None  # two-letter continent code, from the GeoIP database
+    asn: int | None = None  # from the ASN database (topology.geoip.asn_database)
 
 
 class Locator(Protocol):

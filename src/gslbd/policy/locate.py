@@ -15,6 +15,7 @@ import ipaddress
 import logging
 import random
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import maxminddb
@@ -101,7 +102,8 @@ def location_from_record(record: Mapping[str, Any], sites: Mapping[str, SiteInfo
         facts.extend(f"gslbd.{k} {v}" for k, v in (("site", site), ("region", locality.region)) if v)
     if not facts:
         return UNKNOWN
-    return Location(site, locality, coords, "geoip " + ", ".join(facts))
+    how = "geoip " + ", ".join(facts)
+    return Location(site, locality, coords, how, country, continent)
 
 
 class TopologyLocator:
@@ -110,24 +112,18 @@ class TopologyLocator:
     def __init__(self, topology: Topology, sites: Mapping[str, SiteInfo]) -> None:
         self.sites = sites
         self.v4, self.v6 = build_tables(topology.networks)
-        self.reader: maxminddb.Reader | None = None
         self.cache4: dict[int, Location] = {}
         self.cache6: dict[int, Location] = {}
-        path = topology.geoip_database
-        if path is not None:
-            try:
-                self.reader = maxminddb.open_database(path)
-            except (OSError, ValueError, maxminddb.InvalidDatabaseError) as exc:
-                problem = Problem(path, None, "topology.geoip.database", f"cannot open GeoIP database: {exc}")
-                raise ConfigError([problem]) from exc
-            meta = self.reader.metadata()
-            log.info("GeoIP database %s (%s, IPv%d)", path, meta.database_type, meta.ip_version)
+        self.reader = _open(topology.geoip_database, "topology.geoip.database", "GeoIP")
+        self.asn_reader = _open(topology.asn_database, "topology.geoip.asn_database", "ASN")
 
     def locate(self, ip: int, v6: bool) -> Location:
         cache = self.cache6 if v6 else self.cache4
         found = cache.get(ip)
         if found is None:
             found = self.topology_location(ip, v6) or self.geoip_location(ip, v6) or UNKNOWN
+            if self.asn_reader is not None:
+                found = self.with_asn(found, ip, v6)
             if len(cache) >= CACHE_LIMIT:
                 cache.clear()
             cache[ip] = found
@@ -151,24 +147,52 @@ class TopologyLocator:
         return Location(entry.site, locality, coords, f"topology {entry.cidr}")
 
     def geoip_location(self, ip: int, v6: bool) -> Location | None:
-        if self.reader is None:
-            return None
-        address = ipaddress.IPv6Address(ip) if v6 else ipaddress.IPv4Address(ip)
-        try:
-            record = self.reader.get(address)
-        except ValueError:  # an IPv6 address asked of an IPv4-only database
-            return None
-        except maxminddb.InvalidDatabaseError:  # a damaged record: the client stays unknown
-            return None
-        if not isinstance(record, Mapping):
+        record = _record(self.reader, ip, v6)
+        if record is None:
             return None
         found = location_from_record(record, self.sites)
         return None if found is UNKNOWN else found
 
+    def with_asn(self, loc: Location, ip: int, v6: bool) -> Location:
+        """`loc` with the client's autonomous system number from the ASN database, when it has one."""
+        record = _record(self.asn_reader, ip, v6)
+        number = record.get("autonomous_system_number") if record is not None else None
+        if not isinstance(number, int) or isinstance(number, bool):
+            return loc
+        how = f"{loc.how}, asn {number}" if loc.how != "unknown" else f"asn {number}"
+        return replace(loc, asn=number, how=how)
+
     def close(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
-            self.reader = None
+        for reader in (self.reader, self.asn_reader):
+            if reader is not None:
+                reader.close()
+        self.reader = self.asn_reader = None
+
+
+def _open(path: str | None, field: str, what: str) -> maxminddb.Reader | None:
+    if path is None:
+        return None
+    try:
+        reader = maxminddb.open_database(path)
+    except (OSError, ValueError, maxminddb.InvalidDatabaseError) as exc:
+        problem = Problem(path, None, field, f"cannot open {what} database: {exc}")
+        raise ConfigError([problem]) from exc
+    meta = reader.metadata()
+    log.info("%s database %s (%s, IPv%d)", what, path, meta.database_type, meta.ip_version)
+    return reader
+
+
+def _record(reader: maxminddb.Reader | None, ip: int, v6: bool) -> Mapping[str, Any] | None:
+    if reader is None:
+        return None
+    address = ipaddress.IPv6Address(ip) if v6 else ipaddress.IPv4Address(ip)
+    try:
+        record = reader.get(address)
+    except ValueError:  # an IPv6 address asked of an IPv4-only database
+        return None
+    except maxminddb.InvalidDatabaseError:  # a damaged record: the client stays unknown
+        return None
+    return record if isinstance(record, Mapping) else None
 
 
 def known_sites(config: Config) -> dict[str, SiteInfo]:

@@ -12,6 +12,7 @@ holds them equal for the same choice), from a copy of the table that needs no Py
       geo       GeoPlan: the client's location id (longest topology prefix, exported per locator) picks
                 a candidate set (precomputed per location with `GeoPlan.classify_location`), then
                 seq % the set's rotations
+                PoolPlan (pools and rules) the same way when no rule tests the client address or ASN
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
       whash     WeightedRendezvousPlan: the same hashes scored -weight/ln(u) in doubles
       python    anything else (a plan type C does not know): the query is answered in Python
@@ -61,6 +62,7 @@ from gslbd.model.exchange_cut import EXCHANGE_PREFIX
 from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
 from gslbd.policy.locate import TopologyLocator
+from gslbd.policy.pools import PoolPlan
 from gslbd.policy.random_order import ShufflePlan
 from gslbd.policy.rendezvous import RendezvousPlan, WeightedRendezvousPlan
 from gslbd.policy.round_robin import RotationPlan
@@ -160,7 +162,7 @@ class _Locators:
                     out.append((shift, tuple(keys)))
                 families.append(tuple(out))
             spec: tuple[Any, Any] = (families[0], families[1])
-            geoip = locator.reader is not None
+            geoip = locator.reader is not None or locator.asn_reader is not None
         elif isinstance(locator, NoLocator):
             locations, spec, geoip = [Location()], ((), ()), False
         else:
@@ -232,7 +234,7 @@ def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ..
         return (K_HASH, policy, dependent, variants, plan.ids)
     if isinstance(plan, WeightedRendezvousPlan):
         return (K_WHASH, policy, dependent, variants, (plan.ids, tuple(map(float, plan.weights))))
-    if isinstance(plan, GeoPlan):
+    if isinstance(plan, GeoPlan) or (isinstance(plan, PoolPlan) and plan.by_location):
         which = locators.add(plan.locator)
         if which >= 0:
             classes = [plan.classify_location(loc)[0] for loc in locators.locations[which]]

@@ -113,7 +113,7 @@ def test_entry_with_only_a_locality_has_no_site_or_coordinates() -> None:
 def test_geoip_city_record_gives_coordinates_and_names_the_fields(city_db: str) -> None:
     locator = TopologyLocator(Topology(geoip_database=city_db), SITES)
     assert locator.locate(*ip("81.2.69.160")) == Location(
-        None, Locality(), (48.85, 2.35), "geoip location 48.85,2.35, country FR, continent EU"
+        None, Locality(), (48.85, 2.35), "geoip location 48.85,2.35, country FR, continent EU", "FR", "EU"
     )
     tokyo = locator.locate(*ip("175.16.199.1"))
     assert tokyo.how == "geoip location 35.68,139.69, country JP, subdivision 13, continent AS"
@@ -140,7 +140,7 @@ def test_ipv6_database_answers_both_families(tmp_path: Path) -> None:
 
 def test_country_only_record_has_no_coordinates() -> None:
     loc = location_from_record({"country": {"iso_code": "DE"}, "continent": {"code": "EU"}}, SITES)
-    assert loc == Location(None, Locality(), None, "geoip country DE, continent EU")
+    assert loc == Location(None, Locality(), None, "geoip country DE, continent EU", "DE", "EU")
 
 
 def test_gslbd_fields_in_a_record_name_a_site() -> None:
@@ -209,3 +209,18 @@ def test_geo_answers_the_nearest_site_to_a_geoip_client(city_db: str) -> None:
     assert plan.explain(*ip("175.16.199.1"))[0] == (
         "geo: nearest site ap (5316 km from the client's coordinates) -> 203.0.113.1"
     )
+
+
+def test_an_asn_database_adds_the_clients_autonomous_system(tmp_path: Path, city_db: str) -> None:
+    asn_db = write_mmdb(
+        tmp_path / "asn.mmdb",
+        {"81.2.69.0/24": {"autonomous_system_number": 64500, "autonomous_system_organization": "Example"}},
+    )
+    topology = Topology(networks=(net("10.1.0.0/16", "us"),), geoip_database=city_db, asn_database=asn_db)
+    locator = TopologyLocator(topology, SITES)
+    paris = locator.locate(*ip("81.2.69.160"))
+    assert (paris.country, paris.continent, paris.asn) == ("FR", "EU", 64500)
+    assert paris.how.endswith(", asn 64500")
+    assert locator.locate(*ip("10.1.0.1")).asn is None  # no ASN record for it
+    only_asn = TopologyLocator(Topology(asn_database=asn_db), SITES).locate(*ip("81.2.69.1"))
+    assert (only_asn.asn, only_asn.how) == (64500, "asn 64500")

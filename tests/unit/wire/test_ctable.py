@@ -42,6 +42,7 @@ from wire_support import (
 from gslbd.answer import View, build_view
 from gslbd.clock import FakeClock
 from gslbd.model.config import Config, DnsConfig, RrlConfig
+from gslbd.model.service import Pool, Rule
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator, build_env
@@ -844,3 +845,42 @@ def test_the_c_table_picks_the_weighted_hash_endpoint_python_picks(
         out = native.answer(wire, ip, v6, False)
         assert out is not None  # answered in C, not left to Python
         assert out == fast_answer(table, wire, ip, v6, False, random.Random(1))
+
+
+def pooled_view(rules: tuple[Rule, ...]) -> View:
+    """A service with pools over eu (.61), us (.62) and ap (.63), clients placed by topology networks."""
+    service = svc("gp", "192.0.2.61", "192.0.2.62", "192.0.2.63")
+    placed = tuple(
+        replace(e, site=site) for e, site in zip(service.endpoints, ("eu", "us", "ap"), strict=True)
+    )
+    pools = (Pool("europe", sites=("eu",), fallback="rest"), Pool("rest", sites=("us", "ap")))
+    pooled = replace(service, endpoints=placed, pools=pools, rules=rules)
+    env = PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
+    return build_view(replace(CONFIG, services=(*SERVICES, pooled)), make_snapshot(), env)
+
+
+def test_the_c_table_answers_pools_whose_rules_follow_from_the_location() -> None:
+    table = compile_table(
+        pooled_view((Rule("europe", sites=("eu",)), Rule("rest"))),
+        max_udp_payload=1232,
+        use_client_subnet=True,
+    )
+    native = ct.build_ctable(table).native
+    wire = query(f"gp.{ORIGIN}", edns=0)
+    for ip, expected in (
+        (0x0A010101, {b"\xc0\x00\x02\x3d"}),
+        (0x0A020202, {b"\xc0\x00\x02\x3e", b"\xc0\x00\x02\x3f"}),
+    ):
+        for _ in range(3):
+            out = native.answer(wire, ip, False, False)
+            assert out is not None
+            assert out == fast_answer(table, wire, ip, False, False, random.Random(1))
+            assert all(address in out for address in expected)
+
+
+def test_pools_with_a_networks_rule_are_left_to_python() -> None:
+    rules = (Rule("europe", networks=(ipaddress.ip_network("10.1.0.0/16"),)), Rule("rest"))
+    table = compile_table(pooled_view(rules), max_udp_payload=1232, use_client_subnet=True)
+    wire = query(f"gp.{ORIGIN}", edns=0)
+    assert ct.build_ctable(table).native.answer(wire, 0x0A010101, False, False) is None
+    assert b"\xc0\x00\x02\x3d" in fast_answer(table, wire, 0x0A010101, False, False, random.Random(1))
