@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gslbd.answer import SERVICE_TYPES, Dynamic, Negative, Outcome, Records, Rr, View, family_candidates
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, Rule, Service
+from gslbd.model.service import Endpoint, EndpointKey, Rule, Service, unit_key
 from gslbd.policy.base import Client, FixedPlan, Location, Plan, PolicyEnv
 from gslbd.policy.random_order import ShufflePlan
 from gslbd.policy.weighted import WeightedPlan
@@ -60,16 +60,28 @@ def location_text(loc: Location, geoip: bool) -> str:
     return f"{loc.how} -> {where}"
 
 
-def health_text(endpoint: Endpoint, snapshot: Snapshot, peer: bool) -> str:
+# The verdict of one check of an endpoint with several (None: no result yet), from the health book.
+CheckHealth = Callable[[EndpointKey], bool | None]
+
+
+def health_text(endpoint: Endpoint, snapshot: Snapshot, peer: bool, checks: CheckHealth | None = None) -> str:
     if peer:
         return f"up (published by site {endpoint.site})"
     verdict = snapshot.health.get(endpoint.key)
-    if verdict is None:
-        return "up (no verdict yet)"
-    return "up" if verdict else "down"
+    text = "up (no verdict yet)" if verdict is None else "up" if verdict else "down"
+    several = endpoint.checks
+    if several is None:
+        return text
+    parts = []
+    for name in several.names:
+        found = checks(unit_key(endpoint.key, name)) if checks is not None else None
+        parts.append(f"{name} {'down' if found is False else 'up' if found else 'up (no result yet)'}")
+    return f"{text} (health {several.health}: {', '.join(parts)})"
 
 
-def endpoint_lines(service: Service, rtype: str, snapshot: Snapshot) -> list[str]:
+def endpoint_lines(
+    service: Service, rtype: str, snapshot: Snapshot, checks: CheckHealth | None = None
+) -> list[str]:
     """One line per endpoint that can answer `rtype`, local then peer, with its state."""
     local = family_candidates(service.endpoints, rtype)
     peers = family_candidates(snapshot.peer_endpoints.get(service.name, ()), rtype)
@@ -88,7 +100,7 @@ def endpoint_lines(service: Service, rtype: str, snapshot: Snapshot) -> list[str
         lines.append(
             f"  {endpoint.address:<{width}}  {locality_text(endpoint.site, loc.region, loc.zone)}"
             f"  weight {endpoint.weight}  priority {endpoint.priority}  admin {admin.value}"
-            f"  health {health_text(endpoint, snapshot, peer)}  -> {verdict}"
+            f"  health {health_text(endpoint, snapshot, peer, checks)}  -> {verdict}"
         )
     return lines
 
@@ -223,8 +235,10 @@ def explain(
     rtype: str,
     client_ip: str,
     ecs: str | None = None,
+    checks: CheckHealth | None = None,
 ) -> str:
-    """Why `client_ip` (or the ECS address) gets the answer it gets for `qname`/`rtype`."""
+    """Why `client_ip` (or the ECS address) gets the answer it gets for `qname`/`rtype`; `checks`
+    gives the verdict of each check of an endpoint with several (a running instance's book)."""
     name = normalize_name(qname)
     rtype = rtype.upper()
     client, lines, ecs_prefix = client_lines(config, client_ip, ecs)
@@ -258,7 +272,7 @@ def explain(
     if service is not None:
         lines.extend(service_lines(service))
         if rtype in SERVICE_TYPES:
-            lines.extend(endpoint_lines(service, rtype, view.snapshot))
+            lines.extend(endpoint_lines(service, rtype, view.snapshot, checks))
     elif not data.outcomes:
         lines.append("name: exists only because names below it exist (empty non-terminal)")
     else:

@@ -51,6 +51,54 @@ TRANSITIONS = Counter(
     registry=REGISTRY,
 )
 
+ENDPOINT_CHECK_UP = Gauge(
+    "gslbd_endpoint_check_up",
+    "Per endpoint with several checks (endpoints[].checks), each check's own verdict: 1 up (or no "
+    "result yet), 0 down; the endpoint's combined verdict follows its health: all|any.",
+    ["service", "address", "check"],
+    registry=REGISTRY,
+)
+
+
+class AnswerSites(Collector):
+    """gslbd_service_answer_site_info{service,site}, read at scrape time from `source` (app/answered.py
+    keeps the sites per service): no labelled gauge objects to set at every change."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], Iterable[tuple[str, Iterable[str]]]] | None = None
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        source = self.source
+        if source is not None:
+            for service, sites in source():
+                for site in sorted(sites):
+                    family.add_metric([service, site], 1)
+        yield family
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "gslbd_service_answer_site_info",
+            "1 for each site whose endpoints a failover service's A/AAAA answers hold now (any client, any "
+            "variant); a site that left the answer has no sample.",
+            labels=["service", "site"],
+        )
+
+
+SERVICE_ANSWER_SITE = AnswerSites()
+REGISTRY.register(SERVICE_ANSWER_SITE)
+SERVICE_FAILOVERS = Counter(
+    "gslbd_service_failovers_total",
+    "Failover events of a failover service: its preferred site (failover_order's first, else the site of "
+    "its first endpoint) left the answer (direction away) or came back to it (direction back).",
+    ["service", "direction"],
+    registry=REGISTRY,
+)
+
 
 class ServiceEndpoints(Collector):
     """gslbd_health_endpoints{_up} per configured service, read at scrape time from `source` (the

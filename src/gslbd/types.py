@@ -42,6 +42,13 @@ class InitialState(StrEnum):
     DOWN = "down"
 
 
+class HealthMode(StrEnum):
+    """`health` of an endpoint with several `checks`: up when all of them (or any one) say up."""
+
+    ALL = "all"
+    ANY = "any"
+
+
 class CheckType(StrEnum):
     HTTP = "http"
     HTTPS = "https"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -114,6 +115,45 @@ class ThreadedBackend(http.server.ThreadingHTTPServer):
     def close(self) -> None:
         self.shutdown()
         self.server_close()
+
+
+class TcpBackend:
+    """A TCP backend in a thread that accepts and closes connections (what a `type: tcp` check without
+    send/expect needs); `stop()` closes its port (connections are refused), `start()` opens the same
+    port again."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self.start()
+
+    def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))
+        sock.listen(64)
+        self.port = sock.getsockname()[1]
+        self._sock = sock
+        self._thread = threading.Thread(target=self._accept, args=(sock,), daemon=True)
+        self._thread.start()
+
+    def _accept(self, sock: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:  # closed by stop()
+                return
+            conn.close()
+
+    def stop(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
 
 
 def http_get(url: str, token: str | None = None, method: str = "GET") -> tuple[int, Any]:

@@ -8,7 +8,7 @@ call them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -35,6 +35,20 @@ class Health(StrEnum):
     UP = "up"
     DOWN = "down"
     UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckView:
+    """One check of an endpoint with several (`endpoints[].checks`): its own verdict and last result."""
+
+    name: str
+    type: str
+    health: Health
+    last_check: float | None = None
+    last_ok: bool | None = None
+    last_detail: str = ""
+    last_change: float | None = None
+    last_change_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +79,9 @@ class EndpointView:
     weight: int = 1
     source: str = "config"
     patched: tuple[str, ...] = ()
+    # An endpoint with several checks: `health_mode` (all | any) combines `checks` into `health`.
+    health_mode: str | None = None
+    checks: tuple[CheckView, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +265,9 @@ class Control(Protocol):
         generation and the same with the changes: the figures of `gslbd whatif --json`. WhatIfRefused."""
         ...
 
-    def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
+    def push_health(
+        self, service: str, address: str, ok: bool, detail: str, check: str | None = None
+    ) -> None:
         """A result for a `type: push` endpoint, applied now (app/push.py). KeyError for an unknown
         service or endpoint, errors.NotPushed when the endpoint is not push-checked here."""
         ...
@@ -288,6 +307,10 @@ class Control(Protocol):
         ...
 
 
+def _health(st: EndpointStatus) -> Health:
+    return Health.UNKNOWN if st.healthy is None else (Health.UP if st.healthy else Health.DOWN)
+
+
 def endpoint_view(
     endpoint: Endpoint,
     status: EndpointStatus | None,
@@ -295,12 +318,37 @@ def endpoint_view(
     effective_up: bool,
     source: str = "config",
     patched: tuple[str, ...] = (),
+    checks: Sequence[tuple[str, EndpointStatus]] = (),
 ) -> EndpointView:
     """The API view of `endpoint`: `status` is its health (None = never probed), `admin` the admin
     state in force and `effective_up` the result of `state.snapshot.effective_up`; `source` and
-    `patched` as EndpointView has them."""
+    `patched` as EndpointView has them; `checks` the status of each of its checks when it has several
+    (by name, in config order)."""
     st = status if status is not None else EndpointStatus()
-    health = Health.UNKNOWN if st.healthy is None else (Health.UP if st.healthy else Health.DOWN)
+    health = _health(st)
+    several = endpoint.checks
+    if several is not None:
+        types = {c.name: c.type.value for c in several.checks}
+        views = tuple(
+            CheckView(
+                name=name,
+                type=types.get(name, ""),
+                health=_health(part),
+                last_check=part.last_check,
+                last_ok=part.last_ok,
+                last_detail=part.last_detail,
+                last_change=part.last_change,
+                last_change_reason=part.last_change_reason,
+            )
+            for name, part in checks
+        )
+        kinds = ", ".join(dict.fromkeys(types.values()))
+        return replace(
+            endpoint_view(replace(endpoint, checks=None), status, admin, effective_up, source, patched),
+            check=f"{several.health} of {kinds}",
+            health_mode=several.health.value,
+            checks=views,
+        )
     return EndpointView(
         address=endpoint.address,
         site=endpoint.site,

@@ -121,6 +121,25 @@ _SCHEMAS: dict[str, Any] = {
                 "items": {"type": "string"},
                 "description": "the keys of a config endpoint the overlay replaced",
             },
+            "health_mode": {
+                "enum": ["all", "any"],
+                "description": "only an endpoint with several checks: how `checks` combine into `health`",
+            },
+            "checks": {
+                "type": "array",
+                "description": "only an endpoint with several checks: each one's verdict, in config order",
+                "items": {"$ref": "#/components/schemas/EndpointCheck"},
+            },
+        },
+    },
+    "EndpointCheck": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "the check profile"},
+            "type": {"type": "string"},
+            "health": {"enum": ["up", "down", "unknown"]},
+            "last_check": {"$ref": "#/components/schemas/LastCheck"},
+            "last_change": {"$ref": "#/components/schemas/LastChange"},
         },
     },
     "Service": {

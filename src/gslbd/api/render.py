@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from gslbd.api.control import EndpointView, PeerView, ServiceStatus
+from gslbd.api.control import CheckView, EndpointView, PeerView, ServiceStatus
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -18,7 +18,7 @@ def iso_time(ts: float | None) -> str | None:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def endpoint_json(e: EndpointView) -> dict[str, Any]:
+def _last(e: EndpointView | CheckView) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     last_check = None
     if e.last_check is not None:
         last_check = {
@@ -30,6 +30,23 @@ def endpoint_json(e: EndpointView) -> dict[str, Any]:
     last_change = None
     if e.last_change is not None:
         last_change = {"time": e.last_change, "at": iso_time(e.last_change), "reason": e.last_change_reason}
+    return last_check, last_change
+
+
+def check_json(c: CheckView) -> dict[str, Any]:
+    last_check, last_change = _last(c)
+    return {
+        "name": c.name,
+        "type": c.type,
+        "health": c.health.value,
+        "last_check": last_check,
+        "last_change": last_change,
+    }
+
+
+def endpoint_json(e: EndpointView) -> dict[str, Any]:
+    last_check, last_change = _last(e)
+    several = {"health_mode": e.health_mode, "checks": [check_json(c) for c in e.checks]}
     return {
         "address": e.address,
         "site": e.site,
@@ -44,6 +61,7 @@ def endpoint_json(e: EndpointView) -> dict[str, Any]:
         "weight": e.weight,
         "source": e.source,
         "patched": list(e.patched),
+        **(several if e.health_mode is not None else {}),
     }
 
 
@@ -118,7 +136,7 @@ def _endpoint_row(e: EndpointView) -> str:
         + _cell(e.address)
         + _cell(e.site)
         + _cell(locality)
-        + _cell(e.check or "none", None if e.check else "muted")
+        + _cell(_check_text(e), None if e.check else "muted")
         + _cell(e.health.value, e.health.value)
         + _cell(e.admin.value)
         + _cell(effective, effective)
@@ -126,6 +144,13 @@ def _endpoint_row(e: EndpointView) -> str:
         + _cell(last_change)
         + "</tr>"
     )
+
+
+def _check_text(e: EndpointView) -> str:
+    """The check cell: the type, or for several checks their combination and each one's verdict."""
+    if not e.checks:
+        return e.check or "none"
+    return f"{e.health_mode}: " + ", ".join(f"{c.name} {c.health.value}" for c in e.checks)
 
 
 def status_page(services: Sequence[ServiceStatus], ready: bool) -> str:

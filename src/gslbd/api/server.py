@@ -453,7 +453,8 @@ class ApiServer:
         return web.json_response(done, status=201 if op is OverlayOp.ADD else 200)
 
     async def _push_health(self, request: web.Request) -> web.Response:
-        """A `type: push` result: {"ok": true|false, "detail": "..."} (detail optional)."""
+        """A `type: push` result: {"ok": true|false, "detail": "..."} (detail optional; "check": the
+        push check meant, for an endpoint with several push checks among its `checks`)."""
         refused = self._authorize(request)
         if refused is not None:
             return refused
@@ -465,14 +466,15 @@ class ApiServer:
             return _error(400, usage)
         ok = body.get("ok") if isinstance(body, dict) else None
         detail = body.get("detail", "") if isinstance(body, dict) else None
-        if not isinstance(ok, bool) or not isinstance(detail, str):
+        check = body.get("check") if isinstance(body, dict) else None  # one of several `checks`
+        if not isinstance(ok, bool) or not isinstance(detail, str) or not isinstance(check, str | None):
             return _error(400, usage)
         service = self._find_service(name)
         if service is None:
             return _error(404, f"no service {_absolute(name)}")
         wanted = _normal_address(address)
         try:
-            self._control.push_health(service.name, wanted, ok, detail)
+            self._control.push_health(service.name, wanted, ok, detail, check)
         except KeyError:
             return _error(404, f"service {service.name} has no endpoint {address}")
         except NotPushed as exc:

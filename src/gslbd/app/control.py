@@ -26,6 +26,7 @@ from gslbd.api.control import (
     endpoint_view,
     service_status,
 )
+from gslbd.app.checksets import check_statuses
 from gslbd.app.whatif import NothingToReplay, SelectorMatchesNothing, whatif_running
 from gslbd.config.overlay import problem_text
 from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
@@ -111,8 +112,10 @@ class AppControl:
         except (NothingToReplay, CaptureError) as exc:
             raise WhatIfRefused(409, str(exc)) from None
 
-    def push_health(self, service: str, address: str, ok: bool, detail: str) -> None:
-        self._app.push_health(service, address, ok, detail)
+    def push_health(
+        self, service: str, address: str, ok: bool, detail: str, check: str | None = None
+    ) -> None:
+        self._app.push_health(service, address, ok, detail, check)
 
     def dns_counters(self) -> DnsCounters:
         """The listeners' counters of this process, or with worker processes the sum of what they last
@@ -225,7 +228,10 @@ class AppControl:
         if not any(svc.name == service for svc in app.config.services):
             raise KeyError(service)
         view = app.view
-        text = explain(app.config, view, app.env, service, rtype, client_ip, ecs)
+        book = app.book
+        text = explain(
+            app.config, view, app.env, service, rtype, client_ip, ecs, lambda k: book.status(k).healthy
+        )
         client, _, _ = client_lines(app.config, client_ip, ecs)  # ECS as explain (and DNS) takes it
         answer = view.resolve(service, rtype, client.ip, client.v6, random.Random(0), 0)
         rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
@@ -281,6 +287,7 @@ class AppControl:
                 ep.address in up,
                 overlay.source_of(ep.key),
                 overlay.patched(ep.key),
+                check_statuses(book, ep),
             )
             for ep in svc.endpoints
         ]

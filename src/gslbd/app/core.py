@@ -46,9 +46,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gslbd.answer import View
+from gslbd.app.answered import AnsweredSites
 from gslbd.app.audit import AuditTask
 from gslbd.app.bulk import BulkResult, candidate_view, plan
 from gslbd.app.changes import ChangeRecorder
+from gslbd.app.checksets import CheckGauges, combined
 from gslbd.app.control import AppControl
 from gslbd.app.delays import DelayKeeper
 from gslbd.app.endpoints import OverlayKeeper, overlay_changes
@@ -56,7 +58,7 @@ from gslbd.app.front import DnsFront
 from gslbd.app.gauges import ServiceGauges
 from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, Resolved, resolve
 from gslbd.app.privileges import drop_after_bind
-from gslbd.app.push import PushWatch, is_push
+from gslbd.app.push import PushWatch, is_push, pushed_unit
 from gslbd.app.reconcile import endpoint_key, unchanged_keys
 from gslbd.app.safety import SafetyGauges, check_admin, check_endpoints, check_reload
 from gslbd.app.startup import privilege_problems, store_for
@@ -180,7 +182,10 @@ class App:
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): where NOTIFY re-polls run
         self._ready = False
         self._gauges = ServiceGauges()
+        self._check_gauges = CheckGauges()  # gslbd_endpoint_check_up (app/checksets.py)
         self._gauges.update(gen)
+        self._sites = AnsweredSites()  # the sites answered and failover events (app/answered.py)
+        self._sites.update(gen)
         self._safety = SafetyGauges()
         self._safety.update(gen)
         self.changes = ChangeRecorder(self.clock)  # the console's change log (app/changes.py)
@@ -259,6 +264,7 @@ class App:
         self._apply_overlay(self.store.load_overlay())
         self._kept = {}
         seed(self.book, self._generation.resolved, kept, self.clock.wall())
+        self._check_gauges.update(self.book, self._generation.resolved.probed)
         self._rebuild()
         try:
             if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
@@ -354,6 +360,8 @@ class App:
             self._resign_handle.cancel()
             self._resign_handle = None
         self._gauges.clear()
+        self._check_gauges.clear()
+        self._sites.clear()
         self._safety.clear()
 
     async def _start_api(self) -> None:
@@ -382,6 +390,7 @@ class App:
         self._generation = generation
         self._front.publish(generation)
         self._gauges.update(generation)
+        self._sites.update(generation)
         self._safety.update(generation)
         self.exchange.after_commit(generation.notify_zones, generation.publication, generation.config)
         self._schedule_fill()
@@ -496,7 +505,16 @@ class App:
             return  # a result for an endpoint that a reload removed or re-checked
         sharing = resolved.targets.get(endpoint.key, (endpoint.key,))
         before = self.book.status(endpoint.key)
-        after = step(before, result, self.clock.wall(), check.rise, check.fall, check.window)
+        now = self.clock.wall()
+        after = step(before, result, now, check.rise, check.fall, check.window)
+        if endpoint.unit:  # one check of several (app/checksets.py): the endpoint's verdict combines them
+            self.book.record_check(endpoint.key, after)
+            self._check_gauges.set(endpoint, after)
+            if after.healthy != before.healthy and self._saver is not None:
+                self._saver.changed()
+            sharing = (endpoint.endpoint_key,)
+            before = self.book.status(endpoint.endpoint_key)
+            after = combined(self.book, endpoint, now)
         changed = False
         for key in sharing:
             changed |= self.book.record(key, after)
@@ -700,19 +718,26 @@ class App:
 
     # -- reload ----------------------------------------------------------------------------------
 
-    def push_health(self, service: str, address: str, ok: bool, detail: str) -> EndpointKey:
+    def push_health(
+        self, service: str, address: str, ok: bool, detail: str, check: str | None = None
+    ) -> EndpointKey:
         """A result pushed for a `type: push` endpoint (POST /api/v1/health/...), applied now.
         KeyError for an unknown service or endpoint, NotPushed when the endpoint's check is not a push
-        check here (another type, none, or an endpoint of a peer site)."""
+        check here (another type, none, or an endpoint of a peer site). An endpoint with several
+        `checks` takes it for its push check (`check` names it when there are several)."""
         resolved = self._generation.resolved
         found = resolved.services.get(service)
         endpoint = None if found is None else next((e for e in found.endpoints if e.address == address), None)
         if found is None or endpoint is None:
             raise KeyError((service, address))
+        if endpoint.checks is not None:
+            unit = pushed_unit(endpoint, resolved.probed, check)
+            self._push.push(unit.key, ok, detail)
+            return endpoint.key
         probed = resolved.probed.get(endpoint.key)
         if probed is None or not is_push(probed):
-            check = None if probed is None else probed.check
-            what = "not checked at this site" if check is None else f"checked by type {check.type}"
+            kind = None if probed is None or probed.check is None else probed.check.type
+            what = "not checked at this site" if kind is None else f"checked by type {kind}"
             raise NotPushed(f"{service} {address} is {what}, not by a push check")
         self._push.push(endpoint.key, ok, detail)
         return endpoint.key
@@ -781,6 +806,7 @@ class App:
                     if self.book.known(member) != status:
                         self.book.record(member, status)
         seed(self.book, resolved, self._kept, self.clock.wall())  # new targets whose check starts them down
+        self._check_gauges.update(self.book, resolved.probed)
         try:
             if self.exchange.update(config):  # peers came or went
                 self.book.set_peer_endpoints(self.exchange.endpoints())

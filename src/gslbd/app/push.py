@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from gslbd.clock import Clock
+from gslbd.errors import NotPushed
 from gslbd.health.probes.base import seconds
-from gslbd.model.service import Endpoint, EndpointKey
+from gslbd.model.service import Endpoint, EndpointKey, unit_key
 from gslbd.state.status import ProbeResult
 from gslbd.types import CheckType
 
@@ -29,6 +30,32 @@ MAX_DETAIL = 200  # characters of a pushed detail that are kept
 
 def is_push(endpoint: Endpoint) -> bool:
     return endpoint.check is not None and endpoint.check.type is CheckType.PUSH
+
+
+def pushed_unit(endpoint: Endpoint, probed: Mapping[EndpointKey, Endpoint], check: str | None) -> Endpoint:
+    """The push check (a unit, app/reconcile.py) of an endpoint with several `checks` that a push for
+    it feeds: its only push check, or the one named `check`. NotPushed when there is none (or the
+    name is not one of them, or several and none named)."""
+    several = endpoint.checks
+    names = several.names if several is not None else ()
+    units = [
+        unit
+        for name in names
+        if (unit := probed.get(unit_key(endpoint.key, name))) is not None and is_push(unit)
+    ]
+    what = f"{endpoint.service} {endpoint.address}"
+    if not units:
+        raise NotPushed(f"{what} has no push check among its checks ({', '.join(names)}) here")
+    if check is not None:
+        for unit in units:
+            if unit.check is not None and unit.check.name == check:
+                return unit
+        pushed = ", ".join(u.check.name for u in units if u.check is not None)
+        raise NotPushed(f"{what} has no push check {check!r} (its push checks: {pushed})")
+    if len(units) > 1:
+        pushed = ", ".join(u.check.name for u in units if u.check is not None)
+        raise NotPushed(f'{what} has several push checks ({pushed}): name one with "check"')
+    return units[0]
 
 
 class PushWatch:

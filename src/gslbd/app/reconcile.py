@@ -24,12 +24,26 @@ def probed_endpoints(
     """Endpoints probed by this instance: those with a check, except endpoints of peer sites (their
     health is what that site publishes). `services`: only those of `config` (default: all)."""
     peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
-    return {
-        ep.key: ep
-        for svc in (config.services if services is None else services)
-        for ep in svc.endpoints
-        if ep.check is not None and (ep.site == config.site.name or ep.site not in peers)
-    }
+    out: dict[EndpointKey, Endpoint] = {}
+    for svc in config.services if services is None else services:
+        for ep in svc.endpoints:
+            if ep.site != config.site.name and ep.site in peers:
+                continue
+            if ep.check is not None:
+                out[ep.key] = ep
+            elif ep.checks is not None:  # several checks: one probed unit each (Endpoint.key)
+                for unit in check_units(ep):
+                    out[unit.key] = unit
+    return out
+
+
+def check_units(endpoint: Endpoint) -> tuple[Endpoint, ...]:
+    """The probed units of an endpoint with `checks`: the endpoint with one of its checks each (keyed
+    `(service, "<address>#<check>")`); () for any other endpoint."""
+    several = endpoint.checks
+    if several is None or endpoint.check is not None:
+        return ()
+    return tuple(replace(endpoint, check=check) for check in several.checks)
 
 
 def unchanged_keys(
@@ -37,7 +51,11 @@ def unchanged_keys(
 ) -> set[EndpointKey]:
     """Endpoints probed under both configs (`probed_endpoints` of each) with the same check at the
     same probed address: their health is carried over (and their probe loops keep running)."""
-    return {key for key, ep in after.items() if (was := before.get(key)) is not None and _same(was, ep)}
+    kept = {key for key, ep in after.items() if (was := before.get(key)) is not None and _same(was, ep)}
+    # An endpoint with several checks keeps its combined verdict while one of its checks is kept (it
+    # is combined again from its checks after the reload).
+    kept.update([after[key].endpoint_key for key in kept if after[key].unit])
+    return kept
 
 
 def _same(a: Endpoint, b: Endpoint) -> bool:
@@ -74,6 +92,8 @@ def target_key(endpoint: Endpoint) -> TargetKey:
     check = endpoint.check
     assert check is not None
     owner = endpoint.service if check.type in (CheckType.EXEC, CheckType.PUSH) else ""
+    if endpoint.unit:  # one check of several: its verdict is combined with the others', never shared
+        owner = "|".join(endpoint.key)
     return (probe_host(endpoint), answered_host(endpoint), owner, replace(check, name=""))
 
 

@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
+from gslbd.app.checksets import recombine
 from gslbd.app.generation import Resolved
 from gslbd.errors import StateError
 from gslbd.health.fsm import initial
@@ -51,7 +52,8 @@ def starting(endpoint: Endpoint, kept: KeptVerdict | None, now: float) -> Endpoi
 
 def seed(book: HealthBook, resolved: Resolved, kept: Mapping[EndpointKey, KeptVerdict], now: float) -> int:
     """Give every probed target that has no status its starting one (for every endpoint sharing its
-    probe); the number of targets seeded."""
+    probe; a check of an endpoint with several: that check's), then combine the verdicts of endpoints
+    with several checks; the number of targets seeded."""
     seeded = 0
     for key, group in resolved.targets.items():
         if book.known(key) is not None:
@@ -60,8 +62,12 @@ def seed(book: HealthBook, resolved: Resolved, kept: Mapping[EndpointKey, KeptVe
         if status is None:
             continue
         for member in group:
-            book.record(member, status)
+            if resolved.probed[key].unit:  # one check of several: combined below
+                book.record_check(member, status)
+            else:
+                book.record(member, status)
         seeded += 1
+    recombine(book, resolved.probed, now)  # endpoints with several checks (app/checksets.py)
     return seeded
 
 

@@ -145,6 +145,16 @@ def _source(e: dict[str, Any]) -> str:
     return f"{source} patched({','.join(patched)})" if patched else source
 
 
+def _health(e: dict[str, Any]) -> str:
+    """The verdict; for several checks also each one's: "down (all: web down, db up)"."""
+    health = str(e.get("health", "-"))
+    checks = e.get("checks")
+    if not isinstance(checks, list) or not checks:
+        return health
+    parts = ", ".join(f"{c.get('name')} {c.get('health')}" for c in checks if isinstance(c, dict))
+    return f"{health} ({e.get('health_mode')}: {parts})"
+
+
 def status_rows(services: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
     """One row per endpoint: service, endpoint, site, health, admin, effective, source, last change +
     reason; then one per config endpoint the endpoint overlay removed."""
@@ -158,7 +168,7 @@ def status_rows(services: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
                     s["name"],
                     e["address"],
                     e.get("site") or "-",
-                    e.get("health", "-"),
+                    _health(e),
                     e.get("admin", "-"),
                     "up" if e.get("effective_up") else "down",
                     _source(e),

@@ -11,7 +11,10 @@
 
 <zone> and <fqdn> are written as the model holds them: absolute, lower case, with the trailing dot
 ("gslb.example.com.", "app.gslb.example.com."). <address> is the endpoint's answered address in its
-normal text form ("192.0.2.10", "2001:db8::10", or a hostname with its trailing dot). Messages are compact
+normal text form ("192.0.2.10", "2001:db8::10", or a hostname with its trailing dot); for one check of
+an endpoint with several (`endpoints[].checks`) it is "<address>#<check>" ("192.0.2.10#web"), in the
+lock and health names and in the update's "address" alike, so each check is probed, shared and
+judged on its own while a single check's names stay as they are. Messages are compact
 JSON with the keys in the order shown (the same bytes as Go's encoding/json writes for CoreDNS-GSLB).
 """
 

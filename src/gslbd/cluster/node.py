@@ -164,8 +164,8 @@ class ClusterNode:
             self._endpoints[key] = ep
             self._names[key] = (
                 zone,
-                self.keys.lock(zone, ep.service, ep.address),
-                self.keys.health(zone, ep.service, ep.address),
+                self.keys.lock(zone, *key),  # a check of several: "<address>#<check>" (keys.py)
+                self.keys.health(zone, *key),
             )
             self._ledger.track(key, ep.check.interval)
         self._ledger.retain(set(wanted))
@@ -269,7 +269,7 @@ class ClusterNode:
         if client is None or names is None or check is None:
             return
         zone, _, health = names
-        message = encode_health_update(HealthUpdate(zone, endpoint.service, endpoint.address, result.ok))
+        message = encode_health_update(HealthUpdate(zone, key[0], key[1], result.ok))
         self._ledger.published(key, result.ok, now)
         try:
             async with self.link.deadline(), client.pipeline(transaction=False) as pipe:

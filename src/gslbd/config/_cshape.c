@@ -31,10 +31,10 @@
 #include <structmember.h>
 
 enum { E_SERVICE, E_ADDRESS, E_KIND, E_SITE, E_LOCALITY, E_WEIGHT, E_PRIORITY, E_CHECK, E_PROBE, E_ADMIN,
-       E_TAGS, E_COUNT };
+       E_TAGS, E_CHECKS, E_COUNT };
 static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kind",  "site",
                                                      "locality", "weight",  "priority", "check",
-                                                     "probe_address", "admin", "tags"};
+                                                     "probe_address", "admin", "tags", "checks"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
        S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_BIAS, S_SELECT, S_POOLS, S_RULES,
        S_FAILOVER_DELAY, S_FAILBACK_DELAY, S_TTL_RANGE, S_COUNT };
@@ -612,7 +612,8 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
             [E_SERVICE] = Py_NewRef(name),  [E_ADDRESS] = address,          [E_KIND] = Py_NewRef(kind),
             [E_SITE] = Py_NewRef(site),     [E_LOCALITY] = Py_NewRef(locality), [E_WEIGHT] = Py_NewRef(r->one),
             [E_PRIORITY] = Py_NewRef(r->zero), [E_CHECK] = Py_NewRef(check), [E_PROBE] = Py_NewRef(Py_None),
-            [E_ADMIN] = Py_NewRef(r->obey), [E_TAGS] = PyTuple_New(0)};
+            [E_ADMIN] = Py_NewRef(r->obey), [E_TAGS] = PyTuple_New(0),
+            [E_CHECKS] = Py_NewRef(Py_None)};
         PyObject *endpoint = made(r->endpoint_type, r->endpoint_at, values, E_COUNT);
         if (endpoint == NULL)
             GIVE_UP(FAILED);

@@ -260,12 +260,58 @@ class CheckRef:
         if found is not None:
             return True, found[0]
         if value not in self.names:
-            if self.names:
-                hint = suggest(value, self.names) or "; defined: " + ", ".join(sorted(self.names))
-            else:
-                hint = "; no profiles are defined under checks"
-            r.error("check", f"unknown check profile '{value}'{hint}")
+            r.error("check", self._unknown(value))
         return True, None
+
+    def _unknown(self, value: str) -> str:
+        if self.names:
+            hint = suggest(value, self.names) or "; defined: " + ", ".join(sorted(self.names))
+        else:
+            hint = "; no profiles are defined under checks"
+        return f"unknown check profile '{value}'{hint}"
+
+    def resolve_list(self, r: MapReader) -> tuple[Check, ...] | None:
+        """r's `checks` key (`endpoints[].checks: [a, b]`): the profiles named, in order; None when
+        the key is absent or something in it is wrong (each problem reported at its item)."""
+        node = r.node_of("checks")
+        if node is None:
+            return None
+        if not isinstance(node, Seq):
+            r.error("checks", f"expected a list of check profile names, got {describe(node)}")
+            return None
+        if not node.items:
+            r.error("checks", "the list is empty: name at least one check profile (or leave checks out)")
+            return None
+        out: list[Check] = []
+        seen: set[str] = set()
+        ok = True
+        for i, item in enumerate(node.items):
+            path = join(r.at("checks"), i)
+            value = item.value if isinstance(item, Scalar) else None
+            if not isinstance(value, str):
+                self.rep.error(item.line, path, f"expected a check profile name, got {describe(item)}")
+                ok = False
+                continue
+            if value == NONE:
+                self.rep.error(
+                    item.line, path, "'none' is not a check profile: leave checks out for no check"
+                )
+                ok = False
+                continue
+            self.used.add(value)
+            if value in seen:
+                self.rep.error(item.line, path, f"check profile '{value}' is listed twice")
+                ok = False
+                continue
+            seen.add(value)
+            found = self.profiles.get(value)
+            if found is None:
+                if value not in self.names:
+                    self.rep.error(item.line, path, self._unknown(value))
+                ok = False
+                continue
+            out.append(found[0])
+        return tuple(out) if ok else None
 
     def warn_unused(self, r: MapReader | None) -> None:
         if r is None:

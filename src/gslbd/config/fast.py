@@ -60,8 +60,9 @@ _SERVICE_KEYS = frozenset(SERVICE_KEYS) - {
     "rules",
     "failover_delay",
     "failback_delay",
+    "health",
 }
-_ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality"}
+_ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality", "checks", "health"}
 _POLICIES = {p.value: p for p in PolicyName}
 _ALL_DOWN = {a.value: a for a in AllDown}
 _ADMIN = {a.value: a for a in AdminState}

@@ -30,6 +30,7 @@ _ENDPOINT_FIELDS = (
     "probe_address",
     "admin",
     "tags",
+    "checks",
 )
 _SERVICE_FIELDS = (
     "name",
@@ -77,6 +78,7 @@ class EndpointDraft:
         probe_address: str | None,
         admin: AdminState,
         tags: tuple[str, ...] = (),
+        checks: None = None,
     ) -> None:
         self.service = service
         self.address = address
@@ -89,6 +91,7 @@ class EndpointDraft:
         self.probe_address = probe_address
         self.admin = admin
         self.tags = tags
+        self.checks = checks
 
 
 class ServiceDraft:

@@ -31,10 +31,10 @@ from gslbd.config.tags import tag_value
 from gslbd.config.timing import read_delays, read_ttl
 from gslbd.config.yaml_fast import FastServices, Known
 from gslbd.config.zones import ZoneInfo
-from gslbd.model.check import Check
+from gslbd.model.check import Check, CheckSet
 from gslbd.model.service import Endpoint, HttpsRecord, MinHealthy, Service, SrvRecord
 from gslbd.model.topology import Locality
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
+from gslbd.types import AdminState, AllDown, EndpointKind, HealthMode, PolicyName, Select
 
 
 def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str | None]:
@@ -120,7 +120,11 @@ def _weights(r: MapReader) -> tuple[tuple[str, int], ...] | None:
 
 
 def read_endpoint(
-    ctx: ServiceContext, r: MapReader, service: str, default_check: Check | None
+    ctx: ServiceContext,
+    r: MapReader,
+    service: str,
+    default_check: Check | None,
+    health: HealthMode = HealthMode.ALL,
 ) -> Endpoint | None:
     r.check_keys(ENDPOINT_KEYS)
     found = r.req("address", target)
@@ -131,6 +135,7 @@ def read_endpoint(
     priority = r.get("priority", integer(0), 0)
     inline = f"{service}#{found[0]}" if found is not None else f"{service}#endpoint"
     given, check = ctx.checks.resolve(r, inline)
+    several = _check_set(ctx, r, health)
     probe = r.opt("probe_address", ip_address)
     admin = r.get("admin", enum(AdminState, "admin state"), AdminState.OBEY)
     tags = r.list_of("tags", _tag, single=False) or []
@@ -144,21 +149,42 @@ def read_endpoint(
         locality=locality if locality is not None else ctx.site_locality(site),
         weight=weight,
         priority=priority,
-        check=check if given else default_check,
+        check=None if several is not None or r.has("checks") else check if given else default_check,
         probe_address=probe,
         admin=admin,
         tags=tuple(dict.fromkeys(t for t, _, _ in tags)),
+        checks=several,
     )
 
 
-def _read_endpoints(ctx: ServiceContext, r: MapReader, name: str, default: Check | None) -> list[Endpoint]:
+def _check_set(ctx: ServiceContext, r: MapReader, health: HealthMode) -> CheckSet | None:
+    """An endpoint's `checks` (several check profiles) with its `health` (else the service's)."""
+    mode = r.get("health", enum(HealthMode, "health mode"), health)
+    if not r.has("checks"):
+        if r.has("health"):
+            r.warn(
+                "health", "health combines the endpoint's checks: [a, b]; with one check it changes nothing"
+            )
+        return None
+    if r.has("check"):
+        r.error(
+            "checks",
+            "check and checks cannot both be given: one check is `check: NAME`, several `checks: [a, b]`",
+        )
+    checks = ctx.checks.resolve_list(r)
+    return CheckSet(checks, mode) if checks is not None else None
+
+
+def _read_endpoints(
+    ctx: ServiceContext, r: MapReader, name: str, default: Check | None, health: HealthMode
+) -> list[Endpoint]:
     out: list[Endpoint] = []
     seen: dict[str, str] = {}
     for item, path in r.items("endpoints"):
         e = as_map(ctx.rep, item, path)
         if e is None:
             continue
-        endpoint = read_endpoint(ctx, e, name, default)
+        endpoint = read_endpoint(ctx, e, name, default, health)
         if endpoint is None:
             continue
         if endpoint.address in seen:
@@ -238,6 +264,7 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
     _, default_check = ctx.checks.resolve(r, f"{fqdn}#inline")
     fixed_ttl, ttl_range = read_ttl(r, zone_ttl)
     failover_delay, failback_delay = read_delays(r)
+    health = r.get("health", enum(HealthMode, "health mode"), HealthMode.ALL)  # for endpoints' checks
     service = Service(
         name=fqdn,
         zone=info.zone.origin if info is not None else "",
@@ -250,7 +277,7 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         all_down=all_down,
         fallback=_fallback(r, all_down),
         locality_names=r.get("locality_names", boolean, False),
-        endpoints=tuple(_read_endpoints(ctx, r, fqdn, default_check)),
+        endpoints=tuple(_read_endpoints(ctx, r, fqdn, default_check, health)),
         https=_https(r.sub("https")),
         srv=_srv(r.sub("srv"), fqdn, info.zone.origin if info is not None else None),
         min_healthy=r.opt("min_healthy", _min_healthy),
@@ -403,6 +430,10 @@ def _profiles_named(value: object, profiles: Mapping[str, object]) -> tuple[str,
     names = [value.get("check")]
     if type(endpoints) is list:
         names += [e.get("check") for e in endpoints if type(e) is dict]
+        for e in endpoints:  # `checks: [a, b]`
+            several = e.get("checks") if type(e) is dict else None
+            if type(several) is list:
+                names += several
     return tuple(dict.fromkeys(n for n in names if type(n) is str and n in profiles))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gslbd.types import CheckType
+from gslbd.types import CheckType, HealthMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +48,17 @@ class Check:
         if self.port is not None:
             return self.port
         return {CheckType.HTTP: 80, CheckType.HTTPS: 443, CheckType.DNS: 53}.get(self.type)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSet:
+    """`endpoints[].checks: [a, b]` with `health: all|any`: each check runs its own verdict machine
+    (rise, fall, window) and the endpoint is up when all (any) of their verdicts are up
+    (health/combine.py)."""
+
+    checks: tuple[Check, ...]
+    health: HealthMode = HealthMode.ALL
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.checks)

@@ -5,12 +5,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gslbd.model.check import Check
+from gslbd.model.check import Check, CheckSet
 from gslbd.model.topology import IPNetwork, Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 # (service fqdn, endpoint address): identifies an endpoint everywhere (state, API, Redis keys).
 EndpointKey = tuple[str, str]
+# The key of one check of an endpoint with several: (service, "<address>#<check name>").
+UNIT_SEPARATOR = "#"
+
+
+def unit_key(key: EndpointKey, check: str) -> EndpointKey:
+    return (key[0], f"{key[1]}{UNIT_SEPARATOR}{check}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +26,11 @@ class Endpoint:
     `address` is a normalized IPv4/IPv6 address text, or an absolute lower-case hostname ending in a
     dot (answered as a CNAME). `service` is the fqdn of the owning service. `tags` are short labels
     (config/tags.py) that a bulk admin change selects by.
+
+    `checks` (`endpoints[].checks`): several checks combined by `health`; such an endpoint has no
+    `check` of its own. What is probed are its units (app/reconcile.py `probed_endpoints`): the same
+    endpoint with `check` set to one of `checks.checks`, keyed `(service, "<address>#<check>")`, whose
+    verdicts combine into the endpoint's (health/combine.py).
     """
 
     service: str
@@ -33,10 +44,23 @@ class Endpoint:
     probe_address: str | None = None
     admin: AdminState = AdminState.OBEY
     tags: tuple[str, ...] = ()  # `endpoints[].tags`: what an admin selector's `tags` matches
+    checks: CheckSet | None = None  # `endpoints[].checks` and `health`
 
     @property
     def key(self) -> EndpointKey:
+        if self.checks is None:
+            return (self.service, self.address)
+        return self.endpoint_key if self.check is None else unit_key(self.endpoint_key, self.check.name)
+
+    @property
+    def endpoint_key(self) -> EndpointKey:
+        """The key of the endpoint itself (a unit's key names its check too)."""
         return (self.service, self.address)
+
+    @property
+    def unit(self) -> bool:
+        """Whether this value is one check of an endpoint with several (`checks`)."""
+        return self.checks is not None and self.check is not None
 
     @property
     def rtype(self) -> str:

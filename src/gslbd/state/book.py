@@ -66,6 +66,11 @@ class HealthBook:
         self._touch(key[0])
         return True
 
+    def record_check(self, key: EndpointKey, status: EndpointStatus) -> None:
+        """Keep the status of one check of an endpoint with several (a unit key, Endpoint.key): it is
+        not a verdict the answers read; `record` keeps the endpoint's combined one (health/combine.py)."""
+        self._statuses[key] = status
+
     def _touch(self, service: str) -> None:
         if self._touched is not None:
             self._touched.add(service)

@@ -33,6 +33,7 @@ from gslbd.types import (
     CheckType,
     Discover,
     EndpointKind,
+    HealthMode,
     LogFormat,
     LogLevel,
     PolicyName,
@@ -188,7 +189,11 @@ def test_full_example_check_none_and_endpoint_overrides() -> None:
         "rpc",
         "ping",
         "script",
+        None,
     ]
+    several = static.endpoints[-1].checks
+    assert several is not None and several.names == ("secure", "port")
+    assert several.health is HealthMode.ALL  # the endpoint's own; the service's is any
 
 
 MINIMAL = """\

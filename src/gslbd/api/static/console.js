@@ -179,8 +179,17 @@ function endpointRow(service, e) {
     b.addEventListener("click", () => setAdmin(service, e.address, state));
     buttons.append(b);
   }
+  // Several checks (endpoints[].checks): the combined verdict, then each check's own.
+  const health = el("td", e.check ? e.health : "not checked", e.health);
+  for (const c of e.checks || []) {
+    const why = c.last_change ? c.last_change.reason : "";
+    const part = el("span", ` ${c.name} ${c.health}`, `check-${c.health}`);
+    part.title = why;
+    health.append(part);
+  }
+  if (e.health_mode) health.title = `health: ${e.health_mode}`;
   tr.append(el("td", e.address), el("td", [e.site, e.region, e.zone].filter(Boolean).join(" / ")),
-    el("td", e.check ? e.health : "not checked", e.health), el("td", e.admin),
+    health, el("td", e.admin),
     el("td", e.effective_up ? "yes" : "no", e.effective_up ? "up" : "down"), buttons,
     el("td", check, "reason"), el("td", change, "reason"));
   return tr;
