@@ -20,7 +20,13 @@ STRICT = ["-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"]
 setup(
     ext_modules=[
         Extension("gslbd.server._mmsg", ["src/gslbd/server/_mmsg.c"], optional=True, extra_compile_args=STRICT),
-        Extension("gslbd.wire._cfast", ["src/gslbd/wire/_cfast.c"], optional=True, extra_compile_args=STRICT),
+        Extension(
+            "gslbd.wire._cfast",
+            ["src/gslbd/wire/_cfast.c"],
+            depends=["src/gslbd/wire/_guard.c"],  # included by _cfast.c: the cookie and RRL stages
+            optional=True,
+            extra_compile_args=STRICT,
+        ),
         Extension(
             "gslbd.config._cshape", ["src/gslbd/config/_cshape.c"], optional=True, extra_compile_args=STRICT
         ),

@@ -43,7 +43,7 @@ except ImportError:  # not compiled here: the Python loops answer
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
-from gslbd.wire.guard import Guard
+from gslbd.wire.guard import AnyGuard
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +244,7 @@ def _guard_of(handler: Handler) -> Callable[[bytes, bytes, int, bool], bytes | N
         return None
 
     def guarded(query: bytes, reply: bytes, ip: int, v6: bool) -> bytes | None:
-        guard: Guard | None = getattr(handler, "guard", None)
+        guard: AnyGuard | None = getattr(handler, "guard", None)
         return reply if guard is None else guard.apply(query, reply, ip, v6, False)
 
     return guarded
