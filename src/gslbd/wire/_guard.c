@@ -787,8 +787,8 @@ static PyObject *guard_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *
             goto fail;
         }
         for (Py_ssize_t i = 0; i < ne; i++) {
-            PyObject *spec = item(exempt, i, 3, "exempt network");
-            if (spec == NULL) goto fail;
+            PyObject *spec = PyTuple_GET_ITEM(exempt, i);
+            if (item(spec, 0, 3, "exempt network") == NULL) goto fail;
             int is6 = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 0));
             if (is6 < 0 || as_u128(PyTuple_GET_ITEM(spec, 1), &g->exempt[i].net) < 0 ||
                 as_u128(PyTuple_GET_ITEM(spec, 2), &g->exempt[i].mask) < 0)
