@@ -27,11 +27,12 @@ and before the variant's EDE, as `fast_answer` writes it. Cookies and RRL are th
 answers when the responder gives the table its guard (`Table.set_guard`, wire/cguard.py, wire/_guard.c).
 
 Falls back to Python (the query goes to `Responder.handle`'s Python path) for what the C table cannot
-answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), a plan kind C does not know (a chain through several policies), a geo
-client that only the GeoIP database can place, a nonexistent name below the parent of a wildcard, and
-what `Fallback` names: DO or CO set (`do`), CO set (`co`), a DNS cookie (`cookie`), any EDNS option but
-ECS and cookies (`options`), an answer with rcode NXDOMAIN or REFUSED (`negative`: the exchange hook may
-own the name), every query (`everything`: RRL or cookies in Python, where the guard is not C's), or a name the table does not hold
+answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), a plan kind C does not
+know (a chain through several policies), a geo client that only the GeoIP database can place, a
+nonexistent name below the parent of a wildcard, and what `Fallback` names: DO or CO set (`do`), CO set
+(`co`), a DNS cookie (`cookie`), any EDNS option but ECS and cookies (`options`), an answer with rcode
+NXDOMAIN or REFUSED (`negative`: the exchange hook may own the name), every query (`everything`: RRL or
+cookies applied in Python, where the guard is not C's), or a name the table does not hold
 (`misses`: tables compiled lazily). Those features live in Python; they can move into C by adding
 variants or flags here. A datagram that cannot be a valid query is not among them, whatever the flags:
 the C UDP loop answers it (or drops it) as the slow path would, `Table.reject` (docs/wire.md, *Malformed

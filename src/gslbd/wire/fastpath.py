@@ -21,9 +21,9 @@ from dataclasses import replace
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire import ctable
+from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.compile import AnswerTable, Entry, Heads, compile_answer, count_answers, key_name, nx_soa
 from gslbd.wire.ctable import CTable, Fallback
-from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.guard import AnyGuard, guard_for
 from gslbd.wire.names import BadName, read_name
 from gslbd.wire.notify import NotifyHook

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 
 from gslbd.model.config import CookieConfig, DnsConfig, RrlConfig
+from gslbd.wire.cguard import AVAILABLE as NATIVE_AVAILABLE
+from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.cookies import (
     COOKIE,
     CookieJar,
@@ -30,8 +32,6 @@ from gslbd.wire.cookies import (
     learning_query,
     opt_rdata,
 )
-from gslbd.wire.cguard import AVAILABLE as NATIVE_AVAILABLE
-from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.ede import RATE_LIMITED_OPTION
 from gslbd.wire.names import BadName, name_end
 from gslbd.wire.rrl import DROP, SEND, RateLimiter

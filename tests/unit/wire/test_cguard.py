@@ -181,7 +181,7 @@ def test_c_guard_gives_the_python_guards_bytes_and_counts(
 def test_c_answers_ordinary_queries_itself_with_rrl_cookies_and_nsid_on(
     rrl: RrlConfig | None, cookies: bool
 ) -> None:
-    c, _, clock = pair(rrl, cookies, identity=True)
+    c, _, _ = pair(rrl, cookies, identity=True)
     assert c.native is not None and not c.native.fallback.everything
     for name in (f"app.{ORIGIN}", f"info.{ORIGIN}", f"nope.{ORIGIN}", f"nd.{ORIGIN}"):
         for options in (
