@@ -13,6 +13,7 @@ import dns.rcode
 import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
+from test_wire_fuzz import MUTATION, Mutation, mutate
 from wire_support import CONFIG, ORIGIN, client, make_view, query
 
 from gslbd.clock import FakeClock
@@ -246,3 +247,44 @@ def test_a_cookie_minted_in_python_is_valid_in_c_and_then_skips_rrl() -> None:
     assert c.handle(plain, ip, v6, False) is None  # over the rate without the cookie: dropped (slip 0)
     counts = c.guard_counts()
     assert counts["cookies_valid"] == 3 and counts["rrl_cookie_passed"] == 3 and counts["rrl_dropped"] == 1
+
+
+FUZZ_SEEDS = [
+    query(f"app.{ORIGIN}", edns=0, options=(dns.edns.GenericOption(dns.edns.COOKIE, CLIENT_COOKIES[0]),)),
+    query(
+        f"nope.{ORIGIN}",
+        "AAAA",
+        edns=0,
+        options=(
+            dns.edns.NSIDOption(b""),
+            dns.edns.GenericOption(dns.edns.COOKIE, CLIENT_COOKIES[1] + bytes(16)),
+        ),
+    ),
+    query(f"info.{ORIGIN}", "TXT", ecs="10.1.2.0/24", options=(dns.edns.NSIDOption(b""),)),
+    learning_query(CLIENT_COOKIES[0], 7),
+    query("outside.example.net.", edns=0, options=(dns.edns.GenericOption(dns.edns.COOKIE, bytes(40)),)),
+]
+
+
+@seed(21)
+@settings(max_examples=300, deadline=None)
+@given(
+    which=st.integers(0, len(FUZZ_SEEDS) - 1),
+    ops=st.lists(MUTATION, min_size=1, max_size=5),
+    rrl=st.sampled_from(RRLS[1:]),
+    repeats=st.integers(1, 4),
+)
+def test_mutated_queries_get_the_same_guarded_answer_from_c_and_python(
+    which: int, ops: list[Mutation], rrl: RrlConfig, repeats: int
+) -> None:
+    """Bit flips, cuts and splices of cookie and NSID queries: the C stages read any query safely and
+    decide as the Python ones (a crash in C would end the test process)."""
+    c, python, clock = pair(rrl, cookies=True, identity=True)
+    assert isinstance(c.guard, NativeGuard)
+    c.guard.pin(clock.monotonic(), clock.wall())
+    packet = mutate(FUZZ_SEEDS[which], ops)
+    for _ in range(repeats):
+        assert c.handle(packet, *client("192.0.2.10"), False) == python.handle(
+            packet, *client("192.0.2.10"), False
+        )
+    assert c.guard_counts() == python.guard_counts()
