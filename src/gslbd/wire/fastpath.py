@@ -295,8 +295,9 @@ class Responder:
     With the C extension (wire/ctable.py) the responder also keeps a C copy of the table: `handle` asks
     it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
     what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python. The C copy
-    leaves to Python what a feature in Python changes (`fallback_of`): every query while RRL or cookies
-    are on, NXDOMAIN and REFUSED while the exchange hook is set, and every name it does not hold while the
+    leaves to Python what a feature in Python changes (`fallback_of`): every query while a Python guard
+    is set (the C guard, wire/cguard.py, is a stage of C's answers instead), NXDOMAIN and REFUSED while
+    the exchange hook is set, and every name it does not hold while the
     table is partial (names not compiled yet are answered by the slow path, from the view). Signed zones
     are answered in C too, but for what only Python does (a fresh compact denial within the budget:
     docs/wire.md)."""
