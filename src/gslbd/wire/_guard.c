@@ -195,10 +195,9 @@ static int gd_opt_rdata(const uint8_t *d, uint32_t n, uint32_t *start, uint32_t 
     return -1;
 }
 
-/* wire/cookies.py find_cookie: the verdict on the first COOKIE option (V_CLIENT_ONLY with its data). */
-static int gd_find_cookie(const uint8_t *d, uint32_t n, uint32_t *at_out, uint32_t *len_out) {
-    uint32_t at, end;
-    if (gd_opt_rdata(d, n, &at, &end) < 0) return V_NONE;
+/* wire/cookies.py find_cookie over the OPT RDATA at..end: the verdict on the first COOKIE option
+   (V_CLIENT_ONLY with its data). */
+static int gd_cookie_in(const uint8_t *d, uint32_t at, uint32_t end, uint32_t *at_out, uint32_t *len_out) {
     while (at + 4 <= end) {
         uint32_t code = be16(d + at), after = at + 4 + be16(d + at + 2);
         if (after > end) return V_NONE;
@@ -212,6 +211,12 @@ static int gd_find_cookie(const uint8_t *d, uint32_t n, uint32_t *at_out, uint32
         at = after;
     }
     return V_NONE;
+}
+
+static int gd_find_cookie(const uint8_t *d, uint32_t n, uint32_t *at_out, uint32_t *len_out) {
+    uint32_t at, end;
+    if (gd_opt_rdata(d, n, &at, &end) < 0) return V_NONE;
+    return gd_cookie_in(d, at, end, at_out, len_out);
 }
 
 /* wire/cookies.py learning_query */
@@ -595,10 +600,8 @@ static uint32_t gd_add_cookie(uint8_t *r, uint32_t n, const uint8_t *value, uint
     return n + 4 + vlen;
 }
 
-/* Guard._udp_limit */
-static uint32_t gd_udp_limit(const guard_t *g, const uint8_t *q, uint32_t qn) {
-    uint32_t start, end, payload = 512;
-    if (gd_opt_rdata(q, qn, &start, &end) == 0) payload = be16(q + start - 8);
+/* Guard._udp_limit, from the query's OPT payload field (512 without OPT) */
+static uint32_t gd_udp_limit(const guard_t *g, uint32_t payload) {
     if (payload < 512) payload = 512;
     uint32_t most = g->max_udp > 512 ? g->max_udp : 512;
     return payload < most ? payload : most;
@@ -663,8 +666,8 @@ static uint32_t gd_address(u128 ip, int v6, uint8_t out[16]) {
 }
 
 /* Guard._with_cookie */
-static int32_t gd_with_cookie(guard_t *g, const uint8_t *q, uint32_t qn, uint8_t *r, uint32_t n,
-                              const uint8_t *data, uint32_t dlen, u128 ip, int v6, int tcp, int limit) {
+static int32_t gd_with_cookie(guard_t *g, uint32_t payload, uint8_t *r, uint32_t n, const uint8_t *data,
+                              uint32_t dlen, u128 ip, int v6, int tcp, int limit) {
     uint8_t addr[16], cookie[40];
     uint32_t alen = gd_address(ip, v6, addr), clen = 0;
     int action = G_SEND;
@@ -678,7 +681,7 @@ static int32_t gd_with_cookie(guard_t *g, const uint8_t *q, uint32_t qn, uint8_t
     else g->c_new++;
     uint32_t grown = gd_add_cookie(r, n, cookie, clen);
     if (grown) {
-        if (!tcp && grown > gd_udp_limit(g, q, qn)) return (int32_t)gd_truncated(r, grown, cookie, clen, 0);
+        if (!tcp && grown > gd_udp_limit(g, payload)) return (int32_t)gd_truncated(r, grown, cookie, clen, 0);
         n = grown;
     }
     if (!limit) return (int32_t)n;
@@ -708,10 +711,11 @@ static int32_t guard_apply(guard_t *g, const uint8_t *q, uint32_t qn, uint8_t *r
     }
     if ((r[3] & 15) == 1 && gd_learning(q, qn)) r[3] &= 0xF0; /* RFC 7873 5.4: NOERROR and the cookie */
     int limit = !tcp && g->rrl;
-    if (qn >= 12 && (q[10] || q[11]) && (r[3] & 15) != 1) {
+    uint32_t start, end;
+    if (qn >= 12 && (q[10] || q[11]) && (r[3] & 15) != 1 && gd_opt_rdata(q, qn, &start, &end) == 0) {
         uint32_t at = 0, len = 0;
-        if (gd_find_cookie(q, qn, &at, &len) == V_CLIENT_ONLY) {
-            out = gd_with_cookie(g, q, qn, r, n, q + at, len, ip, v6, tcp, limit);
+        if (gd_cookie_in(q, start, end, &at, &len) == V_CLIENT_ONLY) {
+            out = gd_with_cookie(g, be16(q + start - 8), r, n, q + at, len, ip, v6, tcp, limit);
             pthread_mutex_unlock(&g->mu);
             return out;
         }
