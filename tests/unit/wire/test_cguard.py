@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from test_wire_fuzz import MUTATION, Mutation, mutate
 from wire_support import CONFIG, ORIGIN, client, make_view, query
 
+from gslbd.answer import View
 from gslbd.clock import FakeClock
 from gslbd.model.config import CookieConfig, DnsConfig, RrlConfig
 from gslbd.wire import Responder, compile_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.cguard import NativeGuard
+from gslbd.wire.compile import AnswerTable
 from gslbd.wire.cookies import CookieJar, address_bytes
 from gslbd.wire.guard import Guard
 
@@ -104,7 +106,8 @@ def cookie_in(reply: bytes | None) -> bytes | None:
         return None
     for option in msg.options:
         if option.otype == dns.edns.COOKIE:
-            return option.to_wire()
+            data: bytes = option.to_wire()
+            return data
     return None
 
 
@@ -288,3 +291,36 @@ def test_mutated_queries_get_the_same_guarded_answer_from_c_and_python(
             packet, *client("192.0.2.10"), False
         )
     assert c.guard_counts() == python.guard_counts()
+
+
+def test_a_new_cookie_secret_on_reload_reaches_the_c_table() -> None:
+    """A reload with another secret (the file replaced: rotation) gives the responder a new C guard and
+    the C table it builds carries it: cookies of the old secret are replaced, the new ones are valid."""
+
+    def view_with(secret: bytes) -> tuple[View, AnswerTable]:
+        view = make_view(replace(CONFIG, dns=DnsConfig(cookies=CookieConfig(secret=secret))))
+        return view, compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+
+    old_view, old_table = view_with(SECRET)
+    c = Responder(old_table, old_view, random.Random(7), native=True)
+    ip, v6 = client("198.51.100.7")
+    first = cookie_in(
+        c.handle(
+            query(f"app.{ORIGIN}", edns=0, options=(dns.edns.CookieOption(CLIENT_COOKIES[0], b""),)), ip, v6
+        )
+    )
+    assert first is not None
+    echo = query(f"app.{ORIGIN}", edns=0, options=(dns.edns.GenericOption(dns.edns.COOKIE, first),))
+    assert cookie_in(c.handle(echo, ip, v6)) == first  # valid under the old secret
+    old_guard = c.guard
+    new_view, new_table = view_with(bytes(range(16)))
+    c.swap(new_table, new_view)
+    assert isinstance(c.guard, NativeGuard) and c.guard is not old_guard
+    assert c.native is not None and not c.native.fallback.everything
+    out = c.native.native.answer(echo, ip, v6, False)
+    assert isinstance(out, bytes)
+    fresh = cookie_in(out)
+    assert fresh is not None and fresh != first and fresh[:8] == CLIENT_COOKIES[0]
+    again = query(f"app.{ORIGIN}", edns=0, options=(dns.edns.GenericOption(dns.edns.COOKIE, fresh),))
+    assert cookie_in(c.handle(again, ip, v6)) == fresh
+    assert c.guard_counts() == {"cookies_new": 0, "cookies_valid": 1, "cookies_invalid": 1}
