@@ -26,6 +26,7 @@ setup(
             depends=["src/gslbd/wire/_guard.c"],  # included by _cfast.c: the cookie and RRL stages
             optional=True,
             extra_compile_args=STRICT,
+            libraries=["m"],  # log() of the weighted hash
         ),
         Extension(
             "gslbd.config._cshape", ["src/gslbd/config/_cshape.c"], optional=True, extra_compile_args=STRICT

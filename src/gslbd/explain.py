@@ -18,7 +18,7 @@ from gslbd.policy.base import Client, FixedPlan, Location, Plan, PolicyEnv
 from gslbd.policy.random_order import ShufflePlan
 from gslbd.policy.weighted import WeightedPlan
 from gslbd.state.snapshot import Snapshot, effective_up
-from gslbd.types import AdminState, PolicyName, Rcode
+from gslbd.types import AdminState, PolicyName, Rcode, Select
 
 RCODE_NAMES = {
     Rcode.NOERROR: "NOERROR",
@@ -103,6 +103,12 @@ def service_lines(service: Service) -> list[str]:
     if service.policy is PolicyName.WEIGHTED:
         weights = ", ".join(f"{s} {w}" for s, w in service.weights) if service.weights else None
         lines.append(f"  weights: {weights or 'none, per-endpoint weight'}")
+    if service.policy is PolicyName.GEO and service.bias:
+        lines.append(
+            f"  bias: {', '.join(f'{s} {b:+d}' for s, b in service.bias)} (distance x (1 - bias/100))"
+        )
+    if service.select is Select.FIRST_N:
+        lines.append(f"  select: first_n (the first {service.max_answers} of the policy's order)")
     if service.fallback:
         lines.append(f"  fallback: {', '.join(service.fallback)}")
     if service.min_healthy is not None:

@@ -14,6 +14,13 @@ class PolicyName(StrEnum):
     HASH = "hash"
 
 
+class Select(StrEnum):
+    """`services[].select`: how an answer is cut from the policy's order (policy/select.py)."""
+
+    ROTATE = "rotate"  # the chosen group, rotated or drawn per query (every release before select)
+    FIRST_N = "first_n"  # the first max_answers of the policy's whole order (NS1 Select First N)
+
+
 class AllDown(StrEnum):
     SERVE_ALL = "serve_all"
     NXDOMAIN = "nxdomain"

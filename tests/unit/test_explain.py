@@ -7,7 +7,7 @@ import random
 from dataclasses import replace
 
 from gslbd.answer import View, build_view
-from gslbd.explain import explain
+from gslbd.explain import explain, service_lines
 from gslbd.model.config import Config, SiteConfig
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
@@ -15,7 +15,7 @@ from gslbd.model.zone import Nameserver, Soa, StaticRecord, Zone
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import build_env
 from gslbd.state.snapshot import Snapshot
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 ORIGIN = "gslb.example.com."
 EU = Locality("europe-west3", "europe-west3-a")
@@ -236,3 +236,13 @@ def test_empty_non_terminal_is_explained_as_nodata() -> None:
     text = run(f"deep.{ORIGIN}", "A", "10.1.2.3", config=config)
     assert "name: exists only because names below it exist (empty non-terminal)\n" in text
     assert "answer: NOERROR (NODATA), authoritative\n" in text
+
+
+def test_a_geo_service_shows_its_bias() -> None:
+    biased = replace(service("g", PolicyName.GEO, ep("g", "192.0.2.1", "eu")), bias=(("eu", 30), ("us", -5)))
+    assert service_lines(biased)[1] == "  bias: eu +30, us -5 (distance x (1 - bias/100))"
+
+
+def test_select_first_n_is_shown() -> None:
+    chosen = replace(service("f", PolicyName.FAILOVER, ep("f", "192.0.2.1", "eu")), select=Select.FIRST_N)
+    assert "  select: first_n (the first 8 of the policy's order)" in service_lines(chosen)

@@ -35,11 +35,11 @@ static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kin
                                                      "locality", "weight",  "priority", "check",
                                                      "probe_address", "admin", "tags"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
-       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_COUNT };
+       S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_BIAS, S_SELECT, S_COUNT };
 static const char *const SERVICE_FIELDS[S_COUNT] = {
     "name",    "zone",        "label",    "policy",         "failover_order", "weights", "ttl",
     "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv",
-    "min_healthy"};
+    "min_healthy", "bias", "select"};
 
 #define MAX_NAME 254
 #define MAX_LABEL 63
@@ -54,6 +54,7 @@ typedef struct {
     PyObject *failover, *weighted, *geo;     /* PolicyName members */
     PyObject *fallback;                      /* AllDown.FALLBACK */
     PyObject *ipv4, *ipv6, *obey;            /* EndpointKind.IPV4/IPV6, AdminState.OBEY */
+    PyObject *rotate;                        /* Select.ROTATE */
     PyObject *reserved;                      /* tuple of str: prefixes of the exchange's names */
     Py_ssize_t max_exchange_label;
     long long ttl_max;
@@ -135,7 +136,7 @@ static int attr(PyObject *spec, const char *name, PyObject **out) {
  * which its `new_site` callable holds in turn (a cycle the collector must see). */
 #define READER_FIELDS(X)                                                                                 \
     X(service_type) X(endpoint_type) X(keys) X(policies) X(all_downs) X(failover) X(weighted) X(geo)      \
-    X(fallback) X(ipv4) X(ipv6) X(obey) X(reserved) X(served) X(profiles) X(site_of) X(here)              \
+    X(fallback) X(ipv4) X(ipv6) X(obey) X(rotate) X(reserved) X(served) X(profiles) X(site_of) X(here)              \
     X(peer_sites) X(new_site) X(min_healthy) X(slow) X(sites_used) X(checks_used) X(k_name) X(k_policy)   \
     X(k_order) X(k_weights) X(k_check) X(k_ttl) X(k_max) X(k_all_down) X(k_min_healthy) X(k_locality_names) \
     X(k_endpoints)                                                                                       \
@@ -183,7 +184,7 @@ static int reader_init(Reader *r, PyObject *args, PyObject *kwargs) {
         attr(spec, "all_downs", &r->all_downs) || attr(spec, "failover", &r->failover) ||
         attr(spec, "weighted", &r->weighted) || attr(spec, "geo", &r->geo) ||
         attr(spec, "fallback", &r->fallback) || attr(spec, "ipv4", &r->ipv4) || attr(spec, "ipv6", &r->ipv6) ||
-        attr(spec, "obey", &r->obey) || attr(spec, "reserved", &r->reserved) ||
+        attr(spec, "obey", &r->obey) || attr(spec, "rotate", &r->rotate) || attr(spec, "reserved", &r->reserved) ||
         attr(spec, "served", &r->served) || attr(spec, "profiles", &r->profiles) ||
         attr(spec, "site_of", &r->site_of) || attr(spec, "here", &r->here) ||
         attr(spec, "peer_sites", &r->peer_sites) || attr(spec, "new_site", &r->new_site) ||
@@ -688,7 +689,9 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         [S_ENDPOINTS] = Py_NewRef(endpoints),
         [S_HTTPS] = Py_NewRef(Py_None),
         [S_SRV] = Py_NewRef(Py_None),
-        [S_MIN_HEALTHY] = min_healthy != NULL ? min_healthy : Py_NewRef(Py_None)};
+        [S_MIN_HEALTHY] = min_healthy != NULL ? min_healthy : Py_NewRef(Py_None),
+        [S_BIAS] = Py_NewRef(r->empty),
+        [S_SELECT] = Py_NewRef(r->rotate)};
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
         GIVE_UP(FAILED);

@@ -40,7 +40,7 @@ from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, MinHealthy, Service
 from gslbd.model.topology import Locality
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 try:
     from gslbd.config import _cshape
@@ -48,7 +48,7 @@ except ImportError:  # not compiled here (setup.py builds it where it can): the 
     _cshape = None  # type: ignore[assignment]
 
 # The located validator's keys but those the fast path leaves to it.
-_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {"zone", "https", "srv"}
+_SERVICE_KEYS = frozenset(SERVICE_KEYS) - {"zone", "https", "srv", "bias", "select"}
 _ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality"}
 _POLICIES = {p.value: p for p in PolicyName}
 _ALL_DOWN = {a.value: a for a in AllDown}
@@ -150,6 +150,7 @@ def _reader_spec(ctx: ServiceContext, index: FastIndex) -> SimpleNamespace:
         ipv4=_IPV4_KIND,
         ipv6=_IPV6_KIND,
         obey=_OBEY,
+        rotate=Select.ROTATE,
         reserved=RESERVED_PREFIXES,
         max_exchange_label=MAX_EXCHANGE_LABEL,
         ttl_max=TTL_MAX,

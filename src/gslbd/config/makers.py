@@ -14,7 +14,7 @@ from dataclasses import fields
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, MinHealthy, Service
 from gslbd.model.topology import Locality
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 _OBEY = AdminState.OBEY
 
@@ -47,6 +47,8 @@ _SERVICE_FIELDS = (
     "https",
     "srv",
     "min_healthy",
+    "bias",
+    "select",
 )
 
 
@@ -106,6 +108,8 @@ class ServiceDraft:
         https: None,
         srv: None,
         min_healthy: MinHealthy | None,
+        bias: tuple[tuple[str, int], ...] = (),
+        select: Select = Select.ROTATE,
     ) -> None:
         self.name = name
         self.zone = zone
@@ -122,6 +126,8 @@ class ServiceDraft:
         self.https = https
         self.srv = srv
         self.min_healthy = min_healthy
+        self.bias = bias
+        self.select = select
 
 
 def _same_layout(kind: type, draft: type) -> None:

@@ -18,6 +18,8 @@ SERVICE_KEYS = (
     "https",
     "srv",
     "min_healthy",
+    "bias",
+    "select",
 )
 ENDPOINT_KEYS = (
     "address",

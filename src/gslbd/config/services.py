@@ -32,7 +32,7 @@ from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check
 from gslbd.model.service import Endpoint, HttpsRecord, MinHealthy, Service, SrvRecord
 from gslbd.model.topology import Locality
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 
 def _zone_for(ctx: ServiceContext, r: MapReader) -> tuple[ZoneInfo | None, str | None]:
@@ -94,8 +94,9 @@ def _fallback(r: MapReader, all_down: AllDown) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for (a, _), _, _ in found))
 
 
-def _weights(r: MapReader) -> tuple[tuple[str, int], ...] | None:
-    w = r.sub("weights")
+def _per_site(r: MapReader, key: str, value: Callable[[Node], int]) -> tuple[tuple[str, int], ...] | None:
+    """A mapping of site name -> integer (`weights`, `bias`), in config order; None when not given."""
+    w = r.sub(key)
     if w is None:
         return None
     out = []
@@ -103,12 +104,17 @@ def _weights(r: MapReader) -> tuple[tuple[str, int], ...] | None:
         path = join(w.path, entry.key)
         try:
             site_name(Scalar(entry.key_line, entry.key))
-            out.append((entry.key, integer(0, 1000)(entry.value)))
+            out.append((entry.key, value(entry.value)))
         except Invalid as exc:
             w.rep.error(entry.value.line, path, exc.message)
+    return tuple(out)
+
+
+def _weights(r: MapReader) -> tuple[tuple[str, int], ...] | None:
+    out = _per_site(r, "weights", integer(0, 1000))
     if out and not any(v for _, v in out):
         r.warn("weights", "every weight is 0: the sites are picked as if equal")
-    return tuple(out)
+    return out
 
 
 def _read_endpoint(
@@ -177,12 +183,21 @@ def _site_warnings(
     for site, path, line in order:
         if site not in have:
             r.rep.warn(line, path, f"no endpoint has site '{site}'")
-    w = r.node_of("weights")
-    for site, _ in service.weights or ():
-        if site not in have and isinstance(w, Map):
-            entry = w.get(site)
-            line = entry.key_line if entry is not None else w.line
-            r.rep.warn(line, join(r.at("weights"), site), f"no endpoint has site '{site}'")
+    if service.select is Select.FIRST_N and service.policy in (PolicyName.ROUND_ROBIN, PolicyName.RANDOM):
+        r.warn(
+            "select",
+            f"select: first_n is the same as rotate for policy {service.policy}: its order already holds"
+            " every candidate",
+        )
+    if service.bias and service.policy is not PolicyName.GEO:
+        r.warn("bias", f"bias is only used by the geo policy (policy is {service.policy})")
+    for key, pairs in (("weights", service.weights or ()), ("bias", service.bias)):
+        w = r.node_of(key)
+        for site, _ in pairs:
+            if site not in have and isinstance(w, Map):
+                entry = w.get(site)
+                line = entry.key_line if entry is not None else w.line
+                r.rep.warn(line, join(r.at(key), site), f"no endpoint has site '{site}'")
     kinds = {e.kind is EndpointKind.HOSTNAME for e in service.endpoints}
     if len(kinds) == 2:
         r.warn(
@@ -235,6 +250,8 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         https=_https(r.sub("https")),
         srv=_srv(r.sub("srv"), fqdn, info.zone.origin if info is not None else None),
         min_healthy=r.opt("min_healthy", _min_healthy),
+        bias=_per_site(r, "bias", integer(-99, 99)) or (),
+        select=r.get("select", enum(Select, "select"), Select.ROTATE),
     )
     if service.https is not None and any(e.kind is EndpointKind.HOSTNAME for e in service.endpoints):
         r.error("https", "an HTTPS record needs address endpoints (a hostname endpoint is a CNAME)")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gslbd.model.check import Check
 from gslbd.model.topology import Locality
-from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName
+from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
 # (service fqdn, endpoint address): identifies an endpoint everywhere (state, API, Redis keys).
 EndpointKey = tuple[str, str]
@@ -106,6 +106,8 @@ class Service:
     https: HttpsRecord | None = None
     srv: SrvRecord | None = None
     min_healthy: MinHealthy | None = None
+    bias: tuple[tuple[str, int], ...] = ()  # policy geo: per-site bias -99..99 (Route 53 geoproximity)
+    select: Select = Select.ROTATE
 
     @property
     def wildcard(self) -> bool:

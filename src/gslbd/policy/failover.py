@@ -4,6 +4,10 @@ Sites are taken in `failover_order`; the sites not listed there come after the l
 group. Inside the chosen site (or group) only the lowest `priority` tier that has candidates answers,
 rotated per query like round_robin so that load spreads inside the tier. Failback is automatic: plans
 are rebuilt from the candidates whenever health changes.
+
+With `select: first_n` the tier is followed by the rest of the failover order (the same site's higher
+priority tiers, then the next sites in `failover_order`, the unlisted sites last, by priority), cut to
+max_answers: the backups ride along in the answer.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 from gslbd.model.service import Endpoint, Service
 from gslbd.policy.base import FixedPlan, Plan, PolicyEnv
 from gslbd.policy.round_robin import RotationPlan, rotations
+from gslbd.policy.select import followed_by
+from gslbd.types import Select
 
 
 def choose_group(candidates: tuple[Endpoint, ...], order: tuple[str, ...]) -> tuple[str, list[Endpoint]]:
@@ -36,7 +42,23 @@ class Failover:
         best = min(e.priority for e in members)
         tier = tuple(e for e in members if e.priority == best)
         reason = f"failover: {where} answers; priority tier {best} has {len(tier)} candidate(s)"
+        if service.select is Select.FIRST_N:
+            return _first_n(candidates, service, tier, reason)
         if len(tier) == 1:
             return FixedPlan(tier, reason)
         turn = f"failover: {len(tier)} rotations of that tier, one per query in turn"
         return RotationPlan(rotations(tier, service.max_answers), (reason, turn))
+
+
+def _first_n(
+    candidates: tuple[Endpoint, ...], service: Service, tier: tuple[Endpoint, ...], reason: str
+) -> Plan:
+    order = service.failover_order
+    rank = {site: i for i, site in enumerate(order)}
+    rest = sorted(candidates, key=lambda e: (rank.get(e.site, len(order)), e.priority))
+    then = f"select first_n: then the rest of the failover order, up to {service.max_answers}"
+    if len(tier) == 1:
+        return FixedPlan(followed_by(tier, rest, service.max_answers), f"{reason}; {then}")
+    turn = f"failover: {len(tier)} rotations of that tier, one per query in turn"
+    variants = tuple(followed_by(r, rest, service.max_answers) for r in rotations(tier, len(tier)))
+    return RotationPlan(variants, (reason, turn, f"failover: {then}"))

@@ -10,12 +10,16 @@ in (0, 1) and the score is -weight / ln(h), so a candidate wins a share weight/s
 Weight 0 is never chosen while a candidate with a positive weight exists; when every candidate has
 weight 0 they all count as equal (the rule of `policy: weighted`). When the remaining weights are all
 equal, -w/ln(h) ranks exactly as h does, so the plan is the plain integer one (`RendezvousPlan`, which
-the C table computes); only unequal weights need the float score (`WeightedRendezvousPlan`, answered
-in Python by the C table's fallback).
+the C table computes); only unequal weights need the float score (`WeightedRendezvousPlan`, which the
+C table computes too, with the same double arithmetic and libm's log).
 
 Endpoint ids come from blake2b of the address, and the mix is splitmix64's finalizer in integer
 arithmetic, so every worker process and every restart computes the same answer (Python's own hash()
 is salted per process and would not). Scores are computed once per subnet and cached per plan.
+
+With `select: first_n` the client's endpoint is followed by the others in the order of their scores
+for that endpoint's own id (a fixed backup order per endpoint, different for each, so the backups of
+the candidates spread by weight), cut to max_answers. The first address keeps every property above.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from dataclasses import dataclass, field
 
 from gslbd.model.service import Endpoint, Service
 from gslbd.policy.base import FixedPlan, Plan, PolicyEnv
+from gslbd.policy.select import followed_by
+from gslbd.types import Select
 
 # A plan forgets the subnets it has placed once it has seen this many.
 CACHE_LIMIT = 100_000
@@ -80,6 +86,15 @@ def best_weighted_index(key: int, ids: tuple[int, ...], weights: tuple[int, ...]
     """The index of the highest -w/ln(h) score (weights positive); the first wins a tie."""
     scores = weighted_scores(key, ids, weights)
     return scores.index(max(scores))
+
+
+def backup_order(
+    candidates: tuple[Endpoint, ...], ids: tuple[int, ...], weights: tuple[int, ...], key: int
+) -> list[Endpoint]:
+    """The candidates by descending weighted score for `key` (an endpoint's id): its backups' order."""
+    scores = weighted_scores(key, ids, weights)
+    ranked = sorted(range(len(candidates)), key=lambda i: -scores[i])
+    return [candidates[i] for i in ranked]
 
 
 def subnet_text(ip: int, v6: bool) -> str:
@@ -185,8 +200,13 @@ class Rendezvous:
             weights = tuple(e.weight for e in positive)
         if len(positive) == 1:
             return FixedPlan(positive, f"hash: only {positive[0].address} has a positive weight")
-        variants = tuple((e,) for e in positive)
         ids = tuple(endpoint_id(e) for e in positive)
+        variants: tuple[tuple[Endpoint, ...], ...] = tuple((e,) for e in positive)
+        if service.select is Select.FIRST_N:
+            variants = tuple(
+                followed_by(v, backup_order(positive, ids, weights, eid), service.max_answers)
+                for v, eid in zip(variants, ids, strict=True)
+            )
         if len(set(weights)) == 1:
             return RendezvousPlan(variants, ids, note=note)
         return WeightedRendezvousPlan(variants, ids, weights, note=note)

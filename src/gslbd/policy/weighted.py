@@ -7,6 +7,9 @@ by its own weight and answered alone, so the split holds even behind resolvers t
 
 Weight 0 never answers while a choice with a positive weight exists; when every choice has weight 0
 they are all drawn equally (a drained service still answers).
+
+With `select: first_n` the drawn site's (or endpoint's) candidates are followed by the others in
+descending weight (weight 0 only when every weight is 0), cut to max_answers.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from dataclasses import dataclass
 
 from gslbd.model.service import Endpoint, Service
 from gslbd.policy.base import FixedPlan, Plan, PolicyEnv
+from gslbd.policy.select import by_weight, followed_by
+from gslbd.types import Select
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +87,21 @@ class Weighted:
     name = "weighted"
 
     def plan(self, candidates: tuple[Endpoint, ...], service: Service, env: PolicyEnv) -> Plan:
+        first_n = service.select is Select.FIRST_N
+        n = service.max_answers
         if service.weights is not None:
             site_weight = dict(service.weights)
             per_site: dict[str, list[Endpoint]] = {}
             for endpoint in candidates:
                 per_site.setdefault(endpoint.site, []).append(endpoint)
+            rest = by_weight((e, site_weight.get(e.site, 0)) for e in candidates) if first_n else []
             choices = [
-                (site, site_weight.get(site, 0), tuple(members[: service.max_answers]))
+                (site, site_weight.get(site, 0), followed_by(tuple(members), rest, n))
                 for site, members in per_site.items()
             ]
             return weighted_plan(choices, True, "site with candidates")
         if len(candidates) == 1:
             return FixedPlan(candidates, "weighted: one candidate")
-        choices = [(e.address, e.weight, (e,)) for e in candidates]
+        rest = by_weight((e, e.weight) for e in candidates) if first_n else []
+        choices = [(e.address, e.weight, followed_by((e,), rest, n)) for e in candidates]
         return weighted_plan(choices, False, "candidate")

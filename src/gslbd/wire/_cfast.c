@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <Python.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -36,7 +37,7 @@
 #define MAX_POLICIES 32
 #define NAME_MAX_END (12 + 255)
 
-enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON };
+enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON };
 enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16, FB_CO = 32, FB_MISS = 64 };
 enum { S_SIGNER = 1 << 16 }; /* in the flags: the table has a signer (RFC 9824 CO changes signed answers) */
 enum { R_FALLBACK = -1 };
@@ -97,7 +98,7 @@ typedef struct {
             uint32_t nbounds;
         };
         uint32_t count; /* shuffle */
-        uint32_t nids;  /* hash: the endpoint ids (uint64) */
+        uint32_t nids;  /* hash: the endpoint ids (uint64); whash: then their weights (doubles) */
         struct {        /* geo: starts and counts (nclass each), class_of (nloc) */
             const lpm_t *lpm;
             uint32_t nclass, nloc;
@@ -912,6 +913,24 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     pick = best;
                     break;
                 }
+                case K_WHASH: { /* weighted rendezvous: the highest -w/ln(u), as policy/rendezvous.py */
+                    uint64_t k = v6 ? (((uint64_t)(ip >> 72)) << 1 | 1) : ((uint64_t)(ip >> 8)) << 1;
+                    uint64_t seed = mix64(k);
+                    const uint64_t *ids = entry_params(e);
+                    const double *weights = (const double *)(ids + e->nids);
+                    double best_score = 0;
+                    uint32_t best = 0;
+                    for (i = 0; i < e->nids; i++) {
+                        uint64_t h = mix64(seed ^ ids[i]);
+                        double score = -weights[i] / log(((double)(h >> 11) + 0.5) * 0x1p-53);
+                        if (i == 0 || score > best_score) {
+                            best = i;
+                            best_score = score;
+                        }
+                    }
+                    pick = best;
+                    break;
+                }
                 default:
                     return R_FALLBACK;
                 }
@@ -1644,6 +1663,17 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
         if ((n1 = tuple_len(param, "hash param")) < 0) return NULL;
         extra = (size_t)n1 * sizeof(uint64_t);
         break;
+    case K_WHASH:
+        bounds = item(param, 0, 2, "whash param"); /* (ids, weights) */
+        if (bounds == NULL || (n1 = tuple_len(bounds, "ids")) < 0 ||
+            (n2 = tuple_len(PyTuple_GET_ITEM(param, 1), "weights")) < 0)
+            return NULL;
+        if (n1 != n2) {
+            PyErr_SetString(PyExc_ValueError, "ids and weights differ in length");
+            return NULL;
+        }
+        extra = (size_t)n1 * (sizeof(uint64_t) + sizeof(double));
+        break;
     case K_GEO: {
         PyObject *loc = item(param, 0, 4, "geo param");
         if (loc == NULL) return NULL;
@@ -1698,6 +1728,23 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
         e->nids = (uint32_t)n1;
         if (n1 == 0) e->kind = K_PYTHON;
         break;
+    case K_WHASH: {
+        uint64_t *ids = params;
+        double *weights = (double *)(ids + n1);
+        PyObject *ws = PyTuple_GET_ITEM(param, 1);
+        for (Py_ssize_t i = 0; i < n1; i++) {
+            ids[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(bounds, i));
+            weights[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(ws, i));
+            if (PyErr_Occurred()) goto fail;
+            if (!(weights[i] > 0)) {
+                PyErr_SetString(PyExc_ValueError, "a hash weight must be positive");
+                goto fail;
+            }
+        }
+        e->nids = (uint32_t)n1;
+        if (n1 == 0) e->kind = K_PYTHON;
+        break;
+    }
     case K_GEO:
         if (starts == NULL) {
             e->kind = K_PYTHON;
@@ -3453,6 +3500,7 @@ PyMODINIT_FUNC PyInit__cfast(void) {
     PyModule_AddIntConstant(m, "K_SHUFFLE", K_SHUFFLE);
     PyModule_AddIntConstant(m, "K_GEO", K_GEO);
     PyModule_AddIntConstant(m, "K_HASH", K_HASH);
+    PyModule_AddIntConstant(m, "K_WHASH", K_WHASH);
     PyModule_AddIntConstant(m, "K_PYTHON", K_PYTHON);
     PyModule_AddIntConstant(m, "FB_DO", FB_DO);
     PyModule_AddIntConstant(m, "FB_COOKIE", FB_COOKIE);

@@ -13,6 +13,7 @@ holds them equal for the same choice), from a copy of the table that needs no Py
                 a candidate set (precomputed per location with `GeoPlan.classify_location`), then
                 seq % the set's rotations
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
+      whash     WeightedRendezvousPlan: the same hashes scored -weight/ln(u) in doubles
       python    anything else (a plan type C does not know): the query is answered in Python
   - per variant its EDNS options after ECS (an Extended DNS Error, RFC 8914);
   - per zone the NXDOMAIN heads and the SOA's parts: C writes the record per query, its names compressed
@@ -65,7 +66,7 @@ from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
 from gslbd.policy.locate import TopologyLocator
 from gslbd.policy.random_order import ShufflePlan
-from gslbd.policy.rendezvous import RendezvousPlan
+from gslbd.policy.rendezvous import RendezvousPlan, WeightedRendezvousPlan
 from gslbd.policy.round_robin import RotationPlan
 from gslbd.policy.weighted import WeightedPlan
 from gslbd.wire.compile import AnswerTable, Entry, Node, Variant, ZoneEntry
@@ -79,7 +80,7 @@ AVAILABLE = _cfast is not None
 # Set GSLBD_NATIVE=0 to answer every query in Python (for comparisons; the C table is on by default).
 ENV_SWITCH = "GSLBD_NATIVE"
 
-K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_PYTHON = range(8)
+K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON = range(9)
 FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG, FB_CO, FB_MISS = 1, 2, 4, 8, 16, 32, 64
 S_SIGNER = 1 << 16  # with the flags: the table has a signer (CO changes its signed answers)
 MAX_POLICIES = 32
@@ -233,6 +234,8 @@ def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ..
         return (K_SHUFFLE, policy, dependent, variants, plan.count)
     if isinstance(plan, RendezvousPlan):
         return (K_HASH, policy, dependent, variants, plan.ids)
+    if isinstance(plan, WeightedRendezvousPlan):
+        return (K_WHASH, policy, dependent, variants, (plan.ids, tuple(map(float, plan.weights))))
     if isinstance(plan, GeoPlan):
         which = locators.add(plan.locator)
         if which >= 0:

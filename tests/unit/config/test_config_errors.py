@@ -102,6 +102,18 @@ INVALID: list[tuple[str, str, list[str]]] = [
         ["c.yaml:7: services[0].endpoints[0].weight: must be between 0 and 1000, got 1001"],
     ),
     (
+        "a geo bias out of range",
+        ZONE + "services:\n  - name: app\n    policy: geo\n    bias:\n      eu: 100\n"
+        "    endpoints: [{address: 192.0.2.1, site: eu}]\n",
+        ["c.yaml:8: services[0].bias.eu: must be between -99 and 99, got 100"],
+    ),
+    (
+        "an unknown select",
+        ZONE + "services:\n  - name: app\n    policy: failover\n    select: first\n"
+        "    endpoints: [{address: 192.0.2.1, site: eu}]\n",
+        ["c.yaml:7: services[0].select: unknown select 'first'; valid: rotate | first_n"],
+    ),
+    (
         "endpoint site name with capitals",
         ZONE + "services:\n  - name: app\n    endpoints:\n      - {address: 192.0.2.1, site: EU}\n",
         ["c.yaml:7: services[0].endpoints[0].site: invalid site name 'EU'; must match [a-z0-9-]+"],

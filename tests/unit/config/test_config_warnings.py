@@ -42,6 +42,27 @@ WARNINGS: list[tuple[str, str, list[str]]] = [
         ["c.yaml:9: services[0].weights.us: no endpoint has site 'us'"],
     ),
     (
+        "bias on a policy that is not geo",
+        ZONE + "services:\n  - name: app\n    bias: {eu: 10}\n"
+        "    endpoints: [{address: 192.0.2.1, site: eu}]\n",
+        ["c.yaml:6: services[0].bias: bias is only used by the geo policy (policy is round_robin)"],
+    ),
+    (
+        "a biased site that no endpoint has",
+        ZONE + "services:\n  - name: app\n    policy: geo\n    bias:\n      eu: 10\n      us: -20\n"
+        "    endpoints: [{address: 192.0.2.1, site: eu}]\n"
+        "topology: {networks: [{cidr: 10.0.0.0/8, site: eu}]}\n",
+        ["c.yaml:9: services[0].bias.us: no endpoint has site 'us'"],
+    ),
+    (
+        "select first_n on round_robin, where it changes nothing",
+        ZONE + "services:\n  - name: app\n    select: first_n\n    endpoints: [{address: 192.0.2.1}]\n",
+        [
+            "c.yaml:6: services[0].select: select: first_n is the same as rotate for policy round_robin: its"
+            " order already holds every candidate"
+        ],
+    ),
+    (
         "hostname and IP endpoints mixed",
         ZONE + "services:\n  - name: app\n    endpoints:\n      - address: 192.0.2.1\n"
         "      - address: app.example.net.\n",

@@ -33,6 +33,7 @@ from gslbd.config.yaml_fast import FastServices
 from gslbd.errors import Problem
 from gslbd.model.config import Config
 from gslbd.model.service import MinHealthy, Service
+from gslbd.types import Select
 
 BASE = """\
 site: {name: eu, locality: {region: europe-west1}}
@@ -678,3 +679,25 @@ def test_a_services_file_reads_tags_and_locates_a_bad_one(tmp_path: Path) -> Non
     forget()
     config, problems = check_config(path)
     assert config is not None and config.services[0].endpoints[0].tags == ("canary",)
+
+
+def test_a_geo_bias_is_left_to_the_located_validator_and_read_there() -> None:
+    obj: dict[str, Any] = {
+        "name": "s1.gslb.example.com.",
+        "policy": "geo",
+        "bias": {"eu": 10, "us": -20},
+        "endpoints": [{"address": "10.10.0.1", "site": "eu"}, {"address": "10.10.0.2", "site": "us"}],
+    }
+    assert fast_service(context(), obj) is None
+    assert located(context(), obj)[0].bias == (("eu", 10), ("us", -20))
+
+
+def test_select_is_left_to_the_located_validator_and_read_there() -> None:
+    obj: dict[str, Any] = {
+        "name": "s1.gslb.example.com.",
+        "policy": "failover",
+        "select": "first_n",
+        "endpoints": [{"address": "10.10.0.1", "site": "eu"}, {"address": "10.10.0.2", "site": "us"}],
+    }
+    assert fast_service(context(), obj) is None
+    assert located(context(), obj)[0].select is Select.FIRST_N

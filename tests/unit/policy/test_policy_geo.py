@@ -52,8 +52,10 @@ def env() -> PolicyEnv:
     return PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
 
 
-def plan_for(candidates: tuple[Endpoint, ...], max_answers: int = 8) -> Plan:
-    service = Service(NAME, "gslb.example.com.", "app", PolicyName.GEO, max_answers=max_answers)
+def plan_for(
+    candidates: tuple[Endpoint, ...], max_answers: int = 8, bias: tuple[tuple[str, int], ...] = ()
+) -> Plan:
+    service = Service(NAME, "gslb.example.com.", "app", PolicyName.GEO, max_answers=max_answers, bias=bias)
     return Geo().plan(candidates, service, env())
 
 
@@ -168,6 +170,39 @@ def test_explain_says_which_rule_chose() -> None:
     assert plan.explain(home, False)[0] == (
         "geo: nearest site us (7657 km from the client's site home) -> 198.51.100.1"
     )
+
+
+# From Sao Paulo (the client site home): us 7657 km, eu2 9591 km, eu 9823 km, ap 15985 km.
+def test_a_positive_bias_grows_a_sites_area_in_the_distance_choice() -> None:
+    assert members(plan_for(ALL, bias=(("eu2", 30),)), "10.5.0.1") == {"192.0.2.3"}  # 9591 * 0.7 = 6714
+
+
+def test_a_negative_bias_shrinks_a_sites_area() -> None:
+    assert members(plan_for(ALL, bias=(("us", -30),)), "10.5.0.1") == {"192.0.2.3"}  # 7657 * 1.3 = 9954
+
+
+def test_a_bias_too_small_to_move_the_border_changes_nothing() -> None:
+    assert members(plan_for(ALL, bias=(("eu2", 10),)), "10.5.0.1") == {"198.51.100.1"}  # 8632 > 7657
+
+
+def test_bias_applies_only_to_the_distance_choice_not_to_zone_region_or_site() -> None:
+    biased = plan_for(ALL, bias=(("ap", 99), ("us", 99)))
+    assert members(biased, "10.1.9.9") == {"192.0.2.1"}  # same zone still wins
+    assert members(biased, "10.4.0.1") == {"198.51.100.1"}  # same site still wins
+
+
+def test_explain_gives_the_distances_and_the_bias() -> None:
+    plan = plan_for(ALL, bias=(("eu2", 30),))
+    assert isinstance(plan, GeoPlan)
+    home = int(ipaddress.ip_address("10.5.0.1"))
+    assert plan.explain(home, False)[0] == (
+        "geo: nearest site eu2 with bias (9591 km from the client's site home, bias +30;"
+        " biased km: eu 9823, eu2 6714, us 7657, ap 15985) -> 192.0.2.3"
+    )
+
+
+def test_a_change_of_bias_makes_a_different_plan() -> None:
+    assert plan_for(ALL, bias=(("eu2", 30),)) != plan_for(ALL)
 
 
 def test_great_circle_distance_paris_to_london() -> None:

@@ -273,7 +273,7 @@ def test_weighted_explain_lists_weights_shares_scores_and_the_winner() -> None:
     assert line.endswith(f"; the highest score is {chosen(plan, ip)}")
 
 
-def test_the_c_table_computes_equal_weights_and_leaves_unequal_weights_to_python() -> None:
+def test_the_c_table_computes_equal_and_unequal_weights() -> None:
     from gslbd.wire import ctable as ct
 
     def kind(plan: Plan) -> int:
@@ -282,4 +282,4 @@ def test_the_c_table_computes_equal_weights_and_leaves_unequal_weights_to_python
         return found
 
     assert kind(plan_for(weighted([2, 2, 2]))) == ct.K_HASH
-    assert kind(plan_for(weighted([1, 2, 2]))) == ct.K_PYTHON
+    assert kind(plan_for(weighted([1, 2, 2]))) == ct.K_WHASH

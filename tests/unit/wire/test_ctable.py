@@ -47,7 +47,7 @@ from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator, build_env
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
-from gslbd.types import PolicyName
+from gslbd.types import PolicyName, Select
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.cguard import NativeGuard
@@ -788,3 +788,60 @@ def test_a_co_query_gets_the_cached_compact_denial_from_c_as_nxdomain_with_co(tm
     plain = query(f"co-cached.{ORIGIN}", "A", edns=0, dnssec_ok=True)  # DO alone: NOERROR, no CO
     out = native.answer(plain, 1, False, False)
     assert out is not None and dns.message.from_wire(out).rcode() == dns.rcode.NOERROR
+
+
+def biased_geo_view(bias: tuple[tuple[str, int], ...]) -> View:
+    """A geo service at eu (.51) and ap (.53) only: a client of the us site goes to the nearest of them."""
+    service = svc("gb", "192.0.2.51", "192.0.2.53", policy=PolicyName.GEO, bias=bias)
+    placed = replace(
+        service,
+        endpoints=(replace(service.endpoints[0], site="eu"), replace(service.endpoints[1], site="ap")),
+    )
+    env = PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
+    return build_view(replace(CONFIG, services=(*SERVICES, placed)), make_snapshot(), env)
+
+
+@pytest.mark.parametrize(
+    ("bias", "expected"),
+    [
+        ((), b"\xc0\x00\x02\x33"),
+        ((("ap", 70),), b"\xc0\x00\x02\x35"),
+        ((("eu", -50), ("ap", 50)), b"\xc0\x00\x02\x35"),
+    ],
+    ids=["nearest", "ap-grown", "eu-shrunk-ap-grown"],
+)
+def test_the_c_table_answers_the_biased_nearest_site(
+    bias: tuple[tuple[str, int], ...], expected: bytes
+) -> None:
+    # From New York (the us site): eu 6200 km, ap 15300 km; ap * 0.3 (4590), or eu * 1.5 (9300) against
+    # ap * 0.5 (7650), put ap nearer.
+    wire = query(f"gb.{ORIGIN}", edns=0)
+    table = compile_table(biased_geo_view(bias), max_udp_payload=1232, use_client_subnet=True)
+    out = ct.build_ctable(table).native.answer(wire, 0x0A090909, False, False)
+    assert out is not None
+    assert out == fast_answer(table, wire, 0x0A090909, False, False, random.Random(1))
+    assert expected in out
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(
+    weights=st.lists(st.integers(1, 1000), min_size=2, max_size=8),
+    clients=st.lists(st.tuples(st.integers(0, 2**128 - 1), st.booleans()), min_size=1, max_size=30),
+    select=st.sampled_from(Select),
+)
+def test_the_c_table_picks_the_weighted_hash_endpoint_python_picks(
+    weights: list[int], clients: list[tuple[int, bool]], select: Select
+) -> None:
+    """Also with select first_n, whose variants carry each endpoint's backups after it."""
+    addresses = (f"192.0.2.{100 + i}" for i in range(len(weights)))
+    plain = svc("wh", *addresses, policy=PolicyName.HASH, select=select, max_answers=3)
+    endpoints = tuple(replace(e, weight=w) for e, w in zip(plain.endpoints, weights, strict=True))
+    view = make_view(replace(CONFIG, services=(*SERVICES, replace(plain, endpoints=endpoints))))
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    native = ct.build_ctable(table).native
+    wire = query(f"wh.{ORIGIN}", edns=0)
+    for drawn, v6 in clients:
+        ip = drawn if v6 else drawn & 0xFFFFFFFF
+        out = native.answer(wire, ip, v6, False)
+        assert out is not None  # answered in C, not left to Python
+        assert out == fast_answer(table, wire, ip, v6, False, random.Random(1))
