@@ -23,6 +23,7 @@ setup(
         Extension(
             "gslbd.wire._cfast",
             ["src/gslbd/wire/_cfast.c"],
+            depends=["src/gslbd/wire/_guard.c"],  # included by _cfast.c: the cookie and RRL stages
             optional=True,
             extra_compile_args=STRICT,
             libraries=["m"],  # log() of the weighted hash

@@ -12,15 +12,24 @@ rate (a share of the slower unthrottled rate), alternating which server goes fir
 server's CPU time divided by the queries dnsperf saw answered, medians over the rounds. The target: with
 RRL on at most 10% more CPU per answered query (ratio <= 1.10). Exit status 1 with --require-target when
 the ratio is above it, 2 when no valid figure could be made.
+
+`--features guard` (issue 21) turns on what an internet-facing server runs: RRL as above, `dns.cookies`
+and `dns.identity`, and every query carries EDNS with a client cookie and an NSID option (dnsperf -E), the
+same queries to both servers (the plain one answers them without cookie or NSID). Besides the CPU ratio it
+prints each server's share of UDP queries answered by the C table (`udp_native_answers` / `udp_queries`
+from /metrics): with the guard in C it must be about 100%.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import statistics
 import sys
 import tempfile
+import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 from dns_bench import (
@@ -37,18 +46,35 @@ from dns_bench import (
 
 TARGET = 1.10
 RRL = "rrl: {responses_per_second: 1000000, errors_per_second: 1000000, ipv4_prefix_length: 32}"
+GUARD = f"{RRL}, cookies: {{}}, identity: bench"
+# EDNS options of every query with --features guard: a client cookie (8 bytes) and NSID (dnsperf sends
+# no empty option value; any content asks for the identity).
+GUARD_OPTIONS = ("-E", "10:2464c4abcf10c957", "-E", "3:00")
 
 
-def start(name: str, port: int, rrl: bool, args: argparse.Namespace, workdir: Path) -> Server:
-    text = GSLBD_CONFIG.format(port=port, workers=1)
-    if rrl:
-        text = text.replace("workers: 1}", f"workers: 1, {RRL}}}")
+def start(name: str, port: int, api: int, features: str, args: argparse.Namespace, workdir: Path) -> Server:
+    text = GSLBD_CONFIG.format(port=port, workers=1) + f'api: {{listen: "127.0.0.1:{api}"}}\n'
+    if features:
+        text = text.replace("workers: 1}", f"workers: 1, {features}}}")
     config = workdir / f"{name}.yaml"
     config.write_text(text)
     argv = [part.format(config=config, port=port) for part in shlex.split(args.gslbd_cmd)]
     server = Server(name, argv, port, workdir, args.server_cpus)
     server.wait_ready(args.start_timeout)
     return server
+
+
+def c_share(api: int) -> float:
+    """The share of UDP queries the C table answered, from the server's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{api}/metrics", timeout=5) as response:
+        text = response.read().decode()
+
+    def event(name: str) -> float:
+        found = re.search(rf'gslbd_dns_server_events_total{{event="{name}"}} (\S+)', text)
+        return float(found.group(1)) if found else 0.0
+
+    queries = event("udp_queries")
+    return event("udp_native_answers") / queries if queries else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,15 +96,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--start-timeout", type=float, default=30.0)
     parser.add_argument("--require-target", action="store_true")
+    parser.add_argument(
+        "--features",
+        choices=("rrl", "guard"),
+        default="rrl",
+        help="guard: RRL + cookies + NSID, EDNS queries",
+    )
     args = parser.parse_args(argv)
     scenario = SCENARIOS[0]  # rr: round_robin, no EDNS
+    features = RRL
+    if args.features == "guard":
+        features = GUARD
+        scenario = replace(scenario, dnsperf_args=GUARD_OPTIONS)
+    shares: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="rrl-bench-") as tmp:
         workdir = Path(tmp)
         servers: list[Server] = []
         try:
             taken: set[int] = set()
-            servers.append(start("rrl-off", free_port(taken), False, args, workdir))
-            servers.append(start("rrl-on", free_port(taken), True, args, workdir))
+            apis = {}
+            for name, on in (("rrl-off", ""), ("rrl-on", features)):
+                port, apis[name] = free_port(taken), free_port(taken)
+                servers.append(start(name, port, apis[name], on, args, workdir))
             opts = Options(
                 args.seconds, args.warmup, args.calibrate, args.outstanding, args.client_cpu, workdir
             )
@@ -91,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 for server in servers if round_no % 2 == 0 else servers[::-1]:
                     dnsperf(server, scenario, opts, opts.warmup, rate)
                     runs.append(checked(dnsperf(server, scenario, opts, opts.seconds, rate), args.max_lost))
+            shares = {server.name: c_share(apis[server.name]) for server in servers}
         except BenchError as error:
             print(f"rrl_bench: {error}", file=sys.stderr)
             return 2
@@ -101,12 +141,19 @@ def main(argv: list[str] | None = None) -> int:
         "unthrottled: "
         + ", ".join(f"{r.server} {r.qps:,.0f} q/s ({r.us_per_query:.1f} us/q)" for r in calibration)
     )
-    print(f"fixed rate {rate:,} q/s, {args.rounds} x {args.seconds:g} s, scenario {scenario.key}:")
+    print(
+        f"fixed rate {rate:,} q/s, {args.rounds} x {args.seconds:g} s, scenario {scenario.key}, "
+        f"features on: {features}"
+        + (f", queries with {' '.join(GUARD_OPTIONS)}" if args.features == "guard" else "")
+    )
     medians = {}
     for name in ("rrl-off", "rrl-on"):
         figures = [r.us_per_query for r in runs if r.server == name]
         medians[name] = statistics.median(figures)
-        print(f"  {name:8} {medians[name]:6.2f} us/query  (runs: {', '.join(f'{f:.2f}' for f in figures)})")
+        print(
+            f"  {name:8} {medians[name]:6.2f} us/query  (runs: {', '.join(f'{f:.2f}' for f in figures)})"
+            f"  answered by C: {shares.get(name, 0.0):.1%}"
+        )
     ratio = medians["rrl-on"] / medians["rrl-off"]
     print(f"RRL cost ratio (on / off): {ratio:.3f}  (target <= {TARGET})")
     return 1 if args.require_target and ratio > TARGET else 0

@@ -5,8 +5,9 @@ Responder's), each UDP socket gets a receiving thread that runs the C loop `UdpL
 from the C table, sendmmsg, all without the GIL; only the datagrams the table cannot answer are passed to
 `handler.handle` (with the GIL, in the same thread). A datagram that cannot be a valid query (docs/wire.md,
 *Malformed datagrams*) is answered (FORMERR, NOTIMP, BADVERS) or dropped by C as the slow path would, without
-dnspython; while RRL or cookies are on (`handler.guard`), C's answer goes through the guard in Python, as
-`Responder.handle` applies it to every answer. Without the C table, the Python loops below.
+dnspython. With RRL or cookies on, the C table carries the responder's C guard (wire/cguard.py) and the
+loop applies it to every answer C makes; only a guard in Python (no C guard) makes C leave every query
+and C's answers to malformed datagrams to Python (`_guard_of`). Without the C table, the Python loops below.
 
 asyncio's datagram transport allocates a 256 KiB buffer for every datagram it reads (an mmap/munmap
 per query), so it is not used. With the C helper `gslbd.server._mmsg` (built at install time where a
@@ -43,7 +44,7 @@ except ImportError:  # not compiled here: the Python loops answer
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
-from gslbd.wire.guard import Guard
+from gslbd.wire.guard import AnyGuard
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +245,7 @@ def _guard_of(handler: Handler) -> Callable[[bytes, bytes, int, bool], bytes | N
         return None
 
     def guarded(query: bytes, reply: bytes, ip: int, v6: bool) -> bytes | None:
-        guard: Guard | None = getattr(handler, "guard", None)
+        guard: AnyGuard | None = getattr(handler, "guard", None)
         return reply if guard is None else guard.apply(query, reply, ip, v6, False)
 
     return guarded

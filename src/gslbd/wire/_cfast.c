@@ -243,6 +243,8 @@ typedef struct {
     int32_t *zindex;
     uint32_t nlpm;
     lpm_t *lpms;
+    uint32_t nsidlen; /* the NSID option (code 3, length, identity) a query with NSID gets; 0: none */
+    uint8_t *nsid;
 } base_t;
 
 /* One shard of a table's name index: open addressing over node pointers (NULL: empty), at most half
@@ -267,7 +269,11 @@ typedef struct ctab {
     uint32_t nwild; /* nodes of wildcard names (\x01* + parent): their parents' NXDOMAIN is Python's */
     struct ctab *sig; /* the signed nodes (DO queries of signed zones), same base and totals; or NULL */
     uint32_t flags;   /* what this table leaves to Python (FB_*, S_SIGNER): the base's, or set by update */
+    struct guard *guard; /* cookies and RRL (_guard.c), applied to every answer; or NULL */
 } ctab_t;
+
+struct guard;
+static void guard_decref(struct guard *g);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Hashing and small helpers */
@@ -409,6 +415,7 @@ static void base_decref(base_t *b) {
     PyMem_RawFree(b->zindex);
     for (uint32_t i = 0; i < b->nlpm; i++) lpm_clear(&b->lpms[i]);
     PyMem_RawFree(b->lpms);
+    PyMem_RawFree(b->nsid);
     PyMem_RawFree(b);
 }
 
@@ -420,6 +427,7 @@ static void ctab_decref(ctab_t *t) {
     base_decref(t->base);
     totals_decref(t->totals);
     ctab_decref(t->sig);
+    guard_decref(t->guard);
     PyMem_RawFree(t);
 }
 
@@ -765,6 +773,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     /* EDNS */
     uint32_t ecs_at = 0, ecs_end = 0, ecs_src = 0, payload = 0, dobit = 0;
     int co = 0, co_echo = 0; /* RFC 9824 Compact Answers OK; a compact denial's NXDOMAIN echoes it */
+    uint32_t nsid = 0;       /* bytes of the NSID option to write */
     u128 ip = src_ip;
     int v6 = src_v6;
     if (has_opt) {
@@ -810,7 +819,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 uint32_t size = after - at - 4;
                 if (size != 8 && !(size >= 16 && size <= 40)) return R_FALLBACK;
             } else if (code == 3) {
-                return R_FALLBACK; /* NSID: Python adds the identity */
+                nsid = b->nsidlen; /* the identity, when one is configured (fast_answer: table.nsid) */
             } else if (code == 15 || code == 18 || code == 22 || code == 23 || code == 24 || code == 25) {
                 return R_FALLBACK;
             } else if (flags & FB_OPTIONS) {
@@ -1050,7 +1059,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     if (has_opt) {
         index = (data[2] & 1) | 2;
         ecs_echo = ecs_end && b->ecs;
-        options = (ecs_echo ? ecs_end - ecs_at : 0) + voptlen;
+        options = (ecs_echo ? ecs_end - ecs_at : 0) + nsid + voptlen;
         if (options > 0xFFFF) return R_FALLBACK;
         optlen = options ? 9 + 2 + options : 11;
         o->scope = locdep ? (uint8_t)ecs_src : 0;
@@ -1094,6 +1103,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 piece(o, &o->scope, 1);
                 if (ecs_end > ecs_at + 8) piece(o, data + ecs_at + 8, ecs_end - ecs_at - 8);
             }
+            if (nsid) piece(o, b->nsid, nsid);
             if (voptlen) piece(o, vopt, voptlen);
         } else {
             piece(o, co_echo ? o->opt : b->opt_plain[dobit], 11);
@@ -2047,7 +2057,7 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
         return NULL;
     }
     b->refs = 1;
-    PyObject *mu = item(settings, 0, 9, "settings");
+    PyObject *mu = item(settings, 0, 10, "settings");
     if (mu == NULL) goto fail;
     b->max_udp = (uint32_t)PyLong_AsUnsignedLong(mu);
     b->ecs = PyObject_IsTrue(PyTuple_GET_ITEM(settings, 1));
@@ -2060,6 +2070,14 @@ static base_t *build_base(PyObject *settings, PyObject *zones, PyObject *locator
         (b->refused = variant_entry(c, PyTuple_GET_ITEM(settings, 6))) == NULL ||
         (b->transfer = variant_entry(c, PyTuple_GET_ITEM(settings, 7))) == NULL)
         goto fail;
+    if (!PyBytes_Check(PyTuple_GET_ITEM(settings, 9))) {
+        PyErr_SetString(PyExc_TypeError, "nsid must be bytes");
+        goto fail;
+    }
+    if (PyBytes_GET_SIZE(PyTuple_GET_ITEM(settings, 9)) > 0) {
+        b->nsid = copy_bytes(PyTuple_GET_ITEM(settings, 9), &b->nsidlen, "nsid");
+        if (b->nsid == NULL) goto fail;
+    }
     if (!PyTuple_Check(zones) || !PyTuple_Check(locators)) {
         PyErr_SetString(PyExc_TypeError, "zones and locators must be tuples");
         goto fail;
@@ -2549,7 +2567,11 @@ static int parse_ip(PyObject *obj, int v6, u128 *out) {
     return 0;
 }
 
-/* table.answer(data, ip, v6, tcp, seq=-1, draw=-1.0) -> bytes | None (None: ask Python) */
+#include "_guard.c"
+
+/* table.answer(data, ip, v6, tcp, seq=-1, draw=-1.0) -> bytes | None | False (None: ask Python; False:
+   the table's guard dropped the answer). With a guard, the answer is the guarded one, as the UDP loop
+   sends it. */
 static PyObject *table_answer(TableObject *self, PyObject *args) {
     Py_buffer data;
     PyObject *ipobj;
@@ -2568,12 +2590,39 @@ static PyObject *table_answer(TableObject *self, PyObject *args) {
     PyObject *out;
     if (plan_answer(self->t, data.buf, (uint32_t)data.len, ip, v6, tcp, &ch, &plan) < 0) {
         out = Py_NewRef(Py_None);
+    } else if (self->t->guard != NULL) {
+        uint8_t *buf = PyMem_RawMalloc(plan.total + GUARD_ROOM > GUARD_SMALL ? plan.total + GUARD_ROOM : GUARD_SMALL);
+        if (buf == NULL) {
+            out = PyErr_NoMemory();
+        } else {
+            write_plan(&plan, buf);
+            int32_t r = guard_apply(self->t->guard, data.buf, (uint32_t)data.len, buf, plan.total, ip, v6, tcp);
+            out = r == G_DROPPED ? Py_NewRef(Py_False) : PyBytes_FromStringAndSize((const char *)buf, r);
+            PyMem_RawFree(buf);
+        }
     } else {
         out = PyBytes_FromStringAndSize(NULL, plan.total);
         if (out != NULL) write_plan(&plan, (uint8_t *)PyBytes_AS_STRING(out));
     }
     PyBuffer_Release(&data);
     return out;
+}
+
+/* table.set_guard(guard): the cookies and RRL every answer of this table goes through (once, before the
+   table is handed to a Slot: the UDP loops read it without a lock). */
+static PyObject *table_set_guard(TableObject *self, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &GuardType)) {
+        PyErr_SetString(PyExc_TypeError, "set_guard needs a Guard");
+        return NULL;
+    }
+    if (self->t->guard != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "this table has a guard already");
+        return NULL;
+    }
+    guard_t *g = ((GuardObject *)arg)->g;
+    __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+    self->t->guard = g;
+    Py_RETURN_NONE;
 }
 
 /* table.reject(data) -> bytes | False | None: what C answers to a datagram that cannot be a valid query
@@ -2710,6 +2759,7 @@ static PyMethodDef table_methods[] = {
      "layout() -> (names, shards, index bytes, node bytes, entries, entry references, entry bytes, header blocks)"},
     {"shared_shards", (PyCFunction)table_shared_shards, METH_O, "shared_shards(other) -> index shards shared"},
     {"seed", (PyCFunction)table_seed, METH_O, "seed(n): the state of answer()'s random draws"},
+    {"set_guard", (PyCFunction)table_set_guard, METH_O, "set_guard(guard): cookies and RRL on every answer"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3228,6 +3278,14 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                     if (r >= 0 && !(t->flags & FB_ALL)) { /* malformed, answered here */
                         outlen = (uint32_t)r;
                         by_c++;
+                        if (t->guard != NULL) { /* cookies and RRL, as on every answer */
+                            int32_t kept = guard_apply(t->guard, data, len, out, outlen, ip, v6, 0);
+                            if (kept == G_DROPPED) {
+                                dropped++;
+                                continue;
+                            }
+                            outlen = (uint32_t)kept;
+                        }
                         goto send;
                     }
                     if (r >= 0 && self->guard != Py_None) { /* malformed: the guard decides in Python */
@@ -3240,8 +3298,8 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                     nguard += py[i] == PY_GUARD;
                     continue;
                 }
-                if (plan.total > OUTSIZE) {
-                    big[i] = PyMem_RawMalloc(plan.total);
+                if (plan.total + GUARD_ROOM > OUTSIZE) { /* room for the guard's cookie */
+                    big[i] = PyMem_RawMalloc(plan.total + GUARD_ROOM);
                     if (big[i] == NULL) {
                         dropped++;
                         continue;
@@ -3251,6 +3309,14 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                 write_plan(&plan, out);
                 outlen = plan.total;
                 by_c++;
+                if (t->guard != NULL) { /* the last stage: cookies and RRL (_guard.c) */
+                    int32_t kept = guard_apply(t->guard, data, len, out, outlen, ip, v6, 0);
+                    if (kept == G_DROPPED) {
+                        dropped++;
+                        continue;
+                    }
+                    outlen = (uint32_t)kept;
+                }
             }
         send:
             rc[out[3] & 15]++;
@@ -3419,13 +3485,13 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__cfast(void) {
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SlotType) < 0 || PyType_Ready(&LoopType) < 0 ||
-        PyType_Ready(&GateType) < 0 || PyType_Ready(&CacheType) < 0)
+        PyType_Ready(&GateType) < 0 || PyType_Ready(&CacheType) < 0 || PyType_Ready(&GuardType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddType(m, &TableType) < 0 || PyModule_AddType(m, &SlotType) < 0 ||
         PyModule_AddType(m, &LoopType) < 0 || PyModule_AddType(m, &GateType) < 0 ||
-        PyModule_AddType(m, &CacheType) < 0)
+        PyModule_AddType(m, &CacheType) < 0 || PyModule_AddType(m, &GuardType) < 0)
         return NULL;
     PyModule_AddIntConstant(m, "BATCH", BATCH);
     PyModule_AddIntConstant(m, "BUFSIZE", BUFSIZE);

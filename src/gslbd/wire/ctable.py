@@ -24,15 +24,19 @@ Draws come from a per-thread splitmix64 generator in C (Python's `random` in the
 paths agree for the same draw, not for the same seed. The `seq` counters are C's own (one per entry,
 atomic, shared by the UDP threads); they also count the answers per policy for the metric.
 
+A query with an NSID option gets the table's `nsid` option (`dns.identity`) from C, after the ECS echo
+and before the variant's EDE, as `fast_answer` writes it. Cookies and RRL are the last stage of C's
+answers when the responder gives the table its guard (`Table.set_guard`, wire/cguard.py, wire/_guard.c).
+
 Falls back to Python (the query goes to `Responder.handle`'s Python path) for what the C table cannot
-answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), an NSID option (the
-identity is added in Python), a plan kind C does not know (a chain through several policies), a geo
-client that only the GeoIP database can place, a nonexistent name below the parent of a wildcard, and
-what `Fallback` names: DO or CO set (`do`), CO set (`co`), a DNS cookie (`cookie`), any EDNS option but
-ECS and cookies (`options`), a negative answer to a query naming an exchange zone (`negative`: the
-exchange hook owns `_gslbd-exchange-*`; every other NXDOMAIN, REFUSED or NODATA stays in C), every
-query (`everything`: RRL or cookies on), or a name the table does not hold (`misses`: tables compiled
-lazily). Those features live in Python; they can move into C by adding
+answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), a plan kind C does not
+know (a chain through several policies), a geo client that only the GeoIP database can place, a
+nonexistent name below the parent of a wildcard, and what `Fallback` names: DO or CO set (`do`), CO set
+(`co`), a DNS cookie (`cookie`), any EDNS option but ECS and cookies (`options`), a negative answer to a
+query naming an exchange zone (`negative`: the exchange hook owns `_gslbd-exchange-*`; every other
+NXDOMAIN, REFUSED or NODATA stays in C), every query (`everything`: RRL or cookies applied in Python,
+where the guard is not C's), or a name the table does not hold (`misses`: tables compiled lazily).
+Those features live in Python; they can move into C by adding
 variants or flags here. A datagram that cannot be a valid query is not among them, whatever the flags:
 the C UDP loop answers it (or drops it) as the slow path would, `Table.reject` (docs/wire.md, *Malformed
 datagrams*).
@@ -101,7 +105,7 @@ class Fallback:
     do: bool = False  # DO or CO set (every signed answer and denial in Python)
     cookie: bool = False  # a COOKIE option (server cookies)
     options: bool = False  # any option but ECS and COOKIE
-    everything: bool = False  # every query (RRL, cookies)
+    everything: bool = False  # every query (RRL, cookies applied in Python: no C guard)
     negative: bool = False  # a negative answer to a query naming `_gslbd-exchange-*` (the exchange hook)
     co: bool = False  # CO set (RFC 9824 Compact Answers OK: the table has a signer)
     misses: bool = False  # a name the C table does not hold (names compiled lazily, in Python)
@@ -322,6 +326,7 @@ def _settings(table: AnswerTable, fallback: Fallback) -> tuple[Any, ...]:
         _variant(table.refused),
         _variant(table.refused_transfer),
         _flags(table, fallback),
+        table.nsid,
     )
 
 
@@ -373,6 +378,7 @@ def update_ctable(old: CTable, table: AnswerTable, fallback: Fallback = NO_FALLB
         and table.opt_plain == base.opt_plain
         and table.signed_zones is base.signed_zones
         and table.delegated == base.delegated
+        and table.nsid == base.nsid
     )
     if not same_base:
         return build_ctable(table, fallback, old)

@@ -21,9 +21,10 @@ from dataclasses import replace
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
 from gslbd.wire import ctable
+from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.compile import AnswerTable, Entry, Heads, compile_answer, count_answers, key_name, nx_soa
 from gslbd.wire.ctable import CTable, Fallback
-from gslbd.wire.guard import Guard, guard_for
+from gslbd.wire.guard import AnyGuard, guard_for
 from gslbd.wire.names import BadName, read_name
 from gslbd.wire.notify import NotifyHook
 from gslbd.wire.precheck import error_response, scan
@@ -294,8 +295,9 @@ class Responder:
     With the C extension (wire/ctable.py) the responder also keeps a C copy of the table: `handle` asks
     it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
     what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python. The C copy
-    leaves to Python what a feature in Python changes (`fallback_of`): every query while RRL or cookies
-    are on, NXDOMAIN and REFUSED while the exchange hook is set, and every name it does not hold while the
+    leaves to Python what a feature in Python changes (`fallback_of`): every query while a Python guard
+    is set (the C guard, wire/cguard.py, is a stage of C's answers instead), NXDOMAIN and REFUSED while
+    the exchange hook is set, and every name it does not hold while the
     table is partial (names not compiled yet are answered by the slow path, from the view). Signed zones
     are answered in C too, but for what only Python does (a fresh compact denial within the budget:
     docs/wire.md)."""
@@ -329,25 +331,27 @@ class Responder:
         # Cookies and RRL (wire/guard.py), from the view's `dns` settings; the secret is used when
         # `dns.cookies` names no secret file (the parent hands it to worker processes in their config).
         self.cookie_secret = os.urandom(16)
-        self._guard: Guard | None = guard_for(view.config.dns, None, self.cookie_secret)
         self._exchange: ExchangeHook | None = None  # serves the exchange zone when set (wire/transfer.py)
         use_c = ctable.enabled() if native is None else (native and ctable.AVAILABLE)
         self.slot = ctable.new_slot() if use_c else None  # read by the C UDP loops (server/udp.py)
+        # With the C table the guard is C's (a stage of its answer path), else the Python one.
+        self._guard: AnyGuard | None = guard_for(view.config.dns, None, self.cookie_secret, native=use_c)
         built = self._c_copy(None, table) if use_c else None
         self._state: tuple[AnswerTable, View, CTable | None] = (table, view, built)
         self._c_made = time.monotonic()  # when the C copy was last brought up to date
 
     @property
-    def guard(self) -> Guard | None:
-        """Cookies and RRL (wire/guard.py), applied to every response; while set, the C copy answers
-        nothing (every query goes through Python)."""
+    def guard(self) -> AnyGuard | None:
+        """Cookies and RRL, applied to every response: with the C table the C guard (wire/cguard.py),
+        the last stage of C's answers and applied to Python's by `handle`; a Python guard
+        (wire/guard.py) makes the C copy answer nothing (every query goes through Python)."""
         return self._guard
 
     @guard.setter
-    def guard(self, guard: Guard | None) -> None:
+    def guard(self, guard: AnyGuard | None) -> None:
         before = self._guard
         self._guard = guard
-        if self.slot is not None and (before is None) != (guard is None):
+        if self.slot is not None and before is not guard:  # the C copy carries the guard it applies
             table, view, built = self._state
             self._state = (table, view, self._c_copy(built, table))
 
@@ -381,7 +385,7 @@ class Responder:
         return Fallback(
             negative=self._exchange is not None,
             misses=table.partial,
-            everything=self._guard is not None,
+            everything=self._guard is not None and not isinstance(self._guard, NativeGuard),
         )
 
     def swap(self, table: AnswerTable, view: View, *, lag: bool = False) -> None:
@@ -393,9 +397,17 @@ class Responder:
         server/build.py): the C copy may stay as it is for up to `C_LAG` seconds (it leaves the names
         it lacks to Python, which has them); it catches up then, or at the next swap without `lag`."""
         old, _, old_c = self._state
-        self._guard = guard_for(view.config.dns, self._guard, self.cookie_secret)
+        before = self._guard
+        self._guard = guard_for(view.config.dns, before, self.cookie_secret, native=self.slot is not None)
         at = time.monotonic()
-        if lag and old_c is not None and table.partial and old.partial and at < self._c_made + C_LAG:
+        if (
+            lag
+            and old_c is not None
+            and table.partial
+            and old.partial
+            and at < self._c_made + C_LAG
+            and self._guard is before
+        ):
             built: CTable | None = old_c
         else:
             built = self._c_copy(old_c, table) if self.slot is not None else None
@@ -430,6 +442,8 @@ class Responder:
             built = None
         if built is not None:  # handle()'s draws in C follow this responder's rng (a UDP loop has its own)
             built.native.seed(self.rng.getrandbits(64))
+            if isinstance(self._guard, NativeGuard):  # cookies and RRL: the last stage of C's answers
+                built.native.set_guard(self._guard.native)
         self.slot.set(built.native if built is not None else None)
         return built
 
@@ -461,9 +475,9 @@ class Responder:
         """The response to one query packet (no TCP length prefix), or None to drop it."""
         table, view, built = self._state
         if built is not None:
-            out = built.native.answer(data, src_ip, src_v6, tcp)
-            if out is not None:
-                return out
+            answered = built.native.answer(data, src_ip, src_v6, tcp)
+            if answered is not None:  # guarded by C already; False: its guard dropped the answer
+                return answered if isinstance(answered, bytes) else None
         try:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:

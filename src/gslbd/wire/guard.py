@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 
 from gslbd.model.config import CookieConfig, DnsConfig, RrlConfig
+from gslbd.wire.cguard import AVAILABLE as NATIVE_AVAILABLE
+from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.cookies import (
     COOKIE,
     CookieJar,
@@ -189,11 +191,23 @@ class Guard:
         return b"".join((header, b"\x00\x01" if opt else b"\x00\x00", reply[12:qend], opt))
 
 
-def guard_for(dns: DnsConfig, current: Guard | None, secret: bytes) -> Guard | None:
+AnyGuard = Guard | NativeGuard  # the oracle in Python, or the same stages in C (wire/cguard.py)
+
+
+def guard_for(
+    dns: DnsConfig, current: AnyGuard | None, secret: bytes, *, native: bool = False
+) -> AnyGuard | None:
     """The guard for `dns` settings: `current` when they did not change (its buckets and cookie table
-    carry over), a new one when they did, None when both RRL and cookies are off."""
+    carry over), a new one when they did, None when both RRL and cookies are off. `native`: the C guard
+    (a stage of the C answer path, wire/cguard.py) where the extension is compiled."""
     if dns.rrl is None and dns.cookies is None:
         return None
-    if current is not None and current.settings == (dns.rrl, dns.cookies, dns.max_udp_payload):
+    native = native and NATIVE_AVAILABLE
+    if (
+        current is not None
+        and current.settings == (dns.rrl, dns.cookies, dns.max_udp_payload)
+        and isinstance(current, NativeGuard) == native
+    ):
         return current
-    return Guard(dns.rrl, dns.cookies, secret, max_udp_payload=dns.max_udp_payload)
+    kind = NativeGuard if native else Guard
+    return kind(dns.rrl, dns.cookies, secret, max_udp_payload=dns.max_udp_payload)

@@ -51,8 +51,10 @@ from gslbd.state.snapshot import Snapshot
 from gslbd.types import PolicyName, Select
 from gslbd.wire import Responder, compile_table, fast_answer, update_table
 from gslbd.wire import ctable as ct
+from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.compile import AnswerTable, wire_key
 from gslbd.wire.dnssec import CO, DenialBudget
+from gslbd.wire.guard import Guard
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
 
@@ -177,10 +179,8 @@ def test_c_and_python_fast_paths_give_the_same_bytes_for_the_same_choice(data: s
         python = fast_answer(table, wire, ip, v6, tcp, FixedDraw(draw))
         seq = used_count(before, counter_values(table))
         c = native.native.answer(wire, ip, v6, tcp, seq, draw)
-        if nsid:
-            assert c is None, "NSID: Python adds the identity"
-        else:  # None both: e.g. below a wildcard's parent (the slow path synthesizes the answer)
-            assert c == python or (c is None and entry_kind(table, wire) == ct.K_PYTHON)
+        # NSID written by C too; None both: e.g. below a wildcard's parent (the slow path synthesizes it)
+        assert c == python or (c is None and entry_kind(table, wire) == ct.K_PYTHON)
 
 
 @functools.cache
@@ -199,11 +199,7 @@ def used_count(before: dict[int, int], after: dict[int, int]) -> int:
 
 
 def left_to_python(table: AnswerTable, wire: bytes) -> bool:
-    """Whether C leaves `wire` to Python by design: a query with an NSID option (Python adds the
-    identity), or an entry of the kind K_PYTHON."""
-    message = dns.message.from_wire(wire)
-    if any(option.otype == dns.edns.OptionType.NSID for option in message.options):
-        return True
+    """Whether C leaves `wire` to Python by design: an entry of the kind K_PYTHON (C writes NSID)."""
     return entry_kind(table, wire) == ct.K_PYTHON
 
 
@@ -237,8 +233,8 @@ def test_mutated_queries_get_the_python_answer_or_go_to_python(
     python = None
     with contextlib.suppress(IndexError):
         python = fast_answer(table, packet, 0x0A000001, False, tcp, FixedDraw(draw))
-    # None from C and an answer from Python: only for what C leaves to Python (an NSID option, which a
-    # mutation can make; HTTPS at a name with a policy: its pick is no plan C knows)
+    # None from C and an answer from Python: only for what C leaves to Python (HTTPS at a name with a
+    # policy: its pick is no plan C knows)
     assert c == python or (c is None and left_to_python(table, packet))
 
 
@@ -577,8 +573,8 @@ def test_names_below_a_wildcards_parent_go_to_python_and_other_nxdomains_do_not(
 
 
 def test_the_responder_sends_what_its_features_change_to_python() -> None:
-    """RRL/cookies: everything; the exchange hook: negative answers naming an exchange zone; set and
-    cleared at run time."""
+    """RRL/cookies: nothing (C applies its guard), a Python guard everything; the exchange hook: negative
+    answers naming an exchange zone; set and cleared at run time."""
     view = VIEWS["plain"]
     responder = Responder(
         compile_table(view, max_udp_payload=1232, use_client_subnet=True), view, random.Random(1), native=True
@@ -606,7 +602,11 @@ def test_the_responder_sends_what_its_features_change_to_python() -> None:
     rrl = RrlConfig(responses_per_second=5, errors_per_second=5, nxdomains_per_second=5, window=2.0, slip=2)
     guarded = make_view(replace(CONFIG, dns=DnsConfig(rrl=rrl)))
     responder.swap(compile_table(guarded, max_udp_payload=1232, use_client_subnet=True), guarded)
-    assert responder.guard is not None
+    assert isinstance(responder.guard, NativeGuard)
+    assert responder.native is not None and not responder.native.fallback.everything
+    assert responder.native.answer(found, 1, False, False) is not None  # C answers, and counts in the guard
+    assert len(responder.guard.native) == 1
+    responder.guard = Guard(rrl, None, b"\0" * 16)  # the Python oracle as the guard: C steps aside
     assert responder.native is not None and responder.native.fallback.everything
     assert responder.native.answer(found, 1, False, False) is None
     responder.guard = None
