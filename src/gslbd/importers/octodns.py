@@ -38,6 +38,18 @@ def _value(rtype: str, text: object) -> str | None:
     return value if kind is _KINDS[rtype] else None
 
 
+def fallback_values(values: list[str], record: _Record) -> list[str]:
+    """A gslbd `fallback`: addresses without repeats, or exactly one hostname (a CNAME); the record's
+    static values of an A/AAAA and a CNAME record of one name cannot both be kept (noted)."""
+    unique = list(dict.fromkeys(values))
+    hosts = [v for v in unique if target_text(v)[1] is EndpointKind.HOSTNAME]
+    if not hosts or unique == hosts[:1]:
+        return unique
+    kept = [v for v in unique if v not in hosts] or hosts[:1]
+    record.note("values", f"a fallback is addresses or one hostname: {', '.join(kept)} kept")
+    return kept
+
+
 def _values(record: dict[str, Any]) -> list[object]:
     if isinstance(record.get("values"), list):
         return list(record["values"])
@@ -189,6 +201,7 @@ class _Record:
             else:
                 self.note("ttl", f"{self.record['ttl']!r} is not a TTL: the zone's ttl")
         static = [v for v in (_value(self.rtype, x) for x in _values(self.record)) if v is not None]
+        static = fallback_values(static, self)
         if static:
             out["all_down"] = "fallback"
             out["fallback"] = static
@@ -207,7 +220,7 @@ def _merge(into: dict[str, Any], other: dict[str, Any], record: _Record) -> None
     seen = {e["address"] for e in into["endpoints"]}
     into["endpoints"] += [e for e in other["endpoints"] if e["address"] not in seen]
     if "fallback" in other:
-        into["fallback"] = into.get("fallback", []) + other["fallback"]
+        into["fallback"] = fallback_values(into.get("fallback", []) + other["fallback"], record)
         into["all_down"] = "fallback"
 
 

@@ -134,3 +134,21 @@ def zone_file(draw: st.DrawFn) -> str:
 @given(zone_file())
 def test_every_octodns_import_loads_in_gslbd(tmp_path: Path, text: str) -> None:
     loads_without_error(tmp_path, import_octodns("cloud.example.com.yaml", text, "cloud.example.com").lines())
+
+
+def test_fallback_values_of_an_a_and_a_cname_record_of_one_name_load(tmp_path: Path) -> None:
+    """Hypothesis found these: a CNAME's two spellings of one hostname, and an A record's addresses with a
+    CNAME's hostname, both gave a `fallback` the config refuses."""
+    dynamic = {"pools": {"p": {"values": [{"value": "192.0.2.1"}]}}, "rules": [{"pool": "p"}]}
+    cname = {"pools": {"p": {"values": [{"value": "b.example.net."}]}}, "rules": [{"pool": "p"}]}
+    text = yaml.safe_dump(
+        {
+            "one": {"type": "CNAME", "dynamic": cname, "values": ["a.example.net.", "a.example.net"]},
+            "two": [
+                {"type": "A", "dynamic": dynamic, "values": ["192.0.2.9"]},
+                {"type": "CNAME", "dynamic": cname, "values": ["a.example.net."]},
+            ],
+        }
+    )
+    result = import_octodns("z.yaml", text, "cloud.example.com")
+    loads_without_error(tmp_path, result.lines())
