@@ -22,8 +22,11 @@ def probed_endpoints(
     config: Config, services: Iterable[Service] | None = None
 ) -> dict[EndpointKey, Endpoint]:
     """Endpoints probed by this instance: those with a check, except endpoints of peer sites (their
-    health is what that site publishes). `services`: only those of `config` (default: all)."""
+    health is what that site publishes) unless `peers.quorum` is set (then every site votes on every
+    endpoint: state/quorum.py). `services`: only those of `config` (default: all)."""
     peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
+    if config.peers is not None and config.peers.quorum is not None:
+        peers = set()
     return {
         ep.key: ep
         for svc in (config.services if services is None else services)
@@ -85,3 +88,11 @@ def probe_targets(probed: Iterable[Endpoint]) -> dict[EndpointKey, tuple[Endpoin
     for ep in probed:
         groups.setdefault(target_key(ep), []).append(ep.key)
     return {keys[0]: tuple(keys) for keys in groups.values()}
+
+
+def vote_owners(config: Config, probed: Iterable[Endpoint]) -> dict[EndpointKey, str]:
+    """With `peers.quorum`: the owner site of every probed endpoint (a peer site's endpoint is that
+    site's; any other is this site's own)."""
+    peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
+    own = config.site.name
+    return {ep.key: (ep.site if ep.site in peers and ep.site is not None else own) for ep in probed}
