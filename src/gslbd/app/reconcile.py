@@ -23,16 +23,23 @@ def probed_endpoints(
 ) -> dict[EndpointKey, Endpoint]:
     """Endpoints probed by this instance: those with a check, except endpoints of peer sites (their
     health is what that site publishes) unless `peers.quorum` is set (then every site votes on every
-    endpoint: state/quorum.py). `services`: only those of `config` (default: all)."""
+    endpoint whose check it can run: state/quorum.py). `services`: only those of `config` (default:
+    all)."""
     peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
-    if config.peers is not None and config.peers.quorum is not None:
-        peers = set()
+    voting = config.peers is not None and config.peers.quorum is not None
     return {
         ep.key: ep
         for svc in (config.services if services is None else services)
         for ep in svc.endpoints
-        if ep.check is not None and (ep.site == config.site.name or ep.site not in peers)
+        if ep.check is not None
+        and (ep.site == config.site.name or ep.site not in peers or (voting and _votable(ep.check)))
     }
+
+
+def _votable(check: Check) -> bool:
+    """Whether this site can vote on another site's endpoint with `check`: any check it runs itself
+    (a push check is fed at the owner's API only: a peer would see every push missing)."""
+    return check.type is not CheckType.PUSH
 
 
 def unchanged_keys(

@@ -384,6 +384,8 @@ def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
     transfer = r.get("transfer", boolean, True)
     journal = r.get("journal", integer(1, 1_000_000), 1000)
     quorum = _read_quorum(r.sub("quorum"), len(sites) + 1, discover)
+    if quorum is not None and not transfer:
+        r.warn("quorum", "votes travel in the exchange zone: with transfer: false no site publishes any")
     return PeersConfig(
         interval, stale_after, timeout, notify, tuple(sites), discover, port, tsig, transfer, journal, quorum
     )

@@ -7,9 +7,10 @@ import random
 
 import dns.message
 import dns.rdatatype
-from exchange_support import APP, ZONE, config, env
+from exchange_support import APP, SERVICES, ZONE, config, env
 
 from gslbd.answer.exchange_names import published, republished
+from gslbd.app.reconcile import probed_endpoints, vote_owners
 from gslbd.clock import FakeClock
 from gslbd.exchange.peerbook import PeerBook
 from gslbd.exchange.peerstate import PeerAnswer
@@ -30,6 +31,7 @@ QUORUM = (
     '    - {name: ap, nameservers: ["127.0.0.4:5300"]}\n'
 )
 EU, US = "192.0.2.1", "198.51.100.1"
+SERVICES_CHECKED = SERVICES.replace("policy: failover", "policy: failover\n    check: {type: tcp, port: 80}")
 
 
 def frames(data: bytes) -> list[bytes]:
@@ -121,3 +123,23 @@ def test_without_a_quorum_a_site_is_never_partitioned_and_stale_peers_drop_out()
     book.failure("ap", "timeout", 1)
     assert not book.partitioned
     assert APP not in book.endpoints()
+
+
+def test_with_a_quorum_every_endpoint_is_probed_here_but_a_remote_push_check_is_not() -> None:
+    checked = SERVICES_CHECKED
+    cfg = config("eu", services=checked, peers=QUORUM)
+    probed = probed_endpoints(cfg)
+    assert sorted(address for _, address in probed) == [
+        "192.0.2.1",
+        "198.51.100.1",
+        "2001:db8::1",
+        "203.0.113.1",
+    ]
+    owners = vote_owners(cfg, probed.values())
+    assert owners[(APP, US)] == "us" and owners[(APP, EU)] == "eu"
+    pushed = config(
+        "eu", services=checked.replace("{type: tcp, port: 80}", "{type: push, ttl: 30s}"), peers=QUORUM
+    )
+    assert sorted(address for _, address in probed_endpoints(pushed)) == ["192.0.2.1", "2001:db8::1"]
+    without = config("eu", services=checked, peers=QUORUM.replace("  quorum: {votes: 2}\n", ""))
+    assert sorted(address for _, address in probed_endpoints(without)) == ["192.0.2.1", "2001:db8::1"]
