@@ -71,5 +71,6 @@ def test_a_quorum_without_the_exchange_zone_is_warned_about() -> None:
     config, problems = check_config_text(ZONE + PEERS + "  transfer: false\n  quorum: {votes: 2}\n", "c.yaml")
     assert config is not None
     assert [str(p) for p in problems if p.severity == "warning"] == [
-        "c.yaml:10: peers.quorum: votes travel in the exchange zone: with transfer: false no site publishes any"
+        "c.yaml:10: peers.quorum: votes travel in the exchange zone:"
+        " with transfer: false no site publishes any"
     ]
