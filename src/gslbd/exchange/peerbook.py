@@ -34,7 +34,7 @@ from gslbd.metrics import (
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.state.quorum import heard_majority
-from gslbd.types import EndpointKind
+from gslbd.types import CheckType, EndpointKind
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +63,18 @@ def learned_for(
     if not states:  # no peers: nothing is learned
         return out
     peers = peer_site_names(config)
+    voting = config.peers is not None and config.peers.quorum is not None
     for service in services:
         own = {e.address for e in service.endpoints if e.site not in peers}
         seen: set[str] = set()
         found: list[Endpoint] = []
         for name, state in states.items():
-            published = (state.targets if static else state.usable).get(service.name)
+            if static:
+                published = state.targets.get(service.name)
+            elif voting and state.freshness is not Freshness.FRESH:
+                published = _voted(service, name, state.targets.get(service.name, ()))
+            else:
+                published = state.usable.get(service.name)
             if not published:
                 continue
             fresh = [a for a in published if a not in own and a not in seen]
@@ -87,6 +93,17 @@ def learned_for(
         if found:
             out[service.name] = tuple(found)
     return out
+
+
+def _voted(service: Service, site: str, last: tuple[str, ...]) -> tuple[str, ...]:
+    """With peers.quorum, of a stale peer's last view: the addresses that every site votes on (listed
+    under that site with a check that is not a push). Their votes decide, not the peer's silence."""
+    checked = {
+        e.address
+        for e in service.endpoints
+        if e.site == site and e.check is not None and e.check.type is not CheckType.PUSH
+    }
+    return tuple(a for a in last if a in checked)
 
 
 class PeerBook:

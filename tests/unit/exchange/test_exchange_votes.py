@@ -143,3 +143,16 @@ def test_with_a_quorum_every_endpoint_is_probed_here_but_a_remote_push_check_is_
     assert sorted(address for _, address in probed_endpoints(pushed)) == ["192.0.2.1", "2001:db8::1"]
     without = config("eu", services=checked, peers=QUORUM.replace("  quorum: {votes: 2}\n", ""))
     assert sorted(address for _, address in probed_endpoints(without)) == ["192.0.2.1", "2001:db8::1"]
+
+
+def test_with_a_quorum_a_stale_peers_checked_endpoints_are_left_to_the_votes() -> None:
+    clock = FakeClock()
+    book = PeerBook(config(services=SERVICES_CHECKED, peers=QUORUM), clock)
+    book.answer("us", PeerAnswer({APP: (US, "198.51.100.77")}, clock.wall()))  # .77 is not configured
+    book.answer("ap", PeerAnswer({}, clock.wall()))
+    clock.advance(31)  # us is stale; ap answers: a majority is heard
+    book.failure("us", "timeout", 1)
+    book.answer("ap", PeerAnswer({}, clock.wall()))
+    assert not book.partitioned
+    # us's checked endpoint stays a candidate (every site votes on it); the unchecked one is gone
+    assert [e.address for e in book.endpoints()[APP]] == [US]
