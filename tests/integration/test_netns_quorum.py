@@ -156,7 +156,8 @@ def test_s1_a_site_cut_off_fails_static_and_the_others_drop_it_by_their_votes(si
     print(
         f"\nS1 eu cut off: us dropped eu's endpoint after {took['us']:.2f} s, ap after {lost:.2f} s"
         f" (bound {LOST_BOUND:g} s, stale_after {STALE_AFTER:g} s); eu kept all three for"
-        f" {STALE_AFTER + 2 * PEER_INTERVAL:g} s; after the heal every site answered all three in {healed:.2f} s"
+        f" {STALE_AFTER + 2 * PEER_INTERVAL:g} s; after the heal every site answered all three in"
+        f" {healed:.2f} s"
     )
 
 
