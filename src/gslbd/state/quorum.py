@@ -29,7 +29,7 @@ def decide(owner: bool | None, others: Iterable[bool], votes: int) -> bool | Non
     """Is the endpoint up for answering? `owner`: the owner site's own vote (None: it cast none),
     `others`: the votes of the other sites heard (this site's included when it is not the owner),
     `votes`: K. None when nobody voted."""
-    cast = [v for v in others]
+    cast = list(others)
     if owner is not None:
         cast.append(owner)
     if not cast:
