@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.skipif(netns_unavailable() is not None, reason=str(netn
 
 SITES = ("eu", "us", "ap")
 DELAYS = {("eu", "us"): 0.040, ("us", "ap"): 0.090, ("eu", "ap"): 0.120}
-DNS_PORT, HTTP_PORT = 53, 8080
+DNS_PORT, HTTP_PORT, API_PORT = 53, 8080, 8081
 CHECK_INTERVAL, FALL = 1.0, 2
 PEER_INTERVAL, STALE_AFTER, PEER_TIMEOUT = 1.0, 10.0, 0.7
 # A site lost: FALL failed probes at two sites (each up to its 900 ms timeout: eu-ap is 240 ms a round
@@ -78,6 +79,38 @@ class Sites:
                 return None
         return {rd.to_text() for rrset in reply.answer if rrset.rdtype == dns.rdatatype.A for rd in rrset}
 
+    def votes(self, site: str) -> set[str] | None:
+        """The votes `site` publishes on `rr` (TXT at rr.votes.<its exchange apex>), asked there."""
+        query = dns.message.make_query(f"rr.votes._gslbd-exchange-{site}.{ZONE}", dns.rdatatype.TXT)
+        query.flags = 0
+        sock = self.net.socket_in(site)
+        with sock:
+            try:
+                reply = dns.query.udp(query, self.net.address(site), port=DNS_PORT, timeout=0.5, sock=sock)
+            except (dns.exception.Timeout, OSError):
+                return None
+        return {rd.strings[0].decode() for rrset in reply.answer for rd in rrset}
+
+    def downs(self, site: str) -> float | None:
+        """How many down votes `site` holds now, its own and those it heard (its metrics, asked there)."""
+        url = f"http://{self.net.address(site)}:{API_PORT}/metrics"
+        with self.net.entered(site):
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    text = response.read().decode()
+            except OSError:
+                return None
+        lines = [line for line in text.splitlines() if line.startswith("gslbd_quorum_votes{")]
+        return sum(float(line.split()[-1]) for line in lines if 'verdict="down"' in line)
+
+    def agreed(self) -> None:
+        """Wait until every site votes every endpoint up and has heard every other site say so (a
+        scenario starts from the agreed picture: a vote cast in the previous one may still be down for
+        a probe interval, or not yet heard)."""
+        want = {f"{self.net.address(s)}=up" for s in SITES}
+        wait_for(lambda: all(self.votes(s) == want for s in SITES), 10, step=0.05)
+        wait_for(lambda: all(self.downs(s) == 0 for s in SITES), 10, step=0.05)
+
     def start_backend(self, site: str) -> None:
         argv = [sys.executable, "-m", "http.server", "--bind", self.net.address(site), str(HTTP_PORT)]
         argv += ["--directory", str(self.workdir)]
@@ -101,7 +134,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
                     interval=PEER_INTERVAL,
                     stale_after=STALE_AFTER,
                     timeout=PEER_TIMEOUT,
-                    extra=CHECKS,
+                    extra=CHECKS + f'api: {{listen: "{hosts[site]}:{API_PORT}"}}\n',
                     hosts=hosts,
                 ).replace("peers:\n", "peers:\n  quorum: {votes: 2}\n", 1)
                 with net.entered(site):
@@ -133,6 +166,7 @@ def holds(sites: Sites, seconds: float, want: dict[str, dict[str, set[str]]]) ->
 
 
 def test_s1_a_site_cut_off_fails_static_and_the_others_drop_it_by_their_votes(sites: Sites) -> None:
+    sites.agreed()
     net = sites.net
     eu, us, ap = (net.address(s) for s in SITES)
     everyone = {eu, us, ap}
@@ -162,6 +196,7 @@ def test_s1_a_site_cut_off_fails_static_and_the_others_drop_it_by_their_votes(si
 
 
 def test_s4_one_way_failure_takes_nothing_out_anywhere(sites: Sites) -> None:
+    sites.agreed()
     net = sites.net
     eu, us, ap = (net.address(s) for s in SITES)
     everyone = {eu, us, ap}
@@ -177,3 +212,47 @@ def test_s4_one_way_failure_takes_nothing_out_anywhere(sites: Sites) -> None:
     finally:
         net.heal()
     print(f"\nS4 us cannot reach eu: every site answered all three and eu for fo in {checked} checks")
+
+
+def test_s2_one_link_down_takes_nothing_out_past_stale_after(sites: Sites) -> None:
+    sites.agreed()
+    net = sites.net
+    eu, us, ap = (net.address(s) for s in SITES)
+    everyone = {eu, us, ap}
+    net.link("eu", "us").down()  # eu and us cannot reach each other; both reach ap
+    try:
+        # eu votes us's endpoint down and us eu's; ap sees both up: one vote each. Past stale_after
+        # eu and us judge each other stale, and the votes of the sites they hear still keep them.
+        seconds = STALE_AFTER + 2 * PEER_INTERVAL
+        checked = holds(sites, seconds, {s: {RR: everyone, FO: {eu}} for s in SITES})
+        assert checked > 30
+    finally:
+        net.heal()
+    print(
+        f"\nS2 eu-us down: every site answered all three and eu for fo for {seconds:g} s ({checked} checks)"
+    )
+
+
+def test_s3_total_partition_every_site_fails_static(sites: Sites) -> None:
+    sites.agreed()
+    net = sites.net
+    eu, us, ap = (net.address(s) for s in SITES)
+    everyone = {eu, us, ap}
+    said = "partitioned: this site hears 1 of 3"
+    before = {s: sites.servers[s].log().count(said) for s in SITES}
+    for link in net.links.values():
+        link.down()
+    try:
+        for site in SITES:  # each hears 1 of 3 sites, and says so once more
+            log, was = sites.servers[site].log, before[site]
+            wait_for(lambda log=log, was=was: log().count(said) > was, 5)  # type: ignore[misc]
+        seconds = STALE_AFTER + 2 * PEER_INTERVAL
+        checked = holds(sites, seconds, {s: {RR: everyone, FO: {eu}} for s in SITES})
+        assert checked > 30
+    finally:
+        net.heal()
+    healed = wait_for(lambda: all(sites.answer(s, RR) == everyone for s in SITES), 10, step=0.05)
+    print(
+        f"\nS3 total partition: every site partitioned, answered all three and eu for fo for {seconds:g} s"
+        f" ({checked} checks); {healed:.2f} s after the heal all three everywhere"
+    )

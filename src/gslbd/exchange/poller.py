@@ -50,6 +50,9 @@ from gslbd.model.tsig import TsigKey
 log = logging.getLogger(__name__)
 
 TRANSFER_TIMEOUT = 30.0  # seconds for one IXFR/AXFR of a peer's exchange zone
+# ...in which the connect and every wait for more bytes may take at most this long (a link that dies
+# mid-transfer fails the poll in seconds: the peer is then "not answering", not silently fresh)
+TRANSFER_IDLE, IDLE_TIMEOUTS = 2.0, 3
 REPROBE_POLLS = 12  # a peer without an exchange zone is asked for it again every this many polls
 DEADLINE_INTERVALS = 2  # a per-name poll may take this many intervals...
 DEADLINE_RTTS = 4  # ...plus this many round trips of the peer
@@ -339,7 +342,15 @@ async def _poll_zone(
     server = poll.channels[poll.first].server
     try:
         copy, kind, _ = await transfer(
-            server, apex, origin, have, max(TRANSFER_TIMEOUT, timeout), rng, poll.key, local_host
+            server,
+            apex,
+            origin,
+            have,
+            max(TRANSFER_TIMEOUT, timeout),
+            rng,
+            poll.key,
+            local_host,
+            idle=max(TRANSFER_IDLE, IDLE_TIMEOUTS * timeout),
         )
     except TimeoutError:
         poll._fail_name(server, apex, "the transfer timed out")

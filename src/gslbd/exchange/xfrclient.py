@@ -157,9 +157,12 @@ async def transfer(
     rng: random.Random,
     key: TsigKey | None = None,
     local_host: str | None = None,
+    idle: float | None = None,
 ) -> tuple[ZoneCopy, str, int]:
     """IXFR from `have` (AXFR without it) over TCP from `local_host` (this site's own address, which the
     peer knows as one of ours): (the new copy, "ixfr" | "axfr" | "current", bytes received).
+    `timeout` bounds the whole transfer; `idle` (None: no bound) the connect and each wait for the
+    next bytes, so that a link that dies mid-transfer fails the poll in seconds, not `timeout`.
     NoChannel, TransferFailed, TimeoutError or OSError otherwise."""
     qid = rng.randrange(65536)
     query = transfer_query(apex, IXFR if have is not None else AXFR, qid, have.serial if have else None)
@@ -169,13 +172,14 @@ async def transfer(
     received = 0
     async with asyncio.timeout(timeout):
         local = (local_host, 0) if local_host is not None else None
-        reader, writer = await asyncio.open_connection(server.host, server.port, local_addr=local)
+        connecting = asyncio.open_connection(server.host, server.port, local_addr=local)
+        reader, writer = await asyncio.wait_for(connecting, idle)
         try:
             writer.write(len(wire).to_bytes(2, "big") + wire)
             await writer.drain()
             while not builder.done:
-                size = int.from_bytes(await reader.readexactly(2), "big")
-                data = await reader.readexactly(size)
+                size = int.from_bytes(await asyncio.wait_for(reader.readexactly(2), idle), "big")
+                data = await asyncio.wait_for(reader.readexactly(size), idle)
                 received += 2 + size
                 builder.feed(data, qid, verifier)
         except asyncio.IncompleteReadError:
