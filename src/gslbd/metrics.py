@@ -268,6 +268,24 @@ PEER_STALE = Gauge(
     ["peer"],
     registry=REGISTRY,
 )
+PEER_HEARD = Gauge(
+    "gslbd_exchange_peer_heard",
+    "1 while a peer site is heard (fresh and its latest poll answered): what partition safety counts.",
+    ["peer"],
+    registry=REGISTRY,
+)
+EXCHANGE_PARTITIONED = Gauge(
+    "gslbd_exchange_partitioned",
+    "1 while this site hears fewer than a majority of the sites (peers.quorum): remote endpoints keep"
+    " their last agreed verdicts (fail static).",
+    registry=REGISTRY,
+)
+QUORUM_VOTES = Gauge(
+    "gslbd_quorum_votes",
+    "Sites (this one and the fresh peers) whose latest vote on an endpoint is `verdict` (peers.quorum).",
+    ["service", "address", "verdict"],
+    registry=REGISTRY,
+)
 PEER_RTT = Gauge(
     "gslbd_exchange_peer_rtt_seconds",
     "Smoothed round trip to a peer site's nameserver, measured by the heartbeat query of per-name polls.",

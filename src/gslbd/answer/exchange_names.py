@@ -28,6 +28,7 @@ from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import EndpointKind
 
 LOCALTARGETS_PREFIX = "localtargets-"
+VOTES_PREFIX = "votes-"  # the publication's key of a service's votes (peers.quorum): votes-<label>.<origin>
 HEARTBEAT_PREFIX = "heartbeat-"
 HEARTBEAT_TTL = 0
 _PUBLISHED_KINDS = {EndpointKind.IPV4: "A", EndpointKind.IPV6: "AAAA"}
@@ -70,17 +71,51 @@ def own_up_endpoints(config: Config, service: Service, snapshot: Snapshot) -> tu
     )
 
 
+def votes_name(service: Service) -> str:
+    """The publication's key of a service's votes: `votes-<label>.<origin>` (exchange/zone.py serves
+    them as TXT at `<label>.votes.<exchange apex>`)."""
+    return f"{VOTES_PREFIX}{service.label}.{service.zone}"
+
+
+def vote_rdata(address: str, up: bool) -> str:
+    """One vote as published: `<address>=up` or `<address>=down`."""
+    return f"{address}={'up' if up else 'down'}"
+
+
+def read_vote(text: str) -> tuple[str, bool] | None:
+    """(address, up) of one published vote; None when it is not one."""
+    address, sep, verdict = text.partition("=")
+    if not sep or verdict not in ("up", "down") or not address:
+        return None
+    return address, verdict == "up"
+
+
+def service_votes(service: Service, snapshot: Snapshot) -> tuple[str, ...]:
+    """This site's raw verdicts on the endpoints of `service` (peers.quorum), sorted; () without."""
+    votes = snapshot.votes
+    if not votes:
+        return ()
+    found = {vote_rdata(e.address, v) for e in service.endpoints if (v := votes.get(e.key)) is not None}
+    return tuple(sorted(found))
+
+
 def published(config: Config, snapshot: Snapshot) -> dict[str, dict[str, tuple[str, ...]]]:
     """Zone origin -> localtargets name -> the addresses it answers (A and AAAA); names without any
-    are left out. Comparing two of these tells which zones' publication changed (NOTIFY)."""
+    are left out. With peers.quorum also `votes-<label>.<origin>` -> this site's votes on the
+    service's endpoints (`service_votes`). Comparing two of these tells which zones' publication
+    changed (NOTIFY)."""
     out: dict[str, dict[str, tuple[str, ...]]] = {}
     for service in config.services:
         addresses = tuple([e.address for e in own_up_endpoints(config, service, snapshot)])
-        if addresses:
+        votes = service_votes(service, snapshot)
+        if addresses or votes:
             zone = out.get(service.zone)
             if zone is None:
                 zone = out[service.zone] = {}
-            zone[localtargets_name(service)] = addresses
+            if addresses:
+                zone[localtargets_name(service)] = addresses
+            if votes:
+                zone[votes_name(service)] = votes
     return out
 
 
@@ -105,18 +140,21 @@ def republished(
         return out[service.zone]
 
     for service in removed:
-        name = localtargets_name(service)
-        if name in out.get(service.zone, {}):
-            del zone_of(service)[name]
+        for name in (localtargets_name(service), votes_name(service)):
+            if name in out.get(service.zone, {}):
+                del zone_of(service)[name]
     for service in only:
-        name = localtargets_name(service)
         addresses = tuple(e.address for e in own_up_endpoints(config, service, snapshot))
-        if out.get(service.zone, {}).get(name) == (addresses or None):
-            continue
-        if addresses:
-            zone_of(service)[name] = addresses
-        else:
-            del zone_of(service)[name]
+        for name, data in (
+            (localtargets_name(service), addresses),
+            (votes_name(service), service_votes(service, snapshot)),
+        ):
+            if out.get(service.zone, {}).get(name) == (data or None):
+                continue
+            if data:
+                zone_of(service)[name] = data
+            else:
+                del zone_of(service)[name]
     for zone in copied:
         if not out[zone]:
             del out[zone]

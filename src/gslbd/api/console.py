@@ -158,7 +158,13 @@ def summary_json(
         "ready": ready,
         "seq": seq,
         **counts,
-        "peers": {"total": len(peers), "fresh": fresh, "stale": len(peers) - fresh, "sites": peer_docs},
+        "peers": {
+            "total": len(peers),
+            "fresh": fresh,
+            "stale": len(peers) - fresh,
+            "sites": peer_docs,
+            "partitioned": any(p.partitioned for p in peers),
+        },
         "cluster": cluster_json(cluster),
     }
 

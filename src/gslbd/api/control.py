@@ -142,6 +142,9 @@ class PeerView:
     `last_answer_age` its age in seconds. `endpoints` counts the addresses learned from it that count
     now, `errors` the queries to it that failed. `failing` is True while its latest poll failed.
     `heartbeat` is the Unix time the peer last evaluated its health (None: it publishes none).
+    `heard`: fresh and its latest poll answered; `partitioned`: with peers.quorum, this site hears
+    fewer than a majority of the sites, itself included (remote endpoints keep their last agreed
+    verdicts).
     """
 
     name: str
@@ -156,6 +159,10 @@ class PeerView:
     detail: str = ""
     heartbeat: float | None = None
     heartbeat_age: float | None = None
+    heard: bool = False  # fresh and its latest poll answered (what partition safety counts)
+    # peers.quorum: this site hears fewer than a majority of the sites and fails static (the same in
+    # every row)
+    partitioned: bool = False
 
 
 @dataclass(frozen=True, slots=True)

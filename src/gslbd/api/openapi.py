@@ -187,11 +187,18 @@ _SCHEMAS: dict[str, Any] = {
             "failing": {"type": "boolean", "description": "the latest poll failed"},
             "detail": {"type": "string"},
             "heartbeat": {"type": ["number", "null"], "description": "the peer's last health evaluation"},
+            "heard": {"type": "boolean", "description": "fresh and its latest poll answered"},
         },
     },
     "Peers": {
         "type": "object",
-        "properties": {"peers": {"type": "array", "items": {"$ref": "#/components/schemas/Peer"}}},
+        "properties": {
+            "peers": {"type": "array", "items": {"$ref": "#/components/schemas/Peer"}},
+            "partitioned": {
+                "type": "boolean",
+                "description": "peers.quorum: this site hears fewer than a majority of sites (fail static)",
+            },
+        },
     },
     "AdminRequest": {
         "type": "object",

@@ -98,11 +98,14 @@ def peer_json(p: PeerView) -> dict[str, Any]:
         "failing": p.failing,
         "detail": p.detail,
         "heartbeat": p.heartbeat,
+        "heard": p.heard,
     }
 
 
 def peers_json(peers: Sequence[PeerView]) -> dict[str, Any]:
-    return {"peers": [peer_json(p) for p in peers]}
+    """The peers page; `partitioned` (peers.quorum): this site hears fewer than a majority of the
+    sites and keeps the last agreed verdicts of remote endpoints."""
+    return {"peers": [peer_json(p) for p in peers], "partitioned": any(p.partitioned for p in peers)}
 
 
 _STYLE = """

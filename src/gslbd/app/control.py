@@ -154,6 +154,8 @@ class AppControl:
                     failing=state.failing,
                     detail=state.detail,
                     heartbeat=state.heartbeat,
+                    heard=state.heard,
+                    partitioned=exchange.book.partitioned,
                     heartbeat_age=(
                         None
                         if state.heartbeat is None

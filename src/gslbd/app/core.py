@@ -59,11 +59,12 @@ from gslbd.app.gauges import ServiceGauges
 from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, Resolved, resolve
 from gslbd.app.privileges import drop_after_bind
 from gslbd.app.push import PushWatch, is_push, pushed_unit
-from gslbd.app.reconcile import endpoint_key, unchanged_keys
+from gslbd.app.reconcile import endpoint_key, unchanged_keys, vote_owners
 from gslbd.app.safety import SafetyGauges, check_admin, check_endpoints, check_reload
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.app.usable import unusable, zone_problems
 from gslbd.app.verdicts import VerdictSaver, seed
+from gslbd.app.votes import VoteGauges
 from gslbd.clock import Clock, SystemClock
 from gslbd.cluster import ClusterNode
 from gslbd.config import check_config, overlay_change
@@ -156,11 +157,13 @@ class App:
             )
             self.store = self.cluster.store
         self.book = HealthBook()
+        self._vote_gauges = VoteGauges()
         self._builder = GenerationBuilder()
         resolved = resolve(config, self.rng)
         self.endpoints = OverlayKeeper(config)  # the endpoint overlay (app/endpoints.py), read at start
         self._overlay_lock = asyncio.Lock()
         self._kept: Mapping[EndpointKey, KeptVerdict] = {}  # the verdicts kept by the last run, in start
+        self._configure_quorum(resolved)
         self._generation = self._builder.first(resolved, self.book.snapshot(taken_at=self.clock.wall()))
         self.book.take_touched()
         gen = self._generation
@@ -458,7 +461,8 @@ class App:
         now = self.clock.wall()
         self._schedule_expiry(self._delays.update(self.config, self.book, now), now)
         touched = self.book.take_touched()
-        self._advance(self.book.snapshot(taken_at=now), touched)
+        if self._advance(self.book.snapshot(taken_at=now), touched) and self.book.quorum is not None:
+            self._vote_gauges.update(self.book, touched)
 
     def _schedule_expiry(self, at: float | None, now: float) -> None:
         """One rebuild when the earliest failover/failback hold ends (none when nothing is held)."""
@@ -551,8 +555,21 @@ class App:
 
     # -- exchange --------------------------------------------------------------------------------
 
+    def _configure_quorum(self, resolved: Resolved) -> None:
+        """peers.quorum: the votes K and the owner site of every endpoint voted on (state/quorum.py)."""
+        config = resolved.config
+        votes = config.peers.quorum if config.peers is not None else None
+        owners = vote_owners(config, resolved.probed.values()) if votes is not None else {}
+        self.book.configure_quorum(votes, config.site.name, owners)
+        self._vote_gauges.configure(owners)
+
     def _on_peers(self) -> None:
-        """The endpoints learned from peer sites changed: answered on the next loop turn."""
+        """The endpoints learned from peer sites, their votes or the partition state changed: answered
+        on the next loop turn (partitioned first: the votes heard before it then stay)."""
+        peers = self.exchange.book
+        if self.book.quorum is not None:
+            self.book.set_partitioned(peers.partitioned)
+            self.book.set_peer_votes(peers.votes())
         self.book.set_peer_endpoints(self.exchange.endpoints())
         self.changes.peers()
         self._schedule_rebuild()
@@ -807,6 +824,7 @@ class App:
                         self.book.record(member, status)
         seed(self.book, resolved, self._kept, self.clock.wall())  # new targets whose check starts them down
         self._check_gauges.update(self.book, resolved.probed)
+        self._configure_quorum(resolved)
         try:
             if self.exchange.update(config):  # peers came or went
                 self.book.set_peer_endpoints(self.exchange.endpoints())

@@ -375,7 +375,12 @@ class GenerationBuilder:
         counts = previous.counts.evolve(
             (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in rebuilt
         )
-        publication, zones = republished(previous.publication, config, snapshot, rebuilt)
+        voted = rebuilt
+        if snapshot.votes and touched is not None:
+            # peers.quorum: a vote that changed no answer still changes what this site publishes
+            extra = [resolved.services[n] for n in touched if n not in services and n in resolved.services]
+            voted = rebuilt + extra
+        publication, zones = republished(previous.publication, config, snapshot, voted)
         return _generation(previous, resolved, snapshot, view, table, counts, services, publication, zones)
 
 

@@ -22,12 +22,18 @@ def probed_endpoints(
     config: Config, services: Iterable[Service] | None = None
 ) -> dict[EndpointKey, Endpoint]:
     """Endpoints probed by this instance: those with a check, except endpoints of peer sites (their
-    health is what that site publishes). `services`: only those of `config` (default: all)."""
+    health is what that site publishes) unless `peers.quorum` is set (then every site votes on every
+    endpoint whose check it can run: state/quorum.py). `services`: only those of `config` (default:
+    all)."""
     peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
+    voting = config.peers is not None and config.peers.quorum is not None
     out: dict[EndpointKey, Endpoint] = {}
     for svc in config.services if services is None else services:
         for ep in svc.endpoints:
-            if ep.site != config.site.name and ep.site in peers:
+            peer = ep.site != config.site.name and ep.site in peers
+            # a peer site's endpoint is probed only to vote on it (one check it can run; an endpoint with
+            # several checks is left to its owner)
+            if peer and (not voting or ep.check is None or not _votable(ep.check)):
                 continue
             if ep.check is not None:
                 out[ep.key] = ep
@@ -44,6 +50,12 @@ def check_units(endpoint: Endpoint) -> tuple[Endpoint, ...]:
     if several is None or endpoint.check is not None:
         return ()
     return tuple(replace(endpoint, check=check) for check in several.checks)
+
+
+def _votable(check: Check) -> bool:
+    """Whether this site can vote on another site's endpoint with `check`: any check it runs itself
+    (a push check is fed at the owner's API only: a peer would see every push missing)."""
+    return check.type is not CheckType.PUSH
 
 
 def unchanged_keys(
@@ -105,3 +117,11 @@ def probe_targets(probed: Iterable[Endpoint]) -> dict[EndpointKey, tuple[Endpoin
     for ep in probed:
         groups.setdefault(target_key(ep), []).append(ep.key)
     return {keys[0]: tuple(keys) for keys in groups.values()}
+
+
+def vote_owners(config: Config, probed: Iterable[Endpoint]) -> dict[EndpointKey, str]:
+    """With `peers.quorum`: the owner site of every probed endpoint (a peer site's endpoint is that
+    site's; any other is this site's own)."""
+    peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
+    own = config.site.name
+    return {ep.key: (ep.site if ep.site in peers and ep.site is not None else own) for ep in probed}

@@ -209,13 +209,15 @@ def peer_rows(peers: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
     ]
 
 
-def _peers(base: str) -> list[dict[str, Any]]:
-    """The peer sites, or nothing from a server without the exchange's route."""
+def _peers(base: str) -> tuple[list[dict[str, Any]], bool]:
+    """The peer sites and whether this site is partitioned, or nothing from a server without the
+    exchange's route."""
     try:
-        peers: list[dict[str, Any]] = _request("GET", f"{base}/api/v1/peers")["peers"]
+        doc = _request("GET", f"{base}/api/v1/peers")
+        peers: list[dict[str, Any]] = doc["peers"]
     except (ApiError, KeyError, TypeError):
-        return []
-    return peers
+        return [], False
+    return peers, bool(doc.get("partitioned"))
 
 
 def run_status(api: str, name: str | None = None) -> int:
@@ -228,7 +230,7 @@ def run_status(api: str, name: str | None = None) -> int:
     except ApiError as exc:
         print(f"gslbd status: {exc}", file=sys.stderr)
         return 1
-    peers = _peers(base) if name is None else []
+    peers, partitioned = _peers(base) if name is None else ([], False)
     if not services:
         print("no services configured")
     else:
@@ -236,6 +238,11 @@ def run_status(api: str, name: str | None = None) -> int:
     if peers:
         print()
         print(format_table(peer_rows(peers), PEER_COLUMNS))
+        if partitioned:
+            print(
+                "partitioned: this site hears fewer than a majority of the sites; remote endpoints keep"
+                " their last agreed verdicts (fail static)"
+            )
     return 0
 
 

@@ -348,6 +348,7 @@ def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
             "tsig",
             "transfer",
             "journal",
+            "quorum",
         )
     )
     interval = r.get("interval", duration(), 5.0)
@@ -391,6 +392,29 @@ def read_peers(r: MapReader | None, this_site: str) -> PeersConfig | None:
     tsig = read_tsig(r.sub("tsig"))
     transfer = r.get("transfer", boolean, True)
     journal = r.get("journal", integer(1, 1_000_000), 1000)
+    quorum = _read_quorum(r.sub("quorum"), len(sites) + 1, discover)
+    if quorum is not None and not transfer:
+        r.warn("quorum", "votes travel in the exchange zone: with transfer: false no site publishes any")
     return PeersConfig(
-        interval, stale_after, timeout, notify, tuple(sites), discover, port, tsig, transfer, journal
+        interval, stale_after, timeout, notify, tuple(sites), discover, port, tsig, transfer, journal, quorum
+    )
+
+
+def _read_quorum(r: MapReader | None, sites: int, discover: Discover) -> int | None:
+    """`peers.quorum: {votes: K}`: K >= 1 and, with the sites listed, at most their number (this site
+    included). With `discover: ns` the sites are known only once the zones are read
+    (config/discovery.py checks K there)."""
+    if r is None:
+        return None
+    r.check_keys(("votes",))
+    votes = r.req("votes", integer(1, 1000))
+    if votes is not None and discover is Discover.STATIC and votes > sites:
+        r.error("votes", quorum_too_large(votes, sites))
+    return votes
+
+
+def quorum_too_large(votes: int, sites: int) -> str:
+    return (
+        f"votes ({votes}) is more than the sites that can vote ({sites}: this site and its peers);"
+        " no endpoint could ever be taken out"
     )

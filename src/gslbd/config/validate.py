@@ -12,6 +12,7 @@ from gslbd.config.locality import check_locality_names
 from gslbd.config.logs import read_log
 from gslbd.config.names import in_zone
 from gslbd.config.network import (
+    quorum_too_large,
     read_api,
     read_cluster,
     read_dns,
@@ -172,6 +173,10 @@ def _discover(
     for warning in warnings:
         if p is not None:
             p.warn("discover", warning)
+    q = p.sub("quorum") if p is not None else None
+    votes, sites = found.quorum, len(found.sites) + 1
+    if q is not None and votes is not None and found.discover is Discover.NS and votes > sites:
+        q.error("votes", quorum_too_large(votes, sites))
     return found
 
 

@@ -19,13 +19,22 @@ import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from gslbd.answer.exchange_names import peer_site_names
+from gslbd.answer.exchange_names import peer_site_names, read_vote
 from gslbd.clock import Clock
 from gslbd.exchange.peerstate import Freshness, PeerAnswer, PeerState, evaluate, on_answer, on_failure
-from gslbd.metrics import PEER_ENDPOINTS, PEER_LAST_ANSWER_AGE, PEER_POLLS, PEER_QUERY_ERRORS, PEER_STALE
+from gslbd.metrics import (
+    EXCHANGE_PARTITIONED,
+    PEER_ENDPOINTS,
+    PEER_HEARD,
+    PEER_LAST_ANSWER_AGE,
+    PEER_POLLS,
+    PEER_QUERY_ERRORS,
+    PEER_STALE,
+)
 from gslbd.model.config import Config
-from gslbd.model.service import Endpoint, Service
-from gslbd.types import EndpointKind
+from gslbd.model.service import Endpoint, EndpointKey, Service
+from gslbd.state.quorum import heard_majority
+from gslbd.types import CheckType, EndpointKind
 
 log = logging.getLogger(__name__)
 
@@ -38,25 +47,34 @@ def _address_order(address: str) -> tuple[int, int]:
     return ip.version, int(ip)
 
 
-def learned_endpoints(config: Config, states: Mapping[str, PeerState]) -> dict[str, tuple[Endpoint, ...]]:
-    """Service fqdn -> endpoints learned from the peers that count now (fresh ones), in peer order."""
-    return learned_for(config, config.services, states)
+def learned_endpoints(
+    config: Config, states: Mapping[str, PeerState], static: bool = False
+) -> dict[str, tuple[Endpoint, ...]]:
+    """Service fqdn -> endpoints learned from the peers that count now (fresh ones), in peer order.
+    `static` (partitioned, peers.quorum): every peer's last view counts, stale or not (fail static)."""
+    return learned_for(config, config.services, states, static)
 
 
 def learned_for(
-    config: Config, services: Iterable[Service], states: Mapping[str, PeerState]
+    config: Config, services: Iterable[Service], states: Mapping[str, PeerState], static: bool = False
 ) -> dict[str, tuple[Endpoint, ...]]:
     """`learned_endpoints` of some of the config's services only."""
     out: dict[str, tuple[Endpoint, ...]] = {}
     if not states:  # no peers: nothing is learned
         return out
     peers = peer_site_names(config)
+    voting = config.peers is not None and config.peers.quorum is not None
     for service in services:
         own = {e.address for e in service.endpoints if e.site not in peers}
         seen: set[str] = set()
         found: list[Endpoint] = []
         for name, state in states.items():
-            published = state.usable.get(service.name)
+            if static:
+                published = state.targets.get(service.name)
+            elif voting and state.freshness is not Freshness.FRESH:
+                published = _voted(service, name, state.targets.get(service.name, ()))
+            else:
+                published = state.usable.get(service.name)
             if not published:
                 continue
             fresh = [a for a in published if a not in own and a not in seen]
@@ -77,6 +95,17 @@ def learned_for(
     return out
 
 
+def _voted(service: Service, site: str, last: tuple[str, ...]) -> tuple[str, ...]:
+    """With peers.quorum, of a stale peer's last view: the addresses that every site votes on (listed
+    under that site with a check that is not a push). Their votes decide, not the peer's silence."""
+    checked = {
+        e.address
+        for e in service.endpoints
+        if e.site == site and e.check is not None and e.check.type is not CheckType.PUSH
+    }
+    return tuple(a for a in last if a in checked)
+
+
 class PeerBook:
     """The state of every configured peer site, and the endpoints learned from them."""
 
@@ -86,6 +115,7 @@ class PeerBook:
         self._states: dict[str, PeerState] = {}
         self._learned: Learned = _EMPTY
         self._services: dict[str, Service] = {}
+        self._partitioned = False
         self.configure(config)
 
     @property
@@ -107,8 +137,69 @@ class PeerBook:
         for name in names:
             if name not in old:
                 PEER_STALE.labels(peer=name).set(1)
+                PEER_HEARD.labels(peer=name).set(0)
                 PEER_ENDPOINTS.labels(peer=name).set(0)
+        self._judge_partition()
         return self._merge()
+
+    # -- votes and partition safety (peers.quorum) -------------------------------------------------
+
+    @property
+    def quorum(self) -> int | None:
+        peers = self._config.peers
+        return peers.quorum if peers is not None else None
+
+    @property
+    def partitioned(self) -> bool:
+        """With peers.quorum: this site hears fewer than a majority of the sites (itself included)."""
+        return self._partitioned
+
+    def heard(self) -> int:
+        """Peers heard now (fresh, their latest poll answered)."""
+        return sum(1 for s in self._states.values() if s.heard)
+
+    def _judge_partition(self) -> bool:
+        """Recompute the partition state; True when it changed."""
+        # not before every peer was polled once: a starting site is not partitioned, only new
+        polled = all(s.polls for s in self._states.values())
+        sites = len(self._states) + 1
+        partitioned = self.quorum is not None and polled and not heard_majority(sites, self.heard())
+        EXCHANGE_PARTITIONED.set(1 if partitioned else 0)
+        if partitioned is self._partitioned:
+            return False
+        self._partitioned = partitioned
+        heard = self.heard()
+        if partitioned:
+            log.warning(
+                "partitioned: this site hears %d of %d sites (itself included), fewer than a majority;"
+                " remote endpoints keep their last agreed verdicts",
+                heard + 1,
+                sites,
+                extra={"event": "partition", "state": "partitioned", "heard": heard + 1, "sites": sites},
+            )
+        else:
+            log.info(
+                "no longer partitioned: this site hears %d of %d sites",
+                heard + 1,
+                sites,
+                extra={"event": "partition", "state": "joined", "heard": heard + 1, "sites": sites},
+            )
+        return True
+
+    def votes(self) -> dict[str, dict[EndpointKey, bool]]:
+        """The votes of every fresh peer: site -> (service, address) -> up (peers.quorum)."""
+        out: dict[str, dict[EndpointKey, bool]] = {}
+        for name, state in self._states.items():
+            if state.freshness is not Freshness.FRESH or not state.votes:
+                continue
+            cast: dict[EndpointKey, bool] = {}
+            for service, texts in state.votes.items():
+                for text in texts:
+                    vote = read_vote(text)
+                    if vote is not None:
+                        cast[(service, vote[0])] = vote[1]
+            out[name] = cast
+        return out
 
     def close(self) -> None:
         """Drop this book's per-peer gauges (the instance stops)."""
@@ -143,7 +234,18 @@ class PeerBook:
             PEER_QUERY_ERRORS.labels(peer=peer).inc(errors)
         if before.last_answer is None:
             PEER_LAST_ANSWER_AGE.labels(peer=peer).set_function(lambda: self._age(peer))
-        return self._replace(before, after)
+        return self._replace(before, after) | self._others_changed(before, after)
+
+    def _others_changed(self, before: PeerState, after: PeerState) -> bool:
+        """With peers.quorum: did the peer's votes or the partition state change (then the learned
+        endpoints are merged again: fail static counts every peer's last view)?"""
+        if self.quorum is None:
+            return False
+        votes = before.votes != after.votes or before.freshness is not after.freshness
+        if self._judge_partition():
+            self._merge()
+            return True
+        return votes
 
     def failure(self, peer: str, error: str, errors: int = 1) -> bool:
         """A poll of `peer` that did not complete after `errors` failed queries. True when the learned
@@ -156,17 +258,20 @@ class PeerBook:
         PEER_POLLS.labels(peer=peer, result="failed").inc()
         if errors:
             PEER_QUERY_ERRORS.labels(peer=peer).inc(errors)
-        return self._replace(before, after)
+        return self._replace(before, after) | self._others_changed(before, after)
 
     def evaluate(self) -> bool:
         """Judge every peer's freshness at the current time. True when the learned endpoints changed."""
         now, wall = self._clock.monotonic(), self._clock.wall()
-        changed = False
+        changed = others = False
         for before in list(self._states.values()):
-            changed = (
-                self._replace(before, evaluate(before, now, wall, self.stale_after), merge=False) or changed
-            )
-        return self._merge() if changed else False
+            after = evaluate(before, now, wall, self.stale_after)
+            changed = self._replace(before, after, merge=False) or changed
+            others = (self.quorum is not None and before.freshness is not after.freshness) or others
+        if self.quorum is not None and self._judge_partition():
+            self._merge()
+            return True
+        return (self._merge() if changed else False) or others
 
     def _age(self, peer: str) -> float:
         state = self._states.get(peer)
@@ -177,6 +282,7 @@ class PeerBook:
         self._states[after.name] = after
         _log_change(before, after, self.stale_after)
         PEER_STALE.labels(peer=after.name).set(0 if after.freshness is Freshness.FRESH else 1)
+        PEER_HEARD.labels(peer=after.name).set(1 if after.heard else 0)
         PEER_ENDPOINTS.labels(peer=after.name).set(after.endpoint_count)
         if before.usable == after.usable:
             return False
@@ -192,8 +298,9 @@ class PeerBook:
     def _merge(self, changed: set[str] | None = None) -> bool:
         """Recompute the learned endpoints: of every service, or of the services in `changed` only (a
         poll that changed ten services of 100,000 costs ten, not 100,000)."""
-        if changed is None or len(changed) * 4 > len(self._services):
-            learned = learned_endpoints(self._config, self._states)
+        static = self._partitioned
+        if changed is None or static or len(changed) * 4 > len(self._services):
+            learned = learned_endpoints(self._config, self._states, static)
             if learned == self._learned:
                 return False
             self._learned = MappingProxyType(learned)
@@ -216,7 +323,7 @@ class PeerBook:
 
 
 def _drop_metrics(peer: str) -> None:
-    for gauge in (PEER_ENDPOINTS, PEER_STALE, PEER_LAST_ANSWER_AGE):
+    for gauge in (PEER_ENDPOINTS, PEER_STALE, PEER_HEARD, PEER_LAST_ANSWER_AGE):
         with contextlib.suppress(KeyError):
             gauge.remove(peer)
 

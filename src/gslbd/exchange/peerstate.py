@@ -33,6 +33,7 @@ class PeerAnswer:
     targets: Mapping[str, tuple[str, ...]]
     heartbeat: float | None = None
     nameserver: str = ""
+    votes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NOTHING)  # service -> votes
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,12 @@ class PeerState:
     last_error: str = ""
     freshness: Freshness = Freshness.STALE
     detail: str = "no answer yet"
+    votes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NOTHING)  # peers.quorum
+
+    @property
+    def heard(self) -> bool:
+        """Fresh and its latest poll answered: this site hears it now (partition safety)."""
+        return self.freshness is Freshness.FRESH and not self.failing
 
     @property
     def usable(self) -> Mapping[str, tuple[str, ...]]:
@@ -81,6 +88,7 @@ def on_answer(
         state,
         errors=state.errors + errors,
         targets=MappingProxyType(dict(answer.targets)),
+        votes=MappingProxyType(dict(answer.votes)),
         last_answer=now,
         last_answer_wall=wall,
         heartbeat=answer.heartbeat,

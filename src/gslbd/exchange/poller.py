@@ -37,6 +37,7 @@ from gslbd.exchange.xfrclient import (
     TransferFailed,
     ZoneCopy,
     merged_targets,
+    merged_votes,
     read_soa_reply,
     transfer,
 )
@@ -49,6 +50,9 @@ from gslbd.model.tsig import TsigKey
 log = logging.getLogger(__name__)
 
 TRANSFER_TIMEOUT = 30.0  # seconds for one IXFR/AXFR of a peer's exchange zone
+# ...in which the connect and every wait for more bytes may take at most this long (a link that dies
+# mid-transfer fails the poll in seconds: the peer is then "not answering", not silently fresh)
+TRANSFER_IDLE, IDLE_TIMEOUTS = 2.0, 3
 REPROBE_POLLS = 12  # a peer without an exchange zone is asked for it again every this many polls
 DEADLINE_INTERVALS = 2  # a per-name poll may take this many intervals...
 DEADLINE_RTTS = 4  # ...plus this many round trips of the peer
@@ -122,6 +126,7 @@ class Poller:
         self._running = False
         self._copies: dict[str, dict[str, ZoneCopy]] = {}  # peer -> origin -> its exchange zone
         self._targets: dict[str, dict[str, tuple[str, ...]]] = {}  # peer -> its copies merged
+        self._votes: dict[str, dict[str, tuple[str, ...]]] = {}  # peer -> its copies' votes merged
         self._carried: dict[tuple[str, str], int] = {}  # (peer, origin) -> serial its NOTIFY carried
         self._per_name: dict[str, int] = {}  # peer -> polls left before its exchange zone is asked again
         self.mode: dict[str, str] = {}  # peer -> "channel" or "per-name": how its last poll went
@@ -181,6 +186,7 @@ class Poller:
         for name in set(self._copies) - set(wanted):
             del self._copies[name]
             self._targets.pop(name, None)
+            self._votes.pop(name, None)
         loop = asyncio.get_running_loop()
         for name, site in wanted.items():
             self._sites[name] = site
@@ -241,6 +247,7 @@ class Poller:
                 self._per_name[site.name] = REPROBE_POLLS
                 self._copies.pop(site.name, None)
                 self._targets.pop(site.name, None)
+                self._votes.pop(site.name, None)
                 return None
             except PollFailed as exc:
                 return self.book.failure(site.name, str(exc), poll.errors)
@@ -303,10 +310,12 @@ class Poller:
         summary = next((k for k in ("axfr", "ixfr") if k in kinds), "unchanged")
         PEER_CHANNEL_POLLS.labels(peer=site.name, kind=summary).inc()
         targets = self._targets.get(site.name)
-        if targets is None or any(k != "unchanged" for k in kinds):
+        votes = self._votes.get(site.name)
+        if targets is None or votes is None or any(k != "unchanged" for k in kinds):
             targets = merged_targets(copies.values())
             self._targets[site.name] = targets
-        answer = PeerAnswer(targets, heartbeat, str(poll.channels[poll.first].server))
+            votes = self._votes[site.name] = merged_votes(copies.values())
+        answer = PeerAnswer(targets, heartbeat, str(poll.channels[poll.first].server), votes)
         return self.book.answer(site.name, answer, poll.errors)
 
 
@@ -333,7 +342,15 @@ async def _poll_zone(
     server = poll.channels[poll.first].server
     try:
         copy, kind, _ = await transfer(
-            server, apex, origin, have, max(TRANSFER_TIMEOUT, timeout), rng, poll.key, local_host
+            server,
+            apex,
+            origin,
+            have,
+            max(TRANSFER_TIMEOUT, timeout),
+            rng,
+            poll.key,
+            local_host,
+            idle=max(TRANSFER_IDLE, IDLE_TIMEOUTS * timeout),
         )
     except TimeoutError:
         poll._fail_name(server, apex, "the transfer timed out")

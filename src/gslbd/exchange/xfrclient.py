@@ -34,7 +34,7 @@ from gslbd.exchange.xfrwire import (
     rr_serial,
     transfer_query,
 )
-from gslbd.exchange.zone import AAAA, SOA, A
+from gslbd.exchange.zone import AAAA, SOA, TXT, VOTES_LABEL, A
 from gslbd.model.config import ListenAddress
 from gslbd.model.tsig import TsigKey
 
@@ -63,10 +63,19 @@ class ZoneCopy:
     serial: int
     records: dict[tuple[str, int], set[bytes]] = field(default_factory=dict)
     targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    votes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # service fqdn -> its votes (TXT)
 
     def refresh(self, labels: Iterable[str]) -> None:
-        """Recompute the addresses of the services behind `labels` from the records."""
+        """Recompute the addresses (or the votes) of the services behind `labels` from the records."""
         for label in labels:
+            service = votes_service(label)
+            if service is not None:
+                texts = sorted(_txt_text(r) for r in self.records.get((label, TXT), ()))
+                if texts:
+                    self.votes[f"{service}.{self.origin}"] = tuple(texts)
+                else:
+                    self.votes.pop(f"{service}.{self.origin}", None)
+                continue
             addresses = [str(ipaddress.IPv4Address(r)) for r in sorted(self.records.get((label, A), ()))]
             addresses += [str(ipaddress.IPv6Address(r)) for r in sorted(self.records.get((label, AAAA), ()))]
             fqdn = f"{label}.{self.origin}"
@@ -81,6 +90,35 @@ def merged_targets(copies: Iterable[ZoneCopy]) -> dict[str, tuple[str, ...]]:
     for copy in copies:
         out.update(copy.targets)
     return out
+
+
+def merged_votes(copies: Iterable[ZoneCopy]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for copy in copies:
+        out.update(copy.votes)
+    return out
+
+
+_VOTES_SUFFIX = "." + VOTES_LABEL
+
+
+def votes_service(label: str) -> str | None:
+    """`app` for the votes label `app.votes`; None for another label."""
+    if label.endswith(_VOTES_SUFFIX) and len(label) > len(_VOTES_SUFFIX):
+        return label[: -len(_VOTES_SUFFIX)]
+    return None
+
+
+def _kept(label: str, rtype: int, rdata: bytes) -> bool:
+    """Whether a transferred record is one this site reads: A/AAAA of a service, TXT of its votes."""
+    if rtype in (A, AAAA):
+        return len(rdata) == (4 if rtype == A else 16)
+    return rtype == TXT and votes_service(label) is not None and len(rdata) >= 1
+
+
+def _txt_text(rdata: bytes) -> str:
+    """The first string of a TXT rdata (a vote is one string)."""
+    return rdata[1 : 1 + rdata[0]].decode("ascii", "replace")
 
 
 def read_soa_reply(
@@ -119,9 +157,12 @@ async def transfer(
     rng: random.Random,
     key: TsigKey | None = None,
     local_host: str | None = None,
+    idle: float | None = None,
 ) -> tuple[ZoneCopy, str, int]:
     """IXFR from `have` (AXFR without it) over TCP from `local_host` (this site's own address, which the
     peer knows as one of ours): (the new copy, "ixfr" | "axfr" | "current", bytes received).
+    `timeout` bounds the whole transfer; `idle` (None: no bound) the connect and each wait for the
+    next bytes, so that a link that dies mid-transfer fails the poll in seconds, not `timeout`.
     NoChannel, TransferFailed, TimeoutError or OSError otherwise."""
     qid = rng.randrange(65536)
     query = transfer_query(apex, IXFR if have is not None else AXFR, qid, have.serial if have else None)
@@ -131,13 +172,14 @@ async def transfer(
     received = 0
     async with asyncio.timeout(timeout):
         local = (local_host, 0) if local_host is not None else None
-        reader, writer = await asyncio.open_connection(server.host, server.port, local_addr=local)
+        connecting = asyncio.open_connection(server.host, server.port, local_addr=local)
+        reader, writer = await asyncio.wait_for(connecting, idle)
         try:
             writer.write(len(wire).to_bytes(2, "big") + wire)
             await writer.drain()
             while not builder.done:
-                size = int.from_bytes(await reader.readexactly(2), "big")
-                data = await reader.readexactly(size)
+                size = int.from_bytes(await asyncio.wait_for(reader.readexactly(2), idle), "big")
+                data = await asyncio.wait_for(reader.readexactly(size), idle)
                 received += 2 + size
                 builder.feed(data, qid, verifier)
         except asyncio.IncompleteReadError:
@@ -236,14 +278,12 @@ class _Builder:
             self._adding = not self._adding
             return
         label = self._label(rr.owner)
-        if label is not None and rr.rtype in (A, AAAA) and len(rr.rdata) == (4 if rr.rtype == A else 16):
+        if label is not None and _kept(label, rr.rtype, rr.rdata):
             self._edits.append((self._adding, label, rr.rtype, rr.rdata))
 
     def _add(self, copy: ZoneCopy, owner: tuple[bytes, ...], rtype: int, rdata: bytes) -> None:
-        if rtype not in (A, AAAA) or len(rdata) != (4 if rtype == A else 16):
-            return
         label = self._label(owner)
-        if label is None:
+        if label is None or not _kept(label, rtype, rdata):
             return
         copy.records.setdefault((label, rtype), set()).add(rdata)
         self._touched.add(label)

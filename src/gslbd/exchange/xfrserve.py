@@ -68,9 +68,9 @@ from gslbd.exchange.zone import (
     RRset,
     ZoneJournal,
     content_of,
-    label_of,
+    publication_keys,
+    publication_rrsets,
     record_diff,
-    rrsets_of,
 )
 from gslbd.metrics import EXCHANGE_TRANSFERS
 from gslbd.model.config import Config
@@ -155,13 +155,10 @@ class ExchangeZones:
                 addresses = after.get(name)
                 if before.get(name) == addresses:
                     continue
-                label = label_of(name, origin)
-                if label is None:
-                    continue
-                changes[(label, 1)] = None
-                changes[(label, 28)] = None
+                for key in publication_keys(name, origin):
+                    changes[key] = None
                 if addresses:
-                    changes.update(rrsets_of(label, addresses, self._ttls.get(name, 0)))
+                    changes.update(publication_rrsets(name, origin, addresses, self._ttls))
             journal.update(changes, wall)
         self._publication = publication
         self._publish_serials()

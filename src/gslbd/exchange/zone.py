@@ -7,8 +7,16 @@ For site `eu` and served zone `gslb.example.com.` the exchange zone is
     <label>._gslbd-exchange-eu.gslb...     A / AAAA   what localtargets-<label>.gslb.example.com. answers
 
 so its content is exactly the k8gb-compatible `localtargets-*` publication (answer/exchange_names.py),
-which stays published. The heartbeat is not part of the versioned content (it changes every
-peers.interval/2 and would make every poll a transfer): it rides in the additional section of every
+which stays published. With `peers.quorum` the zone also holds this site's raw verdicts (its votes,
+state/quorum.py), one TXT RRset per service, each string one vote:
+
+    <label>.votes._gslbd-exchange-eu.gslb...   TXT  "192.0.2.10=up" "198.51.100.10=down"
+
+transferred like the rest (an IXFR of a flipped vote deletes one string and adds one). A peer that
+reads only A/AAAA ignores them; a peer that publishes none casts no vote.
+
+The heartbeat is not part of the versioned content (it changes every peers.interval/2 and would make
+every poll a transfer): it rides in the additional section of every
 answer to the apex SOA (exchange/xfrserve.py).
 
 `ZoneJournal` keeps the content and the changes of the last `peers.journal` serial steps, so that an
@@ -25,7 +33,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gslbd.answer.exchange_names import LOCALTARGETS_PREFIX
+from gslbd.answer.exchange_names import LOCALTARGETS_PREFIX, VOTES_PREFIX
 
 A, NS, SOA, AAAA, TXT = 1, 2, 6, 28, 16
 SERIAL_MODULO = 2**32
@@ -45,18 +53,56 @@ def address_rdata(address: str) -> tuple[int, bytes]:
     return (AAAA if ip.version == 6 else A), ip.packed
 
 
+VOTES_LABEL = "votes"  # the votes of service <label> are TXT at <label>.votes.<apex>
+
+
 def content_of(
     origin: str, names: Mapping[str, tuple[str, ...]], ttls: Mapping[str, int]
 ) -> dict[Key, RRset]:
-    """The A/AAAA content of one exchange zone from one zone's publication (localtargets name ->
-    addresses, as `exchange_names.published` gives it); `ttls`: localtargets name -> the service TTL."""
+    """The content of one exchange zone from one zone's publication (localtargets name -> addresses,
+    votes name -> votes, as `exchange_names.published` gives it); `ttls`: localtargets name -> the
+    service TTL."""
     out: dict[Key, RRset] = {}
-    for name, addresses in names.items():
-        key_label = label_of(name, origin)
-        if key_label is None:
-            continue
-        out.update(rrsets_of(key_label, addresses, ttls.get(name, 0)))
+    for name, data in names.items():
+        out.update(publication_rrsets(name, origin, data, ttls))
     return out
+
+
+def publication_rrsets(
+    name: str, origin: str, data: tuple[str, ...], ttls: Mapping[str, int]
+) -> dict[Key, RRset]:
+    """The RRsets of one publication entry (none for a name that is neither kind)."""
+    key_label = label_of(name, origin)
+    if key_label is not None:
+        return rrsets_of(key_label, data, ttls.get(name, 0))
+    votes = votes_label_of(name, origin)
+    if votes is not None and data:
+        return {(votes, TXT): (0, tuple(sorted({txt_wire(v) for v in data})))}
+    return {}
+
+
+def publication_keys(name: str, origin: str) -> tuple[Key, ...]:
+    """Every content key a publication entry may own (to clear it before the new RRsets)."""
+    key_label = label_of(name, origin)
+    if key_label is not None:
+        return ((key_label, A), (key_label, AAAA))
+    votes = votes_label_of(name, origin)
+    return ((votes, TXT),) if votes is not None else ()
+
+
+def txt_wire(text: str) -> bytes:
+    """One TXT string as rdata (at most 255 bytes: a vote is an address and a word)."""
+    data = text.encode("ascii")[:255]
+    return bytes([len(data)]) + data
+
+
+def votes_label_of(name: str, origin: str) -> str | None:
+    """`app.votes` for `votes-app.<origin>`; None for another name."""
+    suffix = "." + origin
+    if not name.startswith(VOTES_PREFIX) or not name.endswith(suffix):
+        return None
+    label = name[len(VOTES_PREFIX) : -len(suffix)]
+    return f"{label}.{VOTES_LABEL}" if label else None
 
 
 def rrsets_of(label: str, addresses: tuple[str, ...], ttl: int) -> dict[Key, RRset]:

@@ -172,6 +172,10 @@ class PeersConfig:
     tsig: TsigKey | None = None  # signs every poll, reply and NOTIFY between the sites when set
     transfer: bool = True  # serve this site's exchange zone (AXFR/IXFR) and poll peers by its SOA serial
     journal: int = 1000  # exchange zone versions kept for IXFR (older serials get a full transfer)
+    # peers.quorum.votes: an endpoint is down for answering when at least this many sites (its own
+    # included) see it down; every site then probes the other sites' endpoints too (None: no quorum,
+    # every site judges its own endpoints alone). See state/quorum.py.
+    quorum: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,13 @@ from types import MappingProxyType
 from gslbd.cow import CowMap
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.state.hold import Hold
+from gslbd.state.quorum import Votes, verdict
 from gslbd.state.snapshot import Snapshot
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
 
 _UNKNOWN = EndpointStatus()
+_NO_VOTES: Mapping[EndpointKey, bool] = MappingProxyType({})
 
 
 class HealthBook:
@@ -36,6 +38,16 @@ class HealthBook:
         self._evaluated_at = 0.0
         self._holds: Mapping[str, tuple[Hold, ...]] = MappingProxyType({})
         self._touched: set[str] | None = None  # services changed since the last take; None: all
+        # peers.quorum (state/quorum.py): the votes K, this site, the owner site of every voted
+        # endpoint (by service), the fresh peers' votes, and the health answered (raw verdicts with
+        # the quorum's applied), kept up to date for the services in `_undecided` (None: all)
+        self._votes: int | None = None
+        self._site = ""
+        self._owners: dict[str, dict[EndpointKey, str]] = {}
+        self._peer_votes: Votes = MappingProxyType({})
+        self._answering: CowMap[EndpointKey, bool] = CowMap()
+        self._undecided: set[str] | None = None
+        self._partitioned = False
 
     @property
     def version(self) -> int:
@@ -74,6 +86,101 @@ class HealthBook:
     def _touch(self, service: str) -> None:
         if self._touched is not None:
             self._touched.add(service)
+        if self._undecided is not None:
+            self._undecided.add(service)
+
+    # -- quorum ------------------------------------------------------------------------------------
+
+    def configure_quorum(self, votes: int | None, site: str, owners: Mapping[EndpointKey, str]) -> None:
+        """`peers.quorum.votes` (None: off), this site's name, and the owner site of every endpoint
+        voted on (every probed endpoint with a check). Every service is decided again."""
+        self._votes, self._site = votes, site
+        self._owners = {}
+        for key, owner in owners.items():
+            self._owners.setdefault(key[0], {})[key] = owner
+        self._undecided = None
+        self._touched = None
+
+    @property
+    def quorum(self) -> int | None:
+        return self._votes
+
+    def set_peer_votes(self, votes: Votes) -> None:
+        """The votes of the fresh peers (site -> endpoint -> up). Ignored while partitioned: the
+        votes heard before the partition stay (fail static)."""
+        if self._partitioned:
+            return
+        before = self._peer_votes
+        for site in before.keys() | votes.keys():
+            old, new = before.get(site, {}), votes.get(site, {})
+            if old == new:
+                continue
+            for key in old.keys() | new.keys():
+                if old.get(key) != new.get(key):
+                    self._touch(key[0])
+        self._peer_votes = MappingProxyType({site: dict(v) for site, v in votes.items()})
+
+    @property
+    def own_votes(self) -> Mapping[EndpointKey, bool]:
+        """This site's raw verdicts (what it publishes as its votes)."""
+        return self._health
+
+    @property
+    def peer_votes(self) -> Votes:
+        return self._peer_votes
+
+    def set_partitioned(self, partitioned: bool) -> bool:
+        """This site hears fewer than a majority of the sites (True): remote endpoints keep the
+        verdicts they had (fail static) and the peers' votes stay as they were. True when it changed."""
+        if partitioned is self._partitioned:
+            return False
+        self._partitioned = partitioned
+        self._undecided = None
+        self._touched = None
+        return True
+
+    @property
+    def partitioned(self) -> bool:
+        return self._partitioned
+
+    def _decide(self) -> None:
+        """Bring the answered health up to date for the services whose inputs changed."""
+        votes = self._votes
+        if votes is None:
+            return
+        services = self._owners.keys() if self._undecided is None else self._undecided
+        health, answering = self._health, self._answering
+        updates: list[tuple[EndpointKey, bool]] = []
+        removals: list[EndpointKey] = []
+        for service in list(services):
+            owners = self._owners.get(service)
+            if owners is None:
+                continue
+            for key, owner in owners.items():
+                remote = owner != self._site
+                if remote and self._partitioned and key in answering:
+                    continue  # fail static: the last agreed verdict stays
+                found = verdict(key, owner, self._site, health, self._peer_votes, votes)
+                if found is None and remote:
+                    found = True  # nobody voted: as its owner publishes it
+                if found is None:
+                    if key in answering:
+                        removals.append(key)
+                elif answering.get(key) is not found:
+                    updates.append((key, found))
+        if self._undecided is None:  # everything: endpoints with a verdict but no vote follow it
+            voted = {k for owners in self._owners.values() for k in owners}
+            updates += [(k, v) for k, v in health.items() if k not in voted and answering.get(k) is not v]
+        if updates or removals:
+            self._answering = answering.evolve(updates, removals=removals)
+        self._undecided = set()
+
+    def answering_health(self) -> CowMap[EndpointKey, bool]:
+        """The health the answers use: the raw verdicts, with the quorum's applied when it is set."""
+        if self._votes is None:
+            return self._health
+        self._decide()
+        return self._answering
 
     def take_touched(self) -> frozenset[str] | None:
         """The services whose verdicts, overrides or learned endpoints changed since the last call
@@ -93,6 +200,8 @@ class HealthBook:
         self._health = self._health.evolve(removals=gone)
         for key in gone:
             self._touch(key[0])
+        if self._votes is not None:
+            self._answering = self._answering.evolve(removals=[k for k in gone if k in self._answering])
 
     @property
     def admin(self) -> Mapping[EndpointKey, AdminState]:
@@ -153,8 +262,10 @@ class HealthBook:
         With `keep`, the verdicts of other endpoints are left out of it (what `retain(keep)` would
         leave; the book itself does not change: a reload commits that only once its build worked)."""
         self._version += 1
-        health = self._health
+        raw = self._health
+        health = self.answering_health()
         if keep is not None:
+            raw = raw.evolve(removals=[k for k in raw if k not in keep])
             health = health.evolve(removals=[k for k in health if k not in keep])
         return Snapshot(
             version=self._version,
@@ -165,4 +276,5 @@ class HealthBook:
             holds=self._holds,
             taken_at=taken_at,
             statuses=MappingProxyType(self._statuses),
+            votes=raw if self._votes is not None else _NO_VOTES,
         )

@@ -26,6 +26,7 @@ class Snapshot:
     `admin`: run-time admin overrides; an endpoint without one uses the admin state of its config.
     `peer_endpoints`: endpoints learned from peer sites per service fqdn (already healthy as published).
     `version` grows with every new snapshot.
+    `votes`: with `peers.quorum`, this site's own raw verdicts (`health` is then the quorum's).
     `evaluated_at`: wall-clock Unix seconds of this site's last health evaluation (0 = none yet), published
     to peer sites as the heartbeat (answer/exchange_names.py).
     `holds`: per service fqdn, the failover/failback delays holding its answers now (answer/delays.py
@@ -44,6 +45,9 @@ class Snapshot:
     statuses: Mapping[EndpointKey, EndpointStatus] = field(
         default_factory=lambda: _EMPTY_STATUSES, compare=False, repr=False
     )
+    # peers.quorum: this site's raw verdicts (its votes, published to the peers); `health` then holds
+    # the quorum's verdicts (state/quorum.py). Empty without a quorum.
+    votes: Mapping[EndpointKey, bool] = field(default_factory=lambda: _EMPTY_HEALTH)
     # No verdict and no override yet (a first build): every endpoint is what its config says.
     plain: bool = field(init=False, repr=False, compare=False)
 

@@ -95,6 +95,7 @@ def test_the_peers_route_returns_every_peer_as_json() -> None:
                 "failing": False,
                 "detail": "",
                 "heartbeat": T0 - 1,
+                "heard": False,
             },
             {
                 "name": "ap",
@@ -109,8 +110,10 @@ def test_the_peers_route_returns_every_peer_as_json() -> None:
                 "failing": True,
                 "detail": "no answer yet: heartbeat-ap.gslb.test. from 127.0.0.4:53: timeout after 1s",
                 "heartbeat": None,
+                "heard": False,
             },
-        ]
+        ],
+        "partitioned": False,
     }
 
 

@@ -132,6 +132,9 @@ const refreshSummary = serial(async () => {
   $("n-peers").textContent = doc.peers.total;
   $("n-peers-fresh").textContent = doc.peers.fresh;
   $("n-peers-stale").textContent = doc.peers.stale;
+  const cut = $("partitioned");
+  cut.hidden = !doc.peers.partitioned;
+  cut.title = "this site hears fewer than a majority of the sites: remote endpoints keep their last agreed verdicts (fail static)";
   const c = doc.cluster;
   view.hasPeersOrCluster = Boolean(c) || doc.peers.total > 0;
   const redis = $("redis");
