@@ -93,11 +93,15 @@ class HealthBook:
 
     def configure_quorum(self, votes: int | None, site: str, owners: Mapping[EndpointKey, str]) -> None:
         """`peers.quorum.votes` (None: off), this site's name, and the owner site of every endpoint
-        voted on (every probed endpoint with a check). Every service is decided again."""
-        self._votes, self._site = votes, site
-        self._owners = {}
+        voted on (every probed endpoint with a check). Every service is decided again when any of them
+        changed (a reload or an overlay change that keeps them rebuilds nothing for it)."""
+        by_service: dict[str, dict[EndpointKey, str]] = {}
         for key, owner in owners.items():
-            self._owners.setdefault(key[0], {})[key] = owner
+            by_service.setdefault(key[0], {})[key] = owner
+        if (votes, site, by_service) == (self._votes, self._site, self._owners):
+            return
+        self._votes, self._site = votes, site
+        self._owners = by_service
         self._undecided = None
         self._touched = None
 
