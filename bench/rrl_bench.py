@@ -18,6 +18,10 @@ and `dns.identity`, and every query carries EDNS with a client cookie and an NSI
 same queries to both servers (the plain one answers them without cookie or NSID). Besides the CPU ratio it
 prints each server's share of UDP queries answered by the C table (`udp_native_answers` / `udp_queries`
 from /metrics): with the guard in C it must be about 100%.
+
+`--features peers` (issue 21) compares a server without peers and one with a peer site (whose nameserver
+does not answer: the exchange hook is set, as at every multi-site deployment) under the random NXDOMAIN
+flood: with the exchange's names marked in C, C answers every NXDOMAIN (before, every one went to Python).
 """
 
 from __future__ import annotations
@@ -50,11 +54,15 @@ GUARD = f"{RRL}, cookies: {{}}, identity: bench"
 # EDNS options of every query with --features guard: a client cookie (8 bytes) and NSID (dnsperf sends
 # no empty option value; any content asks for the identity).
 GUARD_OPTIONS = ("-E", "10:2464c4abcf10c957", "-E", "3:00")
+# --features peers: this site and one peer site (nothing answers at its address: the exchange hook is set).
+PEERS = "site: {name: eu}\npeers: {interval: 5s, sites: [{name: us, nameservers: ['127.0.0.1:9']}]}\n"
 
 
 def start(name: str, port: int, api: int, features: str, args: argparse.Namespace, workdir: Path) -> Server:
     text = GSLBD_CONFIG.format(port=port, workers=1) + f'api: {{listen: "127.0.0.1:{api}"}}\n'
-    if features:
+    if features == PEERS:
+        text += features
+    elif features:
         text = text.replace("workers: 1}", f"workers: 1, {features}}}")
     config = workdir / f"{name}.yaml"
     config.write_text(text)
@@ -98,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--require-target", action="store_true")
     parser.add_argument(
         "--features",
-        choices=("rrl", "guard"),
+        choices=("rrl", "guard", "peers"),
         default="rrl",
-        help="guard: RRL + cookies + NSID, EDNS queries",
+        help="guard: RRL + cookies + NSID, EDNS queries; peers: a peer site, the NXDOMAIN flood",
     )
     args = parser.parse_args(argv)
     scenario = SCENARIOS[0]  # rr: round_robin, no EDNS
@@ -108,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.features == "guard":
         features = GUARD
         scenario = replace(scenario, dnsperf_args=GUARD_OPTIONS)
+    elif args.features == "peers":
+        features = PEERS
+        scenario = next(s for s in SCENARIOS if s.key == "nx")
     shares: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="rrl-bench-") as tmp:
         workdir = Path(tmp)
