@@ -50,11 +50,11 @@ def check_admin(generation: Generation, overrides: Mapping[EndpointKey, AdminSta
     _forced(what, broken)
 
 
-def check_endpoints(generation: Generation, resolved: Resolved, force: bool, what: str) -> None:
-    """SafetyRefused when answering `resolved` (the config with an endpoint overlay change) would break
-    a rule under the current health and admin state (unless `force`: then logged, as `what`)."""
+def _config_breaches(generation: Generation, resolved: Resolved) -> list[Broken]:
+    """The rules of `resolved`'s config that answering it instead of `generation` would break under the
+    current health and admin state."""
     config = resolved.config
-    broken = config_change(
+    return config_change(
         config.safety,
         generation.resolved.services,
         config.services,
@@ -62,6 +62,12 @@ def check_endpoints(generation: Generation, resolved: Resolved, force: bool, wha
         generation.resolved.peer_sites,
         resolved.peer_sites,
     )
+
+
+def check_endpoints(generation: Generation, resolved: Resolved, force: bool, what: str) -> None:
+    """SafetyRefused when answering `resolved` (the config with an endpoint overlay change) would break
+    a rule under the current health and admin state (unless `force`: then logged, as `what`)."""
+    broken = _config_breaches(generation, resolved)
     if not broken:
         return
     if not force:
@@ -73,14 +79,7 @@ def check_reload(generation: Generation, resolved: Resolved, force: bool) -> lis
     """The error lines of a reload to `resolved` that would break a rule of its config under the
     current health and admin state (empty: none, or forced and logged)."""
     config = resolved.config
-    broken = config_change(
-        config.safety,
-        generation.resolved.services,
-        config.services,
-        generation.snapshot,
-        generation.resolved.peer_sites,
-        resolved.peer_sites,
-    )
+    broken = _config_breaches(generation, resolved)
     if not broken:
         return []
     if force:
