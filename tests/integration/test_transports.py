@@ -341,8 +341,10 @@ def test_any_port_skips_a_port_whose_tcp_side_is_already_taken(monkeypatch: pyte
         await listeners.start()
         try:
             ports = {b.port for b in listeners.bound}
-            assert offered[0] == taken_port and len(offered) == 2
-            assert ports == {offered[1]} and taken_port not in ports
+            # the next port offered can be taken too (the suite's own outgoing connections share the
+            # ephemeral range): the pair is tried again until one binds, and the last one offered serves
+            assert offered[0] == taken_port and len(offered) >= 2
+            assert ports == {offered[-1]} and taken_port not in ports
         finally:
             await listeners.close()
 
