@@ -23,7 +23,7 @@ setup(
         Extension(
             "gslbd.wire._cfast",
             ["src/gslbd/wire/_cfast.c"],
-            depends=["src/gslbd/wire/_guard.c"],  # included by _cfast.c: the cookie and RRL stages
+            depends=["src/gslbd/wire/_guard.c", "src/gslbd/wire/_tap.c"],  # included by _cfast.c: guard stages, dnstap ring
             optional=True,
             extra_compile_args=STRICT,
             libraries=["m"],  # log() of the weighted hash

@@ -7,7 +7,10 @@ from the C table, sendmmsg, all without the GIL; only the datagrams the table ca
 *Malformed datagrams*) is answered (FORMERR, NOTIMP, BADVERS) or dropped by C as the slow path would, without
 dnspython. With RRL or cookies on, the C table carries the responder's C guard (wire/cguard.py) and the
 loop applies it to every answer C makes; only a guard in Python (no C guard) makes C leave every query
-and C's answers to malformed datagrams to Python (`_guard_of`). Without the C table, the Python loops below.
+and C's answers to malformed datagrams to Python (`_guard_of`). With `log.dnstap` the listener is given
+the dnstap wrapper (server/dnstap/tap.py); the C loop then answers with the Responder inside it and writes
+every exchange of each batch, those Python answered included, into the dnstap sink's C ring
+(`_untapped`). Without the C table, the Python loops below.
 
 asyncio's datagram transport allocates a 256 KiB buffer for every datagram it reads (an mmap/munmap
 per query), so it is not used. With the C helper `gslbd.server._mmsg` (built at install time where a
@@ -41,6 +44,7 @@ try:
     from gslbd.wire import _cfast
 except ImportError:  # not compiled here: the Python loops answer
     _cfast = None  # type: ignore[assignment]
+from gslbd.server.dnstap.tap import DnstapHandler
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
@@ -70,13 +74,16 @@ class UdpListener:
         in the C loop from the handler's C table (default: when the handler has one)."""
         self._sock = sock
         self._batched = (_mmsg is not None) if batched is None else (batched and _mmsg is not None)
-        slot = getattr(handler, "slot", None)
+        answerer, tap = _untapped(handler)
+        slot = getattr(answerer, "slot", None)
         has_table = _cfast is not None and isinstance(slot, _cfast.Slot)
         self._slot: Any = slot if has_table and (native is None or native) and batched is not False else None
         self._native: Any = None  # the C loop, while it runs
         self._thread: threading.Thread | None = None
         self._stopping = False
-        self._handler = handler
+        # The C loop answers with the Responder itself and logs into the dnstap ring (`tap`) on its own.
+        self._handler = answerer if self._slot is not None else handler
+        self._tap: Any = tap if self._slot is not None else None
         self._stats = stats
         self._counters = stats.udp_counters() if self._slot is None else None
         self._v6 = sock.family == socket.AF_INET6
@@ -104,6 +111,7 @@ class UdpListener:
                 self._log_failure,
                 _seed(),
                 _guard_of(self._handler),
+                self._tap,
             )
             self._stats.add_udp_source(lambda: _reading(native.counters()))
             self._native = native
@@ -236,6 +244,15 @@ def formerr(data: bytes) -> bytes | None:
     if len(data) < 12 or data[2] & 0x80:
         return None
     return data[:2] + bytes((0x80 | (data[2] & 0x79), 1)) + bytes(8)
+
+
+def _untapped(handler: Handler) -> tuple[Handler, Any]:
+    """(the handler inside the dnstap wrapper, the wrapper's C ring) when `handler` is the wrapper and the
+    C extension is there: the C loop calls the inner handler and writes every exchange into the ring
+    itself, so each is logged once; else (`handler`, None)."""
+    if isinstance(handler, DnstapHandler) and handler.ring is not None:
+        return handler.inner, handler.ring
+    return handler, None
 
 
 def _guard_of(handler: Handler) -> Callable[[bytes, bytes, int, bool], bytes | None] | None:

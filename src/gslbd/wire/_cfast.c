@@ -2568,6 +2568,7 @@ static int parse_ip(PyObject *obj, int v6, u128 *out) {
 }
 
 #include "_guard.c"
+#include "_tap.c" /* the dnstap ring the UdpLoop writes (issue 21) */
 
 /* table.answer(data, ip, v6, tcp, seq=-1, draw=-1.0) -> bytes | None | False (None: ask Python; False:
    the table's guard dropped the answer). With a guard, the answer is the guarded one, as the UDP loop
@@ -3063,6 +3064,7 @@ typedef struct {
     PyObject *handle;
     PyObject *on_error;
     PyObject *guard; /* guard(query, reply, ip, v6) -> bytes | None: RRL and cookies on C's rejections */
+    TapObject *tap;  /* dnstap: every exchange of a batch into this ring (_tap.c), or NULL */
     uint64_t rng;
     uint64_t c[C_COUNT];
     uint64_t rcodes[16];
@@ -3070,10 +3072,14 @@ typedef struct {
 
 static PyObject *loop_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *kw) {
     int fd;
-    PyObject *slot, *handle, *on_error, *guard = Py_None;
+    PyObject *slot, *handle, *on_error, *guard = Py_None, *tap = Py_None;
     unsigned long long seed;
-    if (!PyArg_ParseTuple(args, "iO!OOK|O", &fd, &SlotType, &slot, &handle, &on_error, &seed, &guard))
+    if (!PyArg_ParseTuple(args, "iO!OOK|OO", &fd, &SlotType, &slot, &handle, &on_error, &seed, &guard, &tap))
         return NULL;
+    if (tap != Py_None && !PyObject_TypeCheck(tap, &TapType)) {
+        PyErr_SetString(PyExc_TypeError, "UdpLoop: tap must be a TapRing or None");
+        return NULL;
+    }
     LoopObject *self = (LoopObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->fd = fd;
@@ -3081,6 +3087,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *k
     self->handle = Py_NewRef(handle);
     self->on_error = Py_NewRef(on_error);
     self->guard = Py_NewRef(guard);
+    self->tap = tap == Py_None ? NULL : (TapObject *)Py_NewRef(tap);
     self->rng = seed;
     return (PyObject *)self;
 }
@@ -3090,6 +3097,7 @@ static void loop_dealloc(LoopObject *self) {
     Py_XDECREF(self->handle);
     Py_XDECREF(self->on_error);
     Py_XDECREF(self->guard);
+    Py_XDECREF(self->tap);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -3241,6 +3249,7 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
             ATOMIC_ADD(&self->c[C_RECV_ERRORS], 1);
             continue;
         }
+        int64_t received = self->tap != NULL ? tap_now() : 0;
         uint64_t rc[16] = {0};
         uint64_t dropped = 0, oversized = 0, by_c = 0, sent = 0, send_errors = 0;
         ctab_t *t = slot_acquire(slot);
@@ -3356,10 +3365,12 @@ static PyObject *loop_run(LoopObject *self, UNUSED PyObject *unused) {
                 nsend++;
             }
             send_all(self->fd, smsgs, nsend, &sent, &send_errors);
+            if (self->tap != NULL) tap_batch(self->tap, msgs, iovs, got, smsgs, nsend, addrs, received);
             for (i = 0; i < got; i++) Py_CLEAR(held[i]);
             ts = PyEval_SaveThread();
-        } else if (nsend) {
-            send_all(self->fd, smsgs, nsend, &sent, &send_errors);
+        } else {
+            if (nsend) send_all(self->fd, smsgs, nsend, &sent, &send_errors);
+            if (self->tap != NULL) tap_batch(self->tap, msgs, iovs, got, smsgs, nsend, addrs, received);
         }
         ctab_decref(t);
         for (i = 0; i < got; i++) {
@@ -3485,13 +3496,15 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__cfast(void) {
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SlotType) < 0 || PyType_Ready(&LoopType) < 0 ||
-        PyType_Ready(&GateType) < 0 || PyType_Ready(&CacheType) < 0 || PyType_Ready(&GuardType) < 0)
+        PyType_Ready(&GateType) < 0 || PyType_Ready(&CacheType) < 0 || PyType_Ready(&GuardType) < 0 ||
+        PyType_Ready(&TapType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddType(m, &TableType) < 0 || PyModule_AddType(m, &SlotType) < 0 ||
         PyModule_AddType(m, &LoopType) < 0 || PyModule_AddType(m, &GateType) < 0 ||
-        PyModule_AddType(m, &CacheType) < 0 || PyModule_AddType(m, &GuardType) < 0)
+        PyModule_AddType(m, &CacheType) < 0 || PyModule_AddType(m, &GuardType) < 0 ||
+        PyModule_AddType(m, &TapType) < 0)
         return NULL;
     PyModule_AddIntConstant(m, "BATCH", BATCH);
     PyModule_AddIntConstant(m, "BUFSIZE", BUFSIZE);

@@ -52,6 +52,23 @@ class Slot:
     def __init__(self) -> None: ...
     def set(self, table: Table | None, /) -> None: ...
 
+class TapRing:
+    def __init__(self, entries: int, size: int, queries: bool, responses: bool, /) -> None: ...
+    def drain(self, max: int, /) -> list[tuple[bytes, bytes | None, int, bool, bool, int, int]]: ...
+    def put(
+        self,
+        query: bytes,
+        response: bytes | None,
+        ip: int,
+        v6: bool,
+        tcp: bool,
+        t_query: int,
+        t_response: int,
+        /,
+    ) -> bool: ...
+    def counts(self) -> tuple[int, int]: ...
+    def __len__(self) -> int: ...
+
 class UdpLoop:
     def __init__(
         self,
@@ -61,6 +78,7 @@ class UdpLoop:
         on_error: Callable[[BaseException], object] | None,
         seed: int,
         guard: Callable[[bytes, bytes, int, bool], bytes | None] | None = None,
+        tap: TapRing | None = None,
         /,
     ) -> None: ...
     def run(self) -> None: ...

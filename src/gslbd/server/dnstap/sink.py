@@ -1,8 +1,11 @@
-"""The dnstap writer: a bounded queue filled by the query path, emptied by a thread of its own.
+"""The dnstap writer: bounded queues filled by the query path, emptied by a thread of its own.
 
-The query path (DnstapHandler) only appends a tuple to a deque, or counts a drop when it holds `capacity`
-entries already; it never wakes the writer (a wake-up per query costs more than the append). The writer
-thread looks at the queue every `FLUSH_INTERVAL` seconds when it found it empty, encodes the entries into
+The query path in Python (DnstapHandler: TCP, the Python UDP loops) only appends a tuple to a deque, or
+counts a drop when it holds `capacity` entries already; the C UDP loops write their exchanges into `ring`
+(`_cfast.TapRing`, wire/_tap.c: `capacity` entries, `capacity * RING_BYTES` bytes), which counts what
+does not fit itself; the writer adds those to `dnstap_dropped`. Neither wakes the writer (a wake-up per
+query costs more than the append). The writer
+thread looks at both every `FLUSH_INTERVAL` seconds when it found them empty, encodes the entries into
 Frame Streams data frames and writes them in batches. When the reader is not there (not yet,
 or gone), the writer retries every `RETRY` seconds while the queue fills up to its bound, and the query
 path counts what does not fit; entries lost with a broken connection are counted too. Nothing here ever
@@ -15,7 +18,12 @@ import collections
 import logging
 import socket
 import threading
+from typing import Any
 
+try:
+    from gslbd.wire import _cfast
+except ImportError:  # not compiled here: no C loop, the Python path alone logs
+    _cfast = None  # type: ignore[assignment]
 from gslbd.server.dnstap.fstrm import FileWriter, FrameStreamError, close_writer, open_writer
 from gslbd.server.dnstap.message import Encoder
 from gslbd.server.stats import ServerStats
@@ -27,6 +35,8 @@ BATCH = 256  # exchanges encoded per write
 RETRY = 1.0  # seconds between connection attempts
 IO_TIMEOUT = 5.0  # seconds a handshake or a write to the reader may take
 FLUSH_INTERVAL = 0.02  # seconds the writer sleeps when it found the queue empty (the log's extra delay)
+RING_BYTES = 1024  # bytes of the C ring per entry (a query and its answer: ~100-600 bytes; pages on use)
+RING_MIN_BYTES = 1 << 17  # room for the largest exchange: a 4 KiB query and a 64 KiB response
 
 # (query, response or None, client ip, v6, tcp, query time ns, response time ns)
 Entry = tuple[bytes, bytes | None, int, bool, bool, int, int]
@@ -55,6 +65,13 @@ class DnstapSink:
         self._encoder = encoder
         self._queries = queries
         self._responses = responses
+        # The C UDP loops' exchanges (None where the C extension is not compiled).
+        self.ring: Any = (
+            None
+            if _cfast is None
+            else _cfast.TapRing(capacity, max(capacity * RING_BYTES, RING_MIN_BYTES), queries, responses)
+        )
+        self._ring_dropped = 0  # the ring's drops already added to stats.dnstap_dropped
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | FileWriter | None = None
@@ -75,20 +92,34 @@ class DnstapSink:
     # -- the writer thread -----------------------------------------------------------------------
 
     def _run(self) -> None:
-        queue = self.queue
         while True:
+            self._count_ring_drops()
             if self._sock is None and not self._connect():
                 if self._halt.wait(RETRY):
                     break
                 continue
-            if not queue:
+            batch = self._take()
+            if not batch:
                 if self._halt.is_set():
                     break
                 self._halt.wait(FLUSH_INTERVAL)
                 continue
-            batch = [queue.popleft() for _ in range(min(BATCH, len(queue)))]
             self._write(batch)
         self._finish()
+
+    def _take(self) -> list[Entry]:
+        """Up to BATCH entries of the Python queue and up to BATCH of the C ring."""
+        queue = self.queue
+        batch = [queue.popleft() for _ in range(min(BATCH, len(queue)))]
+        if self.ring is not None:
+            batch += self.ring.drain(BATCH)
+        return batch
+
+    def _count_ring_drops(self) -> None:
+        if self.ring is not None:
+            dropped = self.ring.counts()[1]
+            self.stats.dnstap_dropped += dropped - self._ring_dropped
+            self._ring_dropped = dropped
 
     def _connect(self) -> bool:
         try:
@@ -149,6 +180,10 @@ class DnstapSink:
         sock, self._sock = self._sock, None
         left = len(self.queue)
         self.queue.clear()
+        if self.ring is not None:
+            self._count_ring_drops()
+            while drained := self.ring.drain(BATCH):
+                left += len(drained)
         self.stats.dnstap_dropped += left
         if isinstance(sock, FileWriter):
             sock.close()

@@ -3,6 +3,10 @@
 The listeners are given this wrapper instead of the Responder only when `log.dnstap` is set, so with
 dnstap off the query path has no extra branch at all. With it on, each query costs two clock reads, a
 length check and a deque append (no wake-up); encoding and writing happen on the sink's thread (sink.py).
+
+A UDP listener whose Responder has a C table does not call the wrapper: it runs the C loop with the
+Responder itself (`inner`) and the sink's C ring (`ring`), and the loop writes every exchange it receives,
+those Python answers included, into the ring (wire/_tap.c). TCP and the Python UDP loops call `handle`.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ class DnstapHandler:
     """Answers with `inner` and hands (query, response, client, times) to `sink`; drops and counts when
     the sink's queue is full."""
 
-    __slots__ = ("_capacity", "_inner", "_queue", "_stats")
+    __slots__ = ("_capacity", "_inner", "_queue", "_stats", "inner", "ring")
 
     def __init__(self, inner: Handler, sink: DnstapSink) -> None:
+        self.inner = inner  # what the C UDP loop answers with, writing into `ring` itself (server/udp.py)
+        self.ring = sink.ring
         self._inner = inner
         self._queue = sink.queue
         self._capacity = sink.capacity
