@@ -1,0 +1,102 @@
+"""dnstap with the C UDP loop (log.dnstap, wire/_tap.c): on a real loopback socket the C loop answers from
+the C table while the dnstap wrapper is the listener's handler, and every exchange it receives (those it
+hands to Python too) reaches the dnstap file once, query and response byte for byte; a full ring drops
+the new exchanges and counts them, and answering goes on."""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_native_udp import Counting, a_query, exchange, listening, responder, status_query
+
+from gslbd.server.dnstap.fstrm import file_frames
+from gslbd.server.dnstap.message import AUTH_QUERY, AUTH_RESPONSE, Encoder, decode_fields
+from gslbd.server.dnstap.sink import DnstapSink
+from gslbd.server.dnstap.tap import DnstapHandler
+from gslbd.server.stats import ServerStats
+from gslbd.wire import ctable as ct
+
+pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
+
+
+def logged(path: Path) -> list[dict[int, list[int | bytes]]]:
+    """The dnstap Message of every frame in the file at `path`."""
+    out = []
+    for frame in file_frames(path.read_bytes()):
+        body = decode_fields(frame)[14][0]
+        assert isinstance(body, bytes)
+        out.append(decode_fields(body))
+    return out
+
+
+def of_kind(messages: list[dict[int, list[int | bytes]]], kind: int, field: int) -> list[bytes]:
+    found = [m[field][0] for m in messages if m[1] == [kind]]
+    assert all(isinstance(f, bytes) for f in found)
+    return found  # type: ignore[return-value]
+
+
+def test_exchanges_the_c_loop_answers_are_logged_once_each_byte_for_byte(tmp_path: Path) -> None:
+    stats = ServerStats()
+    path = tmp_path / "tap.fstrm"
+    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, to_file=True)
+    sink.start()
+    inner = Counting(responder(native=True))
+    handler = DnstapHandler(inner, sink)
+    answered = [a_query(i) for i in range(300)] + [status_query(1000), status_query(1001)]
+    not_a_query = struct.pack("!HHHHHH", 2000, 0x8100, 0, 0, 0, 0)  # QR set: dropped, its query logged
+    try:
+        with listening(handler, stats) as ports:
+            replies = exchange(ports[0], [*answered, not_a_query])
+    finally:
+        sink.stop()
+    assert len(replies) == len(answered)
+    # C answered the A queries without Python; the STATUS queries went to the Responder itself, not
+    # through the wrapper (the C loop logs them): nothing is logged twice.
+    assert (stats.udp_native_answers, inner.calls, stats.udp_dropped) == (300, 2, 1)
+    messages = logged(path)
+    assert Counter(of_kind(messages, AUTH_QUERY, 10)) == Counter([*answered, not_a_query])
+    assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(replies)
+    assert len(messages) == 2 * len(answered) + 1
+    for m in messages:
+        assert (m[2], m[3], m[4]) == ([1], [1], [b"\x7f\x00\x00\x01"])  # INET, UDP, 127.0.0.1
+        if m[1] == [AUTH_RESPONSE]:
+            assert (m[12][0], m[13][0]) >= (m[8][0], m[9][0])  # answered after it was received
+    assert (stats.dnstap_written, stats.dnstap_dropped) == (len(answered) + 1, 0)
+
+
+def test_a_full_ring_drops_the_new_exchanges_counts_them_and_answering_goes_on(tmp_path: Path) -> None:
+    stats = ServerStats()
+    path = tmp_path / "tap.fstrm"
+    sink = DnstapSink(
+        str(path), Encoder("eu", "gslbd test"), stats, capacity=50, to_file=True
+    )  # no writer yet
+    handler = DnstapHandler(Counting(responder(native=True)), sink)
+    payloads = [a_query(i) for i in range(500)]
+    with listening(handler, stats) as ports:
+        replies = exchange(ports[0], payloads)
+    assert len(replies) == 500 and stats.udp_native_answers == 500
+    assert sink.ring.counts() == (50, 450)
+    sink.start()
+    sink.stop()
+    assert (stats.dnstap_written, stats.dnstap_dropped) == (50, 450)
+    assert of_kind(logged(path), AUTH_QUERY, 10) == payloads[:50]  # the first 50: a full ring keeps its own
+
+
+def test_with_queries_off_the_c_loop_logs_responses_only(tmp_path: Path) -> None:
+    stats = ServerStats()
+    path = tmp_path / "tap.fstrm"
+    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, queries=False, to_file=True)
+    sink.start()
+    handler = DnstapHandler(Counting(responder(native=True)), sink)
+    try:
+        with listening(handler, stats) as ports:
+            replies = exchange(ports[0], [a_query(i) for i in range(20)])
+    finally:
+        sink.stop()
+    messages = logged(path)
+    assert {m[1][0] for m in messages} == {AUTH_RESPONSE}
+    assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(replies)
+    assert all(10 not in m for m in messages)
