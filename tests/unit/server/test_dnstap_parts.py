@@ -3,6 +3,7 @@ handshake, and the bounded queue of the query path (drop and count, never block)
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
 import threading
@@ -25,7 +26,7 @@ from gslbd.server.dnstap.fstrm import (
     parse_control,
     read_control,
 )
-from gslbd.server.dnstap.message import AUTH_QUERY, AUTH_RESPONSE, Encoder, varint
+from gslbd.server.dnstap.message import AUTH_QUERY, AUTH_RESPONSE, NS, Encoder, varint
 from gslbd.server.dnstap.message import decode_fields as decode
 from gslbd.server.dnstap.sink import DnstapSink
 from gslbd.server.dnstap.tap import DnstapHandler
@@ -154,3 +155,37 @@ def test_without_a_reader_stop_counts_what_was_queued_as_dropped(tmp_path: Path)
         handler.handle(b"q", 1, False)
     sink.stop()
     assert (stats.dnstap_written, stats.dnstap_dropped, stats.dnstap_connects) == (0, 5, 0)
+
+
+def test_a_batch_of_frames_is_each_exchange_s_messages_with_their_length_prefixes() -> None:
+    """`Encoder.frames` (what the writer sends) gives the bytes of `message()` for every exchange: times
+    within one second and across seconds, both families and transports, sizes past the precomputed ones."""
+    rng = random.Random(3)
+    t0 = 1_764_547_200 * NS
+    batch = []
+    for _ in range(600):
+        query_ns = t0 + rng.choice([0, rng.randrange(NS), rng.randrange(1 << 62)])
+        v6 = rng.random() < 0.5
+        batch.append(
+            (
+                rng.randbytes(rng.choice([0, 30, 300, 5000])),
+                rng.choice([None, rng.randbytes(rng.choice([1, 200, 20_000]))]),
+                rng.choice([0x7F000001, rng.getrandbits(128 if v6 else 32)]),
+                v6,
+                rng.random() < 0.5,
+                query_ns,
+                query_ns + rng.choice([1000, NS, 3 * NS]),
+            )
+        )
+    encoder, oracle = Encoder("eu", "gslbd 1.0"), Encoder("eu", "gslbd 1.0")
+    for queries, responses in [(True, True), (True, False), (False, True)]:
+        expected = []
+        for query, response, ip, v6, tcp, query_ns, response_ns in batch:
+            if queries:
+                expected.append(oracle.message(AUTH_QUERY, ip, v6, tcp, query_ns, query))
+            if responses and response is not None:
+                expected.append(
+                    oracle.message(AUTH_RESPONSE, ip, v6, tcp, query_ns, None, response_ns, response)
+                )
+        framed = b"".join(struct.pack(">I", len(m)) + m for m in expected)
+        assert encoder.frames(batch, queries, responses) == framed

@@ -13,6 +13,7 @@ the client's address (server/handler.py), and the schema makes every Message fie
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
 AUTH_QUERY = 1
 AUTH_RESPONSE = 2
@@ -37,6 +38,11 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
+_SIZES = 4096  # query_message (10) and response_message (14) keys with their lengths, precomputed below this
+_QUERY_SIZE = [b"\x52" + varint(n) for n in range(_SIZES)]
+_RESPONSE_SIZE = [b"\x72" + varint(n) for n in range(_SIZES)]
+
+
 def length_delimited(field: int, data: bytes) -> bytes:
     """A bytes (or embedded message) field: key, length, data."""
     return varint(field << 3 | 2) + varint(len(data)) + data
@@ -55,7 +61,7 @@ class Encoder:
             for v6 in (False, True)
             for tcp in (False, True)
         }
-        # The same for frames_into, by 2 * v6 + tcp: (AUTH_QUERY's, AUTH_RESPONSE's).
+        # The same for frames, by 2 * v6 + tcp: (AUTH_QUERY's, AUTH_RESPONSE's).
         self._prefixes = [
             (self._prefix[AUTH_QUERY, v6, tcp], self._prefix[AUTH_RESPONSE, v6, tcp])
             for v6 in (False, True)
@@ -99,67 +105,77 @@ class Encoder:
         body = b"".join(parts)
         return b"".join((self._head, b"\x72", varint(len(body)), body, b"\x78\x01"))
 
-    def frames_into(
+    def frames(
         self,
-        out: list[bytes],
-        query: bytes,
-        response: bytes | None,
-        ip: int,
-        v6: bool,
-        tcp: bool,
-        query_ns: int,
-        response_ns: int,
+        batch: Iterable[tuple[bytes, bytes | None, int, bool, bool, int, int]],
         queries: bool,
         responses: bool,
-    ) -> None:
-        """Append the Frame Streams data frames of one exchange to `out` as pieces to join: AUTH_QUERY
-        (with `queries`) and AUTH_RESPONSE (with `responses`, when there was one). The same bytes as
-        `message()` with a length prefix each, with fewer copies (this runs for every query)."""
-        address = b"\x22\x10" + ip.to_bytes(16, "big") if v6 else b"\x22\x04" + ip.to_bytes(4, "big")
-        second, nano = divmod(query_ns, NS)
-        if second != self._second:
-            self._seconds(second)
-        query_time = b"\x40" + self._second_varint + b"\x4d" + _FIXED32.pack(nano)
-        fixed = 6 + len(address) + len(query_time)  # type, family, protocol; address; query time
+    ) -> bytes:
+        """The Frame Streams data frames of a batch of exchanges (query, response or None, client ip, v6,
+        tcp, query time ns, response time ns), joined: for each, AUTH_QUERY (with `queries`) and
+        AUTH_RESPONSE (with `responses`, when there was one). The same bytes as `message()` with a length
+        prefix each, built from pieces cached within the batch (the address with its message prefix, the
+        time's seconds, the frame head by body size): this runs for every query."""
         head = self._head
-        query_prefix, response_prefix = self._prefixes[2 * v6 + tcp]
-        if queries:
-            size = varint(len(query))
-            body = fixed + 1 + len(size) + len(query)
-            body_size = varint(body)
-            out += (
-                _FRAME_LENGTH.pack(len(head) + 1 + len(body_size) + body + 2),
-                head,
-                b"\x72",
-                body_size,
-                query_prefix,
-                address,
-                query_time,
-                b"\x52",
-                size,
-                query,
-                b"\x78\x01",
-            )
-        if responses and response is not None:
-            second, nano = divmod(response_ns, NS)
-            response_time = b"\x60" + self._seconds(second) + b"\x6d" + _FIXED32.pack(nano)
-            size = varint(len(response))
-            body = fixed + len(response_time) + 1 + len(size) + len(response)
-            body_size = varint(body)
-            out += (
-                _FRAME_LENGTH.pack(len(head) + 1 + len(body_size) + body + 2),
-                head,
-                b"\x72",
-                body_size,
-                response_prefix,
-                address,
-                query_time,
-                response_time,
-                b"\x72",
-                size,
-                response,
-                b"\x78\x01",
-            )
+        head_size = len(head) + 3  # the head, the Message key and the trailing type field
+        prefixes = self._prefixes
+        addresses: list[dict[int, tuple[bytes, bytes, int]]] = [{}, {}, {}, {}]
+        frame_heads: dict[int, bytes] = {}
+        out: list[bytes] = []
+        second = -1
+        query_time = response_time = b""
+        for query, response, ip, v6, tcp, query_ns, response_ns in batch:
+            kind = 2 * v6 + tcp
+            known = addresses[kind].get(ip)
+            if known is None:
+                address = b"\x22\x10" + ip.to_bytes(16, "big") if v6 else b"\x22\x04" + ip.to_bytes(4, "big")
+                query_prefix, response_prefix = prefixes[kind]
+                known = (query_prefix + address, response_prefix + address, 6 + len(address))
+                addresses[kind][ip] = known
+            now, nano = divmod(query_ns, NS)
+            if now != second:
+                second = now
+                seconds = self._seconds(now)
+                query_time = b"\x40" + seconds + b"\x4d"
+                response_time = b"\x60" + seconds + b"\x6d"
+            fixed = known[2] + len(query_time) + 4  # type, family, protocol, address, query time
+            if queries:
+                n = len(query)
+                size = _QUERY_SIZE[n] if n < _SIZES else b"\x52" + varint(n)
+                body = fixed + len(size) + n
+                frame_head = frame_heads.get(body)
+                if frame_head is None:
+                    body_size = varint(body)
+                    frame_head = (
+                        _FRAME_LENGTH.pack(head_size + len(body_size) + body) + head + b"\x72" + body_size
+                    )
+                    frame_heads[body] = frame_head
+                out += (frame_head, known[0], query_time, _FIXED32.pack(nano), size, query, b"\x78\x01")
+            if responses and response is not None:
+                then, response_nano = divmod(response_ns, NS)
+                answered = response_time if then == second else b"\x60" + varint(then) + b"\x6d"
+                n = len(response)
+                size = _RESPONSE_SIZE[n] if n < _SIZES else b"\x72" + varint(n)
+                body = fixed + len(answered) + 4 + len(size) + n
+                frame_head = frame_heads.get(-body)  # negative: a response's (its Message type differs)
+                if frame_head is None:
+                    body_size = varint(body)
+                    frame_head = (
+                        _FRAME_LENGTH.pack(head_size + len(body_size) + body) + head + b"\x72" + body_size
+                    )
+                    frame_heads[-body] = frame_head
+                out += (
+                    frame_head,
+                    known[1],
+                    query_time,
+                    _FIXED32.pack(nano),
+                    answered,
+                    _FIXED32.pack(response_nano),
+                    size,
+                    response,
+                    b"\x78\x01",
+                )
+        return b"".join(out)
 
 
 def decode_fields(data: bytes) -> dict[int, list[int | bytes]]:

@@ -150,9 +150,9 @@ class DnstapSink:
         if sock is None:
             self.stats.dnstap_dropped += len(batch)
             return
-        frames = self._frames(batch)
+        frames = self._encoder.frames(batch, self._queries, self._responses)
         try:
-            sock.sendall(b"".join(frames))
+            sock.sendall(frames)
         except OSError as exc:
             self.stats.dnstap_dropped += len(batch)
             sock.close()
@@ -166,15 +166,6 @@ class DnstapSink:
             )
             return
         self.stats.dnstap_written += len(batch)
-
-    def _frames(self, batch: list[Entry]) -> list[bytes]:
-        """The data frames of `batch`, as pieces to join."""
-        frames_into = self._encoder.frames_into
-        queries, responses = self._queries, self._responses
-        out: list[bytes] = []
-        for query, response, ip, v6, tcp, t_query, t_response in batch:
-            frames_into(out, query, response, ip, v6, tcp, t_query, t_response, queries, responses)
-        return out
 
     def _finish(self) -> None:
         sock, self._sock = self._sock, None
