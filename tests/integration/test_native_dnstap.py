@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,22 @@ def test_with_queries_off_the_c_loop_logs_responses_only(tmp_path: Path) -> None
     assert {m[1][0] for m in messages} == {AUTH_RESPONSE}
     assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(replies)
     assert all(10 not in m for m in messages)
+
+
+def test_several_c_loops_share_one_ring_while_the_writer_drains_it(tmp_path: Path) -> None:
+    stats = ServerStats()
+    path = tmp_path / "tap.fstrm"
+    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, to_file=True)
+    sink.start()
+    handler = DnstapHandler(Counting(responder(native=True)), sink)
+    sent = [[a_query(i) for i in range(start, start + 1200)] for start in range(0, 7200, 1200)]
+    try:
+        with listening(handler, stats, count=3) as ports, ThreadPoolExecutor(6) as pool:
+            replies = list(pool.map(lambda job: exchange(job[0], job[1]), zip(ports * 2, sent, strict=True)))
+    finally:
+        sink.stop()
+    assert [len(r) for r in replies] == [1200] * 6 and stats.udp_native_answers == 7200
+    messages = logged(path)
+    assert Counter(of_kind(messages, AUTH_QUERY, 10)) == Counter(q for job in sent for q in job)
+    assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(r for got in replies for r in got)
+    assert (stats.dnstap_written, stats.dnstap_dropped) == (7200, 0)
