@@ -55,7 +55,8 @@ class DnsFront:
             log.info("DNS answered by %d worker processes on %s", dns.workers, ", ".join(pool.bound))
             return
         # With log.dnstap the listeners answer through a wrapper that queues each exchange for the
-        # dnstap writer; without it they call the responder itself (no per-query cost).
+        # dnstap writer (the C UDP loop answers with the responder inside it and writes into the
+        # writer's C ring itself); without it they call the responder itself (no per-query cost).
         handler, sink = with_dnstap(self.responder, generation.config, self.stats)
         listeners = Listeners(
             dns.listen,

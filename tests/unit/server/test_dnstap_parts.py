@@ -159,12 +159,18 @@ def test_without_a_reader_stop_counts_what_was_queued_as_dropped(tmp_path: Path)
 
 def test_a_batch_of_frames_is_each_exchange_s_messages_with_their_length_prefixes() -> None:
     """`Encoder.frames` (what the writer sends) gives the bytes of `message()` for every exchange: times
-    within one second and across seconds, both families and transports, sizes past the precomputed ones."""
+    within one second and across seconds, repeated ones (a receive batch of the C loop), both families
+    and transports, sizes past the precomputed ones."""
     rng = random.Random(3)
     t0 = 1_764_547_200 * NS
     batch = []
+    previous = (t0, t0)
     for _ in range(600):
         query_ns = t0 + rng.choice([0, rng.randrange(NS), rng.randrange(1 << 62)])
+        response_ns = query_ns + rng.choice([1000, NS, 3 * NS])
+        if rng.random() < 0.3:  # a receive batch of the C loop: one receive time, one send time
+            query_ns, response_ns = previous
+        previous = (query_ns, response_ns)
         v6 = rng.random() < 0.5
         batch.append(
             (
@@ -174,7 +180,7 @@ def test_a_batch_of_frames_is_each_exchange_s_messages_with_their_length_prefixe
                 v6,
                 rng.random() < 0.5,
                 query_ns,
-                query_ns + rng.choice([1000, NS, 3 * NS]),
+                response_ns,
             )
         )
     encoder, oracle = Encoder("eu", "gslbd 1.0"), Encoder("eu", "gslbd 1.0")

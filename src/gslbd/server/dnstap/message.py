@@ -115,15 +115,17 @@ class Encoder:
         tcp, query time ns, response time ns), joined: for each, AUTH_QUERY (with `queries`) and
         AUTH_RESPONSE (with `responses`, when there was one). The same bytes as `message()` with a length
         prefix each, built from pieces cached within the batch (the address with its message prefix, the
-        time's seconds, the frame head by body size): this runs for every query."""
+        times, the frame head by body size): this runs for every query."""
         head = self._head
         head_size = len(head) + 3  # the head, the Message key and the trailing type field
         prefixes = self._prefixes
         addresses: list[dict[int, tuple[bytes, bytes, int]]] = [{}, {}, {}, {}]
         frame_heads: dict[int, bytes] = {}
         out: list[bytes] = []
-        second = -1
-        query_time = response_time = b""
+        last_query = (
+            last_response
+        ) = -1  # the C loop gives a whole receive batch one time (and one reply time)
+        query_time = answered = b""
         for query, response, ip, v6, tcp, query_ns, response_ns in batch:
             kind = 2 * v6 + tcp
             known = addresses[kind].get(ip)
@@ -132,13 +134,11 @@ class Encoder:
                 query_prefix, response_prefix = prefixes[kind]
                 known = (query_prefix + address, response_prefix + address, 6 + len(address))
                 addresses[kind][ip] = known
-            now, nano = divmod(query_ns, NS)
-            if now != second:
-                second = now
-                seconds = self._seconds(now)
-                query_time = b"\x40" + seconds + b"\x4d"
-                response_time = b"\x60" + seconds + b"\x6d"
-            fixed = known[2] + len(query_time) + 4  # type, family, protocol, address, query time
+            if query_ns != last_query:
+                last_query = query_ns
+                second, nano = divmod(query_ns, NS)
+                query_time = b"\x40" + self._seconds(second) + b"\x4d" + _FIXED32.pack(nano)
+            fixed = known[2] + len(query_time)  # type, family, protocol, address, query time
             if queries:
                 n = len(query)
                 size = _QUERY_SIZE[n] if n < _SIZES else b"\x52" + varint(n)
@@ -150,13 +150,15 @@ class Encoder:
                         _FRAME_LENGTH.pack(head_size + len(body_size) + body) + head + b"\x72" + body_size
                     )
                     frame_heads[body] = frame_head
-                out += (frame_head, known[0], query_time, _FIXED32.pack(nano), size, query, b"\x78\x01")
+                out += (frame_head, known[0], query_time, size, query, b"\x78\x01")
             if responses and response is not None:
-                then, response_nano = divmod(response_ns, NS)
-                answered = response_time if then == second else b"\x60" + varint(then) + b"\x6d"
+                if response_ns != last_response:
+                    last_response = response_ns
+                    second, nano = divmod(response_ns, NS)
+                    answered = b"\x60" + self._seconds(second) + b"\x6d" + _FIXED32.pack(nano)
                 n = len(response)
                 size = _RESPONSE_SIZE[n] if n < _SIZES else b"\x72" + varint(n)
-                body = fixed + len(answered) + 4 + len(size) + n
+                body = fixed + len(answered) + len(size) + n
                 frame_head = frame_heads.get(-body)  # negative: a response's (its Message type differs)
                 if frame_head is None:
                     body_size = varint(body)
@@ -168,9 +170,7 @@ class Encoder:
                     frame_head,
                     known[1],
                     query_time,
-                    _FIXED32.pack(nano),
                     answered,
-                    _FIXED32.pack(response_nano),
                     size,
                     response,
                     b"\x78\x01",
