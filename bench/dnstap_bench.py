@@ -12,12 +12,14 @@ not counted. Each server first gets an unthrottled dnsperf run; then both are me
 (--load of the slower unthrottled rate, or --rate), alternating which goes first, and the figure is the
 median CPU time per answered query (all threads) of each and their ratio, on / off, from the same
 invocation. After the runs the dnstap counters of the `on` server (/metrics) say how many exchanges were
-written and dropped.
+written and dropped, and its UDP counters how many queries the C loop answered without Python (with
+log.dnstap the C loop stays on and logs through its ring: docs/wire.md, "dnstap from the C loop").
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import shutil
@@ -82,9 +84,12 @@ def start(args: argparse.Namespace, workdir: Path) -> tuple[list[Server], subpro
 
 
 def dnstap_counters(api_port: int) -> dict[str, int]:
+    """The `on` server's dnstap counters, and its UDP queries and those the C loop answered."""
     with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/metrics", timeout=5) as response:
         text = response.read().decode()
-    found = re.findall(r'gslbd_dns_server_events_total\{event="(dnstap_\w+)"\} (\S+)', text)
+    found = re.findall(
+        r'gslbd_dns_server_events_total\{event="(dnstap_\w+|udp_queries|udp_native_answers)"\} (\S+)', text
+    )
     return {name: int(float(value)) for name, value in found}
 
 
@@ -153,6 +158,12 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    # The servers start in a temporary directory: a relative PYTHONPATH (`PYTHONPATH=src`) would
+    # silently import the installed gslbd instead of the tree under test.
+    if os.environ.get("PYTHONPATH"):
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p
+        )
     signal.signal(signal.SIGTERM, _terminate)
     for tool in ("dnsperf", "dig", "taskset", "dnstap"):
         if shutil.which(tool) is None:
@@ -182,11 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"\nCPU per answered query, medians: dnstap off {off:.1f} µs, on {on:.1f} µs, on/off {on / off:.2f}"
     )
+    queries, by_c = counters.pop("udp_queries", 0), counters.pop("udp_native_answers", 0)
     print(
         "dnstap counters of the `on` server: "
         + ", ".join(f"{name} {value}" for name, value in sorted(counters.items()))
         + f" (exchanges; {time.strftime('%Y-%m-%d')})"
     )
+    print(f"UDP queries of the `on` server answered by the C loop: {by_c} of {queries}")
     return 0
 
 
