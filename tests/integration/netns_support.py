@@ -23,6 +23,10 @@ Everything is removed when the block ends, however it ends: the emulator stopped
 with `popen` killed, the namespaces deleted (which deletes their veths). Namespaces left by a test run
 that was killed (their pid is gone) are deleted at the next start. `netns_unavailable()` says why this
 machine cannot (not root, no `ip`, no `ethtool`, `ip netns add` refused) so that a test can skip.
+
+`losses(default)` is the loss levels a test runs at: `GSLBD_NETNS_LOSS` (percentages, comma separated,
+e.g. `GSLBD_NETNS_LOSS=0,1,10`) or `default`; `lossy_polls(loss)` is how many failed polls a bound
+allows for at that loss (one per 2.5%, at most 4: a query lost twice, a TCP SYN retransmitted after 1 s).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import ctypes
 import functools
 import heapq
 import itertools
+import math
 import os
 import random
 import re
@@ -52,6 +57,25 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23  # Linux 4.20; frames we send are filtered by type as well
+LOSS_VARIABLE = "GSLBD_NETNS_LOSS"
+LOSSY_POLLS = 4
+
+
+def losses(default: Sequence[float]) -> tuple[float, ...]:
+    """The loss levels (shares) to run at: $GSLBD_NETNS_LOSS in percent (e.g. "0,1,10"), or `default`."""
+    given = os.environ.get(LOSS_VARIABLE, "").strip()
+    if not given:
+        return tuple(default)
+    return tuple(float(part) / 100 for part in given.split(",") if part.strip())
+
+
+def loss_id(loss: float) -> str:
+    return f"loss{loss * 100:g}"
+
+
+def lossy_polls(loss: float) -> int:
+    """The failed polls a bound allows for at `loss`: one per 2.5% of loss, at most LOSSY_POLLS."""
+    return min(LOSSY_POLLS, math.ceil(loss * 40))
 
 
 def _run(*argv: str) -> None:

@@ -1,14 +1,21 @@
 """peers.quorum under real partitions: three gslbd sites in network namespaces of their own
 (netns_support), 40/90/120 ms one-way links, every site's endpoint checked over HTTP from every site
-(`votes: 2`). k8gb's S1 (one site cut off from both peers) and S4 (one way: us cannot reach eu, eu still
-reaches us), with the answers of every site checked throughout. The figures are printed for
-docs/multisite-scenarios.md:
+(`votes: 2`). k8gb's S1 (one site cut off from both peers), S2 (one link down), S3 (every link down),
+S4, the asymmetric partition (one way: us cannot reach eu, eu still reaches us), and an endpoint death,
+with the answers of every site checked throughout; every test runs at each loss level on every
+site-to-site link (1% by default; `GSLBD_NETNS_LOSS=0,1,10` for those three levels). The zone is signed and
+delegated from a signed parent `test.` (NSD) in a fourth namespace, `client`, where a validating Unbound
+resolves it over links of 10/40/100 ms to eu/us/ap (no loss): the endpoint death is also timed as the
+resolver's client sees it, for a fixed TTL (`rr`, 5 s) and a health-driven one (`dyn`, `ttl: {max: 30,
+min: 1}`). The figures are printed for docs/multisite-scenarios.md:
 
-    pytest -p no:cacheprovider tests/integration/test_netns_quorum.py -s
+    GSLBD_NETNS_LOSS=0,1,10 pytest -p no:cacheprovider tests/integration/test_netns_quorum.py -s
 """
 
 from __future__ import annotations
 
+import contextlib
+import statistics
 import subprocess
 import sys
 import time
@@ -18,18 +25,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dns.exception
+import dns.flags
 import dns.message
 import dns.query
 import dns.rdatatype
 import pytest
+from dnssec_support import Child, ds_of, keygen, signed_parent, tools_missing
 from exchange_sites import ZONE, ms, site_config, wait_for
 from gslbd_harness import Running, start_gslbd
-from netns_support import Network, netns_unavailable, site_network
+from netns_support import Network, loss_id, losses, lossy_polls, netns_unavailable, site_network
+from nsd_support import running_nsd
+from unbound_support import Resolver, running_validating_unbound
 
-pytestmark = pytest.mark.skipif(netns_unavailable() is not None, reason=str(netns_unavailable()))
+pytestmark = [
+    pytest.mark.skipif(netns_unavailable() is not None, reason=str(netns_unavailable())),
+    pytest.mark.skipif(bool(tools_missing()), reason=f"not installed: {', '.join(tools_missing())}"),
+]
 
 SITES = ("eu", "us", "ap")
 DELAYS = {("eu", "us"): 0.040, ("us", "ap"): 0.090, ("eu", "ap"): 0.120}
+CLIENT = "client"  # the namespace of the parent zone's NSD and the client's validating Unbound
+CLIENT_DELAYS = {(CLIENT, "eu"): 0.010, (CLIENT, "us"): 0.040, (CLIENT, "ap"): 0.100}
+PARENT = "test."
+FIXED_TTL, TTL_MAX, TTL_MIN = 5, 30, 1
 DNS_PORT, HTTP_PORT, API_PORT = 53, 8080, 8081
 CHECK_INTERVAL, FALL = 1.0, 2
 PEER_INTERVAL, STALE_AFTER, PEER_TIMEOUT = 1.0, 10.0, 0.7
@@ -37,13 +55,32 @@ PEER_INTERVAL, STALE_AFTER, PEER_TIMEOUT = 1.0, 10.0, 0.7
 # trip and an HTTP probe takes two), then one vote over the slowest link (NOTIFY + IXFR, or the next
 # poll): three intervals and a second for a busy machine.
 LOST_BOUND = (FALL + 1) * CHECK_INTERVAL + PEER_INTERVAL + 1.0
-RR, FO = f"rr.{ZONE}", f"fo.{ZONE}"
+# An endpoint's death: FALL failed probes at two sites, then the votes over the slowest link (NOTIFY +
+# IXFR, or the next poll, within its timeout), a second for a busy machine (as test_netns_sites.py).
+DEATH_BOUND = (FALL + 1) * CHECK_INTERVAL + PEER_INTERVAL + PEER_TIMEOUT + 1.0
+LOSSES = losses((0.01,))  # CI: 1% only (the more demanding level); GSLBD_NETNS_LOSS=0,1,10 for the table
+DEATH_RUNS = 3
+RR, FO, DYN = f"rr.{ZONE}", f"fo.{ZONE}", f"dyn.{ZONE}"
+# What the client sees: every site's answer changed (the bound above), then the resolver's cached copy
+# expires: the TTL it was served with. rr's is fixed; dyn's is the least time until its answer could
+# change, at most FALL intervals for an endpoint up (the sites probe every endpoint: peers.quorum).
+CLIENT_SLACK = 0.5  # the resolver's own query to a site after the expiry, and a busy machine
+
+
+def with_loss(bound: float, loss: float) -> float:
+    """`bound` at `loss`: a failed poll more per 2.5% of loss (netns_support.lossy_polls)."""
+    return bound + lossy_polls(loss) * (PEER_INTERVAL + PEER_TIMEOUT)
 
 
 def services(net: Network) -> str:
     listed = "\n".join(f"      - {{address: {net.address(s)}, site: {s}, check: web}}" for s in SITES)
     return f"""\
   - name: rr
+    ttl: {FIXED_TTL}
+    endpoints:
+{listed}
+  - name: dyn
+    ttl: {{max: {TTL_MAX}, min: {TTL_MIN}}}
     endpoints:
 {listed}
   - name: fo
@@ -52,6 +89,10 @@ def services(net: Network) -> str:
     endpoints:
 {listed}
 """
+
+
+def a_records(reply: dns.message.Message) -> set[str]:
+    return {rd.to_text() for rrset in reply.answer if rrset.rdtype == dns.rdatatype.A for rd in rrset}
 
 
 CHECKS = (
@@ -66,18 +107,40 @@ class Sites:
     workdir: Path
     servers: dict[str, Running] = field(default_factory=dict)
     backends: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    resolver: Resolver | None = None
 
-    def answer(self, site: str, name: str) -> set[str] | None:
-        """The addresses `site` answers for `name`, asked inside its namespace (None: no answer in time)."""
+    def reply(self, site: str, name: str) -> dns.message.Message | None:
+        """`site`'s reply to `name` A, asked inside its namespace (None: no answer in time)."""
         query = dns.message.make_query(name, dns.rdatatype.A)
         query.flags = 0
         sock = self.net.socket_in(site)
         with sock:
             try:
-                reply = dns.query.udp(query, self.net.address(site), port=DNS_PORT, timeout=0.5, sock=sock)
+                return dns.query.udp(query, self.net.address(site), port=DNS_PORT, timeout=0.5, sock=sock)
             except (dns.exception.Timeout, OSError):
                 return None
-        return {rd.to_text() for rrset in reply.answer if rrset.rdtype == dns.rdatatype.A for rd in rrset}
+
+    def answer(self, site: str, name: str) -> set[str] | None:
+        """The addresses `site` answers for `name`, asked inside its namespace (None: no answer in time)."""
+        reply = self.reply(site, name)
+        return None if reply is None else a_records(reply)
+
+    def ttl(self, site: str, name: str) -> int | None:
+        """The TTL of `site`'s answer to `name` A."""
+        reply = self.reply(site, name)
+        return reply.answer[0].ttl if reply is not None and reply.answer else None
+
+    def resolved(self, name: str) -> set[str] | None:
+        """The addresses the client's validating resolver gives for `name` (asked in the client's
+        namespace, DO set); every answer must be validated (AD). None: no answer in time."""
+        assert self.resolver is not None
+        with self.net.entered(CLIENT):
+            try:
+                reply = self.resolver.ask(name, timeout=1.0, dnssec=True)
+            except (dns.exception.Timeout, OSError):
+                return None
+        assert reply.flags & dns.flags.AD, f"the resolver did not validate {name}:\n{reply}"
+        return a_records(reply)
 
     def votes(self, site: str) -> set[str] | None:
         """The votes `site` publishes on `rr` (TXT at rr.votes.<its exchange apex>), asked there."""
@@ -110,6 +173,9 @@ class Sites:
         want = {f"{self.net.address(s)}=up" for s in SITES}
         wait_for(lambda: all(self.votes(s) == want for s in SITES), 10, step=0.05)
         wait_for(lambda: all(self.downs(s) == 0 for s in SITES), 10, step=0.05)
+        # and the owners' localtargets, which follow the votes one exchange later
+        everyone = {self.net.address(s) for s in SITES}
+        wait_for(lambda: all(self.answer(s, RR) == everyone for s in SITES), 10, step=0.05)
 
     def start_backend(self, site: str) -> None:
         argv = [sys.executable, "-m", "http.server", "--bind", self.net.address(site), str(HTTP_PORT)]
@@ -120,7 +186,14 @@ class Sites:
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
     workdir = tmp_path_factory.mktemp("netns-quorum")
-    with site_network(SITES, DELAYS, seed=23) as net:
+    keys = workdir / "keys"
+    keys.mkdir()
+    ksk, zsk = keygen(ZONE, keys), keygen(ZONE, keys, "--zsk")
+    dnssec = f'    dnssec: {{keys: ["{ksk}", "{zsk}"]}}\n'  # the same key files at every site
+    with (
+        site_network((*SITES, CLIENT), DELAYS | CLIENT_DELAYS, seed=23) as net,
+        contextlib.ExitStack() as stack,
+    ):
         hosts = {s: net.address(s) for s in SITES}
         state = Sites(net, workdir)
         for site in SITES:
@@ -135,6 +208,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
                     stale_after=STALE_AFTER,
                     timeout=PEER_TIMEOUT,
                     extra=CHECKS + f'api: {{listen: "{hosts[site]}:{API_PORT}"}}\n',
+                    zone_extra=dnssec,
                     hosts=hosts,
                 ).replace("peers:\n", "peers:\n  quorum: {votes: 2}\n", 1)
                 with net.entered(site):
@@ -144,10 +218,32 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
                     )  # fmt: skip
             everyone = set(hosts.values())
             wait_for(lambda: all(state.answer(s, RR) == everyone for s in SITES), 30, step=0.05)
+            # The parent test. delegates gslb.test. with its DS to the three sites' nameservers (port 53,
+            # their addresses as glue); NSD serves it and Unbound resolves from it, both in `client`
+            nameservers = tuple((f"gslb-ns-{s}-{ZONE}", hosts[s]) for s in SITES)
+            child = Child(ZONE, (ds_of(ksk.with_name(ksk.name + ".key")),), nameservers)
+            zone_text, anchor = signed_parent(workdir / "parent", [child], parent=PARENT)
+            (workdir / "unbound").mkdir()
+            with net.entered(CLIENT):  # the daemons start there; the test thread leaves again
+                nsd = stack.enter_context(running_nsd(workdir / "nsd", PARENT, zone_text))
+                state.resolver = stack.enter_context(
+                    running_validating_unbound(workdir / "unbound", anchor, {PARENT: nsd.port}, ZONE)
+                )
+            assert state.resolved(RR) == everyone
             yield state
         finally:
             for server in state.servers.values():
                 server.kill()
+
+
+@pytest.fixture(scope="module", params=LOSSES, ids=[loss_id(x) for x in LOSSES])
+def loss(request: pytest.FixtureRequest, sites: Sites) -> float:
+    """Every link at this loss (both ways) for the tests of this level; they run one level after the other."""
+    share: float = request.param
+    for link in sites.net.links.values():
+        if CLIENT not in (link.a, link.b):  # the client's links to the sites lose nothing
+            link.set(loss=share)
+    return share
 
 
 def holds(sites: Sites, seconds: float, want: dict[str, dict[str, set[str]]]) -> int:
@@ -165,8 +261,11 @@ def holds(sites: Sites, seconds: float, want: dict[str, dict[str, set[str]]]) ->
     return checked
 
 
-def test_s1_a_site_cut_off_fails_static_and_the_others_drop_it_by_their_votes(sites: Sites) -> None:
+def test_s1_a_site_cut_off_fails_static_and_the_others_drop_it_by_their_votes(
+    sites: Sites, loss: float
+) -> None:
     sites.agreed()
+    limit = with_loss(LOST_BOUND, loss)
     net = sites.net
     eu, us, ap = (net.address(s) for s in SITES)
     everyone = {eu, us, ap}
@@ -174,8 +273,7 @@ def test_s1_a_site_cut_off_fails_static_and_the_others_drop_it_by_their_votes(si
     net.isolate("eu")
     try:
         took = {
-            s: wait_for(lambda s=s: sites.answer(s, RR) == {us, ap}, LOST_BOUND, step=0.02)
-            for s in ("us", "ap")
+            s: wait_for(lambda s=s: sites.answer(s, RR) == {us, ap}, limit, step=0.02) for s in ("us", "ap")
         }
         lost = time.monotonic() - began
         assert all(sites.answer(s, FO) == {us} for s in ("us", "ap"))
@@ -188,14 +286,15 @@ def test_s1_a_site_cut_off_fails_static_and_the_others_drop_it_by_their_votes(si
     healed = wait_for(lambda: all(sites.answer(s, RR) == everyone for s in SITES), 10, step=0.05)
     assert "no longer partitioned" in sites.servers["eu"].log()
     print(
-        f"\nS1 eu cut off: us dropped eu's endpoint after {took['us']:.2f} s, ap after {lost:.2f} s"
-        f" (bound {LOST_BOUND:g} s, stale_after {STALE_AFTER:g} s); eu kept all three for"
+        f"\nS1 at {loss:.0%} loss, eu cut off: us dropped eu's endpoint after {took['us']:.2f} s,"
+        f" ap after {lost:.2f} s"
+        f" (bound {limit:g} s, stale_after {STALE_AFTER:g} s); eu kept all three for"
         f" {STALE_AFTER + 2 * PEER_INTERVAL:g} s; after the heal every site answered all three in"
         f" {healed:.2f} s"
     )
 
 
-def test_s4_one_way_failure_takes_nothing_out_anywhere(sites: Sites) -> None:
+def test_s4_one_way_failure_takes_nothing_out_anywhere(sites: Sites, loss: float) -> None:
     sites.agreed()
     net = sites.net
     eu, us, ap = (net.address(s) for s in SITES)
@@ -211,10 +310,13 @@ def test_s4_one_way_failure_takes_nothing_out_anywhere(sites: Sites) -> None:
         assert checked > 30
     finally:
         net.heal()
-    print(f"\nS4 us cannot reach eu: every site answered all three and eu for fo in {checked} checks")
+    print(
+        f"\nS4 at {loss:.0%} loss, us cannot reach eu: every site answered all three and eu for fo"
+        f" in {checked} checks"
+    )
 
 
-def test_s2_one_link_down_takes_nothing_out_past_stale_after(sites: Sites) -> None:
+def test_s2_one_link_down_takes_nothing_out_past_stale_after(sites: Sites, loss: float) -> None:
     sites.agreed()
     net = sites.net
     eu, us, ap = (net.address(s) for s in SITES)
@@ -229,11 +331,12 @@ def test_s2_one_link_down_takes_nothing_out_past_stale_after(sites: Sites) -> No
     finally:
         net.heal()
     print(
-        f"\nS2 eu-us down: every site answered all three and eu for fo for {seconds:g} s ({checked} checks)"
+        f"\nS2 at {loss:.0%} loss, eu-us down: every site answered all three and eu for fo"
+        f" for {seconds:g} s ({checked} checks)"
     )
 
 
-def test_s3_total_partition_every_site_fails_static(sites: Sites) -> None:
+def test_s3_total_partition_every_site_fails_static(sites: Sites, loss: float) -> None:
     sites.agreed()
     net = sites.net
     eu, us, ap = (net.address(s) for s in SITES)
@@ -252,7 +355,82 @@ def test_s3_total_partition_every_site_fails_static(sites: Sites) -> None:
     finally:
         net.heal()
     healed = wait_for(lambda: all(sites.answer(s, RR) == everyone for s in SITES), 10, step=0.05)
+    # Every site voted the others' endpoints down during the partition; it published the agreed (up)
+    # verdicts instead, so nothing leaves any answer after the heal while the probes catch up
+    after = holds(sites, (FALL + 1) * CHECK_INTERVAL + 2 * PEER_INTERVAL, {s: {RR: everyone} for s in SITES})
     print(
-        f"\nS3 total partition: every site partitioned, answered all three and eu for fo for {seconds:g} s"
-        f" ({checked} checks); {healed:.2f} s after the heal all three everywhere"
+        f"\nS3 at {loss:.0%} loss, total partition: every site partitioned, answered all three and eu"
+        f" for fo for {seconds:g} s"
+        f" ({checked} checks); {healed:.2f} s after the heal all three everywhere, and in {after} checks"
+        f" over the next {(FALL + 1) * CHECK_INTERVAL + 2 * PEER_INTERVAL:g} s"
+    )
+
+
+def test_an_endpoint_death_leaves_every_sites_answer_by_two_votes_and_the_resolvers_within_its_ttl(
+    sites: Sites, loss: float
+) -> None:
+    """eu's backend killed (every site's probes refused): two sites' votes take eu's endpoint out of
+    every site's `rr` and `fo` answers within the bound, and out of what the client's validating resolver
+    gives within that bound plus the TTL it cached (rr's fixed 5 s, dyn's health-driven one); the
+    healthy two stay in every answer at every poll; it comes back everywhere once the backend is up."""
+    net = sites.net
+    eu, us, ap = (net.address(s) for s in SITES)
+    everyone, healthy, limit = {eu, us, ap}, {us, ap}, with_loss(DEATH_BOUND, loss)
+    ttl_bound = {RR: FIXED_TTL, DYN: FALL * CHECK_INTERVAL}
+    runs: list[dict[str, float]] = []
+    served: list[int] = []
+    for _ in range(DEATH_RUNS):
+        sites.agreed()
+        for name in (RR, DYN):  # the resolver holds a validated copy with eu's endpoint
+            wait_for(lambda name=name: sites.resolved(name) == everyone, 10, step=0.05)  # type: ignore[misc]
+        ttls = [sites.ttl(s, DYN) for s in SITES]
+        served += [t for t in ttls if t is not None]
+        assert all(t is None or TTL_MIN <= t <= ttl_bound[DYN] for t in ttls), ttls
+        assert {sites.ttl(s, RR) for s in SITES} <= {FIXED_TTL, None}
+        changed: dict[str, float] = {}
+        began = time.monotonic()
+        sites.backends["eu"].kill()
+        sites.backends["eu"].wait(5)
+        try:
+            while len(changed) < len(SITES) + 2:
+                elapsed = time.monotonic() - began
+                for site in SITES:
+                    if site in changed:
+                        continue
+                    assert elapsed < limit, f"not every site dropped {eu} within {limit:g} s: {changed}"
+                    answer = sites.answer(site, RR)
+                    if answer is None:
+                        continue
+                    assert healthy <= answer, f"{site} answered {answer} {elapsed:.2f} s after the kill"
+                    if eu not in answer:
+                        changed[site] = time.monotonic() - began
+                for name in (RR, DYN):
+                    if name in changed:
+                        continue
+                    most = limit + ttl_bound[name] + CLIENT_SLACK
+                    assert elapsed < most, f"the client still got {eu} for {name} after {most:g} s: {changed}"
+                    answer = sites.resolved(name)
+                    if answer is None:
+                        continue
+                    assert healthy <= answer, f"the resolver gave {answer} for {name} {elapsed:.2f} s after"
+                    if eu not in answer:
+                        changed[name] = time.monotonic() - began
+                time.sleep(0.005)
+            assert all(sites.answer(s, FO) in ({us}, None) for s in SITES)
+        finally:
+            sites.start_backend("eu")  # the next run or test starts from every backend up
+        runs.append(changed)
+        wait_for(lambda: all(sites.answer(s, RR) == everyone for s in SITES), 10, step=0.05)
+
+    def row(values: list[float]) -> str:
+        return " / ".join(f"{v:.2f}" for v in (min(values), statistics.median(values), max(values)))
+
+    every_site = [max(run[s] for s in SITES) for run in runs]
+    columns = [row([run[s] for run in runs]) for s in SITES] + [row(every_site)]
+    print(f"\n| {loss:.0%} | {DEATH_RUNS} | " + " | ".join(columns) + f" | (bound {limit:g} s)")
+    print(
+        f"client via validating Unbound at {loss:.0%}: rr (ttl {FIXED_TTL}) {row([r[RR] for r in runs])}"
+        f" (bound {limit + ttl_bound[RR] + CLIENT_SLACK:g} s); dyn (ttl max {TTL_MAX} min {TTL_MIN},"
+        f" served {min(served)}-{max(served)}) {row([r[DYN] for r in runs])}"
+        f" (bound {limit + ttl_bound[DYN] + CLIENT_SLACK:g} s)"
     )

@@ -9,7 +9,6 @@ table of docs/multisite-scenarios.md:
 
 from __future__ import annotations
 
-import math
 import statistics
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import dns.rdatatype
 import pytest
 from exchange_sites import ZONE, ms, site_config, wait_for
 from gslbd_harness import Running, start_gslbd
-from netns_support import Network, netns_unavailable, site_network
+from netns_support import Network, loss_id, losses, lossy_polls, netns_unavailable, site_network
 
 pytestmark = pytest.mark.skipif(netns_unavailable() is not None, reason=str(netns_unavailable()))
 
@@ -35,12 +34,11 @@ DNS_PORT, HTTP_PORT = 53, 8080
 CHECK_INTERVAL, FALL, RISE = 1.0, 2, 1
 PEER_INTERVAL, STALE_AFTER, PEER_TIMEOUT = 1.0, 10.0, 0.7
 RUNS = 5
-LOSSES = (0.0, 0.01, 0.10)
+LOSSES = losses((0.0, 0.01, 0.10))
 # Death is seen after FALL failed probes (the first within one interval), then NOTIFY + IXFR over the
 # slowest link (or, when loss took the NOTIFY, the next poll), with a second for a busy machine. With
 # heavy loss a poll can fail (a query lost twice, a TCP SYN retransmitted after 1 s): a few more polls.
 BOUND = (FALL + 1) * CHECK_INTERVAL + PEER_INTERVAL + PEER_TIMEOUT + 1.0
-LOSSY_POLLS = 4
 NAME = f"app.{ZONE}"
 
 
@@ -130,8 +128,8 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
 
 
 def bound(loss: float) -> float:
-    """The assertion's bound at `loss`: a failed poll more per 2.5% of loss, at most LOSSY_POLLS."""
-    return BOUND + min(LOSSY_POLLS, math.ceil(loss * 40)) * (PEER_INTERVAL + PEER_TIMEOUT)
+    """The assertion's bound at `loss`: a failed poll more per 2.5% of loss, at most 4."""
+    return BOUND + lossy_polls(loss) * (PEER_INTERVAL + PEER_TIMEOUT)
 
 
 def measure_death(sites: Sites, limit: float) -> dict[str, float]:
@@ -160,7 +158,7 @@ def measure_death(sites: Sites, limit: float) -> dict[str, float]:
     return changed
 
 
-@pytest.mark.parametrize("loss", LOSSES, ids=[f"loss{round(x * 100)}" for x in LOSSES])
+@pytest.mark.parametrize("loss", LOSSES, ids=[loss_id(x) for x in LOSSES])
 def test_an_http_backend_death_leaves_every_sites_answer_within_the_bound(sites: Sites, loss: float) -> None:
     for link in sites.net.links.values():
         link.set(loss=loss)

@@ -23,6 +23,7 @@ from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
 
 _UNKNOWN = EndpointStatus()
+RELEASE_AFTER = 2  # results after a heal that release a frozen vote (see HealthBook.set_partitioned)
 _NO_VOTES: Mapping[EndpointKey, bool] = MappingProxyType({})
 
 
@@ -48,6 +49,11 @@ class HealthBook:
         self._answering: CowMap[EndpointKey, bool] = CowMap()
         self._undecided: set[str] | None = None
         self._partitioned = False
+        # A partitioned site publishes the agreed verdicts of remote endpoints as its votes (its own
+        # probes of them fail with the partition); after the heal each stays until this site's probes
+        # confirm it or RELEASE_AFTER results have come (the first may have been under way across it)
+        self._frozen: dict[EndpointKey, bool] = {}
+        self._since_heal: dict[EndpointKey, int] = {}
 
     @property
     def version(self) -> int:
@@ -69,6 +75,8 @@ class HealthBook:
         """Keep `status` for `key`; True when its verdict (`healthy`) differs from the previous one."""
         before = self._statuses.get(key, _UNKNOWN).healthy
         self._statuses[key] = status
+        if key in self._frozen and not self._partitioned:
+            self._release(key, status.healthy)
         if status.healthy == before:
             return False
         if status.healthy is None:
@@ -102,6 +110,9 @@ class HealthBook:
             return
         self._votes, self._site = votes, site
         self._owners = by_service
+        voted = {k for owners in by_service.values() for k, owner in owners.items() if owner != site}
+        self._frozen = {k: v for k, v in self._frozen.items() if k in voted}
+        self._since_heal = {k: n for k, n in self._since_heal.items() if k in voted}
         self._undecided = None
         self._touched = None
 
@@ -125,9 +136,23 @@ class HealthBook:
         self._peer_votes = MappingProxyType({site: dict(v) for site, v in votes.items()})
 
     @property
-    def own_votes(self) -> Mapping[EndpointKey, bool]:
-        """This site's raw verdicts (what it publishes as its votes)."""
-        return self._health
+    def own_votes(self) -> CowMap[EndpointKey, bool]:
+        """This site's votes, what it publishes: its raw verdicts, except the remote endpoints' frozen by
+        a partition (their agreed verdict at its start, until released after the heal)."""
+        if not self._frozen:
+            return self._health
+        return self._health.evolve(self._frozen.items())
+
+    def _release(self, key: EndpointKey, healthy: bool | None) -> None:
+        """One more result for `key` since the heal: its frozen vote goes once this site's probes
+        agree with it or after RELEASE_AFTER results."""
+        seen = self._since_heal.get(key, 0) + 1
+        if healthy is not self._frozen[key] and seen < RELEASE_AFTER:
+            self._since_heal[key] = seen
+            return
+        del self._frozen[key]
+        self._since_heal.pop(key, None)
+        self._touch(key[0])
 
     @property
     def peer_votes(self) -> Votes:
@@ -135,10 +160,22 @@ class HealthBook:
 
     def set_partitioned(self, partitioned: bool) -> bool:
         """This site hears fewer than a majority of the sites (True): remote endpoints keep the
-        verdicts they had (fail static) and the peers' votes stay as they were. True when it changed."""
+        verdicts they had (fail static) and the peers' votes stay as they were; this site's votes on
+        remote endpoints become those agreed verdicts (frozen), so that the down votes its probes cast
+        during the partition do not take endpoints out once it is heard again. After the heal (False)
+        each frozen vote stays until a result agrees with it or RELEASE_AFTER results came (the first
+        one may be a probe that was under way across the heal). True when it changed."""
         if partitioned is self._partitioned:
             return False
         self._partitioned = partitioned
+        if partitioned:  # freeze: the agreed verdict of every remote endpoint becomes this site's vote
+            self._decide()  # (as the votes heard so far give it)
+            for owners in self._owners.values():
+                for key, owner in owners.items():
+                    agreed = self._answering.get(key)
+                    if owner != self._site and agreed is not None:
+                        self._frozen.setdefault(key, agreed)
+        self._since_heal.clear()  # counted from the heal
         self._undecided = None
         self._touched = None
         return True
@@ -153,7 +190,7 @@ class HealthBook:
         if votes is None:
             return
         services = self._owners.keys() if self._undecided is None else self._undecided
-        health, answering = self._health, self._answering
+        health, answering = self.own_votes, self._answering
         updates: list[tuple[EndpointKey, bool]] = []
         removals: list[EndpointKey] = []
         for service in list(services):
@@ -206,6 +243,9 @@ class HealthBook:
             self._touch(key[0])
         if self._votes is not None:
             self._answering = self._answering.evolve(removals=[k for k in gone if k in self._answering])
+        for key in gone:
+            self._frozen.pop(key, None)
+            self._since_heal.pop(key, None)
 
     @property
     def admin(self) -> Mapping[EndpointKey, AdminState]:
@@ -266,7 +306,7 @@ class HealthBook:
         With `keep`, the verdicts of other endpoints are left out of it (what `retain(keep)` would
         leave; the book itself does not change: a reload commits that only once its build worked)."""
         self._version += 1
-        raw = self._health
+        raw = self.own_votes if self._votes is not None else self._health
         health = self.answering_health()
         if keep is not None:
             raw = raw.evolve(removals=[k for k in raw if k not in keep])

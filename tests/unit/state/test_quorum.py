@@ -127,7 +127,62 @@ def test_partitioned_remote_endpoints_keep_their_last_agreed_verdict() -> None:
     assert book.snapshot().health[REMOTE] is UP
     book.set_partitioned(False)
     book.set_peer_votes({"us": {REMOTE: UP}, "ap": {REMOTE: DOWN}})
+    assert book.snapshot().health[REMOTE] is UP  # this site's vote: still the agreed one (frozen)
+    _record(book, REMOTE, DOWN)  # perhaps a probe under way across the heal
+    assert book.snapshot().health[REMOTE] is UP
+    _record(book, REMOTE, DOWN)  # a second result after the heal: this site's own vote again
+    assert book.snapshot().votes[REMOTE] is DOWN
     assert book.snapshot().health[REMOTE] is DOWN
+
+
+def test_a_partitioned_site_publishes_the_agreed_verdicts_of_remote_endpoints_as_its_votes() -> None:
+    book = _book()
+    book.set_peer_votes({"us": {REMOTE: UP, OWN: UP}, "ap": {REMOTE: UP, OWN: UP}})
+    _record(book, REMOTE, UP)
+    _record(book, OWN, UP)
+    book.snapshot()
+    book.set_partitioned(True)
+    _record(book, REMOTE, DOWN)  # its probes fail with the partition
+    _record(book, OWN, DOWN)  # its own endpoint: its own probes, published as they are
+    snapshot = book.snapshot()
+    assert snapshot.votes[REMOTE] is UP
+    assert snapshot.votes[OWN] is DOWN
+    assert book.status(REMOTE).healthy is False  # the raw verdict is kept (status, API)
+
+
+def test_after_a_total_partition_heals_the_votes_cast_during_it_take_nothing_out() -> None:
+    """Three sites, each partitioned (every link down): each voted the others' endpoints down during
+    it. Healed, each hears the others' frozen (agreed, up) votes: nothing leaves the answers, and a
+    result that agrees releases the frozen vote at once."""
+    book = _book()
+    book.set_peer_votes({"us": {REMOTE: UP}, "ap": {REMOTE: UP}})
+    _record(book, REMOTE, UP)
+    book.snapshot()
+    book.set_partitioned(True)
+    _record(book, REMOTE, DOWN)
+    book.set_partitioned(False)
+    book.set_peer_votes({"us": {REMOTE: UP}, "ap": {REMOTE: UP}})
+    assert book.snapshot().health[REMOTE] is UP
+    assert book.snapshot().votes[REMOTE] is UP
+    _record(book, REMOTE, UP)  # probed up after the heal: agrees, released
+    _record(book, REMOTE, DOWN)  # from now on its own results are its vote
+    assert book.snapshot().votes[REMOTE] is DOWN
+
+
+def test_a_remote_endpoint_that_died_during_the_partition_is_voted_down_two_results_after_the_heal() -> None:
+    book = _book()
+    book.set_peer_votes({"us": {REMOTE: UP}, "ap": {REMOTE: UP}})
+    _record(book, REMOTE, UP)
+    book.snapshot()
+    book.set_partitioned(True)
+    _record(book, REMOTE, DOWN)
+    _record(book, REMOTE, DOWN)  # results during the partition do not count towards the release
+    book.set_partitioned(False)
+    book.set_peer_votes({"us": {REMOTE: DOWN}, "ap": {REMOTE: UP}})
+    _record(book, REMOTE, DOWN)
+    assert book.snapshot().health[REMOTE] is UP  # one vote down (the owner's): stays
+    _record(book, REMOTE, DOWN)
+    assert book.snapshot().health[REMOTE] is DOWN  # the owner's and this site's
 
 
 def test_without_a_quorum_the_raw_verdicts_are_answered_and_no_votes_published() -> None:
