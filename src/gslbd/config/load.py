@@ -22,7 +22,7 @@ LOAD_KEYS = ("url", "every", "timeout", "metric", "half_life", "on_missing")
 SHED_KEYS = ("low", "high")
 DEFAULT_EVERY = 5.0
 DEFAULT_TIMEOUT = 2.0
-HALF_LIFE_INTERVALS = 2  # half_life defaults to this many intervals
+HALF_LIFE_INTERVALS = 3  # half_life defaults to this many intervals
 _METRIC = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 
 

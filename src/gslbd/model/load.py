@@ -34,7 +34,7 @@ class LoadSource:
     every: float = 5.0
     timeout: float = 2.0
     metric: str | None = None
-    half_life: float = 10.0
+    half_life: float = 15.0
     on_missing: OnMissing = OnMissing.KEEP
 
     def url_for(self, address: str) -> str:

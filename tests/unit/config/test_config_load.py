@@ -41,7 +41,7 @@ def test_a_services_load_applies_to_its_endpoints_and_an_endpoints_own_wins() ->
     assert first.load == LoadSource("http://{address}:9100/load", 10.0, 2.0, None, 30.0, OnMissing.KEEP)
     assert first.load.url_for(first.address) == "http://192.0.2.1:9100/load"
     assert second.load == LoadSource(
-        "http://192.0.2.2:9100/metrics", 5.0, 2.0, "node_load", 10.0, OnMissing.FULL
+        "http://192.0.2.2:9100/metrics", 5.0, 2.0, "node_load", 15.0, OnMissing.FULL
     )
 
 

@@ -1,0 +1,175 @@
+"""Load feedback, the pure core: from the figures endpoints report to the weights and shares answered.
+
+Everything here is a function of its arguments (time comes in as `now`, from the caller's injected clock);
+the health scheduler fetches the figures (health/load.py), the app keeps one `LoadState` per endpoint in
+the health book and the answer builder calls `apply_load` for the services that use them.
+
+A figure is the endpoint's load as a share of its capacity: 0 idle, 1 full (above 1: overloaded).
+
+Stable by construction (docs/policies/load.md, tests/unit/policy/test_load_fleet.py):
+  - smoothing: the reported figures go through an EWMA whose half-life is `load.half_life`: after a step
+    change of the reported load, half of the step is in the smoothed figure after one half-life;
+  - a cap: the figure the answers use (`used`) moves towards the smoothed one by at most MAX_STEP per
+    interval (`load.every`), and not at all while they differ by less than DEAD_BAND (no rebuild for
+    noise);
+  - hysteresis at `shed_load.high`: an endpoint whose used figure went above `high` leaves the answer
+    and comes back only once it is below `high - RETURN_BAND x (high - low)`.
+An unreachable load URL keeps the last good figure for STALE_INTERVALS intervals; after that
+`on_missing` decides: `keep` the last good figure, `full` (the figure becomes 1), `ignore` (no figure).
+
+Weights (`weight_from: load`, PowerDNS pickselfweighted style with the capacity left):
+    weight = endpoint weight x SCALE x max(0, 1 - used)
+and `shed_load: {low, high}` multiplies every weight by the shed factor:
+    1 below `low`, (high - used) / (high - low) between the watermarks, 0 above `high`,
+an endpoint above `high` (with the hysteresis) leaving the candidates unless every candidate is above it.
+An endpoint without a figure (none yet, or `on_missing: ignore`) counts as idle (used 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from gslbd.model.load import LoadSource, OnMissing, ShedLoad, WeightFrom
+from gslbd.model.service import Endpoint, EndpointKey, Service
+from gslbd.types import PolicyName
+
+MAX_STEP = 0.1  # of full load: how far the used figure moves per interval at most
+DEAD_BAND = 0.005  # the used figure stays while the smoothed one is closer than this
+RETURN_BAND = 0.25  # back below high - RETURN_BAND x (high - low) to come back after leaving above high
+STALE_INTERVALS = 3  # an unreachable URL keeps the last good figure this many intervals, then on_missing
+SCALE = 1000  # an endpoint's weight x SCALE is its weight at no load (integer weights, 0.1 % steps)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadState:
+    """What is known about one endpoint's load. `smoothed` is the EWMA of the good figures, `used` what
+    the answers use (None: no figure), `good_at` the time of the last good figure, `at` of the last
+    update, `out` whether shedding took it out of the answer (above `high`), `raw` the last reported
+    figure, `failures` the fetches failed in a row and `error` the last failure."""
+
+    smoothed: float | None = None
+    used: float | None = None
+    good_at: float | None = None
+    at: float | None = None
+    out: bool = False
+    raw: float | None = None
+    failures: int = 0
+    error: str = ""
+
+
+NO_LOAD = LoadState()
+
+
+def alpha(dt: float, half_life: float) -> float:
+    """The EWMA weight of a new figure `dt` seconds after the previous one."""
+    if half_life <= 0 or dt <= 0:
+        return 1.0 if half_life <= 0 else 0.0
+    return 1.0 - math.pow(2.0, -dt / half_life)
+
+
+def _moved(used: float | None, target: float, dt: float, every: float) -> float:
+    """`used` moved towards `target` by at most MAX_STEP per interval (the dead band holds it)."""
+    if used is None:
+        return target
+    gap = target - used
+    if abs(gap) < DEAD_BAND:
+        return used
+    cap = MAX_STEP * max(1.0, dt / every) if every > 0 else MAX_STEP
+    return used + max(-cap, min(cap, gap))
+
+
+def out_of_answer(out: bool, used: float | None, shed: ShedLoad | None) -> bool:
+    """Whether shedding keeps the endpoint out of the answer (hysteresis at `high`)."""
+    if shed is None or used is None:
+        return False
+    if not out:
+        return used > shed.high
+    return used >= shed.high - RETURN_BAND * (shed.high - shed.low)
+
+
+def observe(
+    state: LoadState, figure: float, now: float, source: LoadSource, shed: ShedLoad | None
+) -> LoadState:
+    """A good figure reported at `now`."""
+    if state.smoothed is None or state.at is None:
+        smoothed = figure
+        used = figure if state.used is None else _moved(state.used, figure, source.every, source.every)
+    else:
+        dt = now - state.at
+        smoothed = state.smoothed + alpha(dt, source.half_life) * (figure - state.smoothed)
+        used = _moved(state.used, smoothed, dt, source.every)
+    return LoadState(smoothed, used, now, now, out_of_answer(state.out, used, shed), figure, 0, "")
+
+
+def missed(state: LoadState, now: float, error: str, source: LoadSource, shed: ShedLoad | None) -> LoadState:
+    """No good figure at `now` (unreachable, an HTTP error, or garbage): the last good one stays for
+    STALE_INTERVALS intervals, then `on_missing` decides."""
+    stale = state.good_at is None or now - state.good_at > STALE_INTERVALS * source.every
+    used = state.used
+    if stale and source.on_missing is OnMissing.FULL:
+        used = 1.0
+    elif stale and source.on_missing is OnMissing.IGNORE:
+        used = None
+    out = out_of_answer(state.out, used, shed)
+    return replace(state, used=used, at=now, out=out, failures=state.failures + 1, error=error)
+
+
+def uses_load(service: Service) -> bool:
+    return service.weight_from is WeightFrom.LOAD or service.shed_load is not None
+
+
+def shed_factor(used: float | None, shed: ShedLoad | None) -> float:
+    """1 below `low`, falling linearly to 0 at `high`, 0 above."""
+    if shed is None or used is None or used <= shed.low:
+        return 1.0
+    if used >= shed.high:
+        return 0.0
+    return (shed.high - used) / (shed.high - shed.low)
+
+
+def load_weight(endpoint: Endpoint, state: LoadState, service: Service) -> int:
+    """The weight the weighted policy draws `endpoint` by (see the module docstring)."""
+    used = state.used
+    left = max(0.0, 1.0 - used) if service.weight_from is WeightFrom.LOAD and used is not None else 1.0
+    return round(endpoint.weight * SCALE * left * shed_factor(used, service.shed_load))
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """The candidates after load feedback, and one line saying what it did (for explain)."""
+
+    candidates: tuple[Endpoint, ...]
+    note: str = ""
+
+
+def apply_load(
+    service: Service, candidates: tuple[Endpoint, ...], loads: Mapping[EndpointKey, LoadState]
+) -> Applied:
+    """The candidates load feedback leaves, with their weights when the policy is weighted."""
+    if not uses_load(service) or not candidates:
+        return Applied(candidates)
+    states = [loads.get(e.endpoint_key, NO_LOAD) for e in candidates]
+    notes: list[str] = []
+    kept = [(e, s) for e, s in zip(candidates, states, strict=True) if not s.out]
+    if not kept:
+        kept = list(zip(candidates, states, strict=True))
+        notes.append("every candidate is above shed_load.high, so all stay")
+    elif len(kept) < len(candidates):
+        gone = [e.address for e, s in zip(candidates, states, strict=True) if s.out]
+        notes.append(f"above shed_load.high: {', '.join(gone)} left the answer")
+    if service.policy is PolicyName.WEIGHTED and service.weights is None:
+        out = tuple(replace(e, weight=load_weight(e, s, service)) for e, s in kept)
+        parts = ", ".join(
+            f"{e.address} load {_figure(s)} weight {w.weight}" for (e, s), w in zip(kept, out, strict=True)
+        )
+        notes.append(f"load: {parts}")
+        return Applied(out, "; ".join(notes))
+    parts = ", ".join(f"{e.address} load {_figure(s)}" for e, s in kept)
+    notes.append(f"load: {parts}")
+    return Applied(tuple(e for e, _ in kept), "; ".join(notes))
+
+
+def _figure(state: LoadState) -> str:
+    return "none" if state.used is None else f"{state.used:.2f}"
