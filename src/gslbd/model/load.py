@@ -50,3 +50,20 @@ class ShedLoad:
 
     low: float
     high: float
+
+
+@dataclass(frozen=True, slots=True)
+class LoadState:
+    """What is known about one endpoint's load. `smoothed` is the EWMA of the good figures, `used` what
+    the answers use (None: no figure), `good_at` the time of the last good figure, `at` of the last
+    update, `out` whether shedding took it out of the answer (above `high`), `raw` the last reported
+    figure, `failures` the fetches failed in a row and `error` the last failure."""
+
+    smoothed: float | None = None
+    used: float | None = None
+    good_at: float | None = None
+    at: float | None = None
+    out: bool = False
+    raw: float | None = None
+    failures: int = 0
+    error: str = ""

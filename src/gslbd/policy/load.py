@@ -31,7 +31,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gslbd.model.load import LoadSource, OnMissing, ShedLoad, WeightFrom
+from gslbd.model.load import LoadSource, LoadState, OnMissing, ShedLoad, WeightFrom
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.types import PolicyName
 
@@ -40,23 +40,6 @@ DEAD_BAND = 0.005  # the used figure stays while the smoothed one is closer than
 RETURN_BAND = 0.25  # back below high - RETURN_BAND x (high - low) to come back after leaving above high
 STALE_INTERVALS = 3  # an unreachable URL keeps the last good figure this many intervals, then on_missing
 SCALE = 1000  # an endpoint's weight x SCALE is its weight at no load (integer weights, 0.1 % steps)
-
-
-@dataclass(frozen=True, slots=True)
-class LoadState:
-    """What is known about one endpoint's load. `smoothed` is the EWMA of the good figures, `used` what
-    the answers use (None: no figure), `good_at` the time of the last good figure, `at` of the last
-    update, `out` whether shedding took it out of the answer (above `high`), `raw` the last reported
-    figure, `failures` the fetches failed in a row and `error` the last failure."""
-
-    smoothed: float | None = None
-    used: float | None = None
-    good_at: float | None = None
-    at: float | None = None
-    out: bool = False
-    raw: float | None = None
-    failures: int = 0
-    error: str = ""
 
 
 NO_LOAD = LoadState()

@@ -12,11 +12,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gslbd.clock import FakeClock
-from gslbd.model.load import LoadSource, WeightFrom
+from gslbd.model.load import LoadSource, LoadState, WeightFrom
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.topology import SiteInfo
 from gslbd.policy import FixedPlan, NoLocator, PolicyEnv, plan_service
-from gslbd.policy.load import NO_LOAD, LoadState, apply_load, observe
+from gslbd.policy.load import NO_LOAD, apply_load, observe
 from gslbd.policy.weighted import WeightedPlan
 from gslbd.types import EndpointKind, PolicyName
 

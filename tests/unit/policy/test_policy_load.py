@@ -7,7 +7,7 @@ from itertools import pairwise
 
 import pytest
 
-from gslbd.model.load import LoadSource, OnMissing, ShedLoad, WeightFrom
+from gslbd.model.load import LoadSource, LoadState, OnMissing, ShedLoad, WeightFrom
 from gslbd.model.service import Endpoint, Service
 from gslbd.policy.load import (
     MAX_STEP,
@@ -15,7 +15,6 @@ from gslbd.policy.load import (
     RETURN_BAND,
     SCALE,
     STALE_INTERVALS,
-    LoadState,
     apply_load,
     missed,
     observe,
