@@ -28,11 +28,15 @@ An endpoint without a figure (none yet, or `on_missing: ignore`) counts as idle 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import random
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from gslbd.model.load import LoadSource, LoadState, OnMissing, ShedLoad, WeightFrom
 from gslbd.model.service import Endpoint, EndpointKey, Service
+from gslbd.policy.base import Plan
 from gslbd.types import PolicyName
 
 MAX_STEP = 0.1  # of full load: how far the used figure moves per interval at most
@@ -121,10 +125,13 @@ def load_weight(endpoint: Endpoint, state: LoadState, service: Service) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """The candidates after load feedback, and one line saying what it did (for explain)."""
+    """The candidates after load feedback, and one line saying what it did (for explain). `factors`:
+    the candidates' shed factors when the policy does not draw by endpoint weight and some is below 1
+    (`shed_plan` then spreads the shedding over draws), else None."""
 
     candidates: tuple[Endpoint, ...]
     note: str = ""
+    factors: tuple[float, ...] | None = None
 
 
 def apply_load(
@@ -149,9 +156,76 @@ def apply_load(
         )
         notes.append(f"load: {parts}")
         return Applied(out, "; ".join(notes))
+    factors = tuple(shed_factor(s.used, service.shed_load) for _, s in kept)
     parts = ", ".join(f"{e.address} load {_figure(s)}" for e, s in kept)
     notes.append(f"load: {parts}")
-    return Applied(tuple(e for e, _ in kept), "; ".join(notes))
+    shedding = factors if any(f < 1.0 for f in factors) else None
+    return Applied(tuple(e for e, _ in kept), "; ".join(notes), shedding)
+
+
+@dataclass(frozen=True, slots=True)
+class ShedPlan:
+    """shed_load on a policy that does not draw by endpoint weight: one uniform draw u per query keeps
+    the candidates whose shed factor is above u, and the policy's own plan over those answers (so an
+    endpoint is in the candidate set of a share `factor` of the queries). `levels` are the plans per
+    band of u, `bounds` the bands' upper ends but the last; the variants are theirs, one after another.
+    Answered in Python (wire/ctable.py: a plan kind C does not know)."""
+
+    levels: tuple[Plan, ...]
+    bounds: tuple[float, ...]
+    offsets: tuple[int, ...]
+    variants: tuple[tuple[Endpoint, ...], ...]
+    sets: tuple[tuple[str, ...], ...]
+    shares: tuple[float, ...]
+
+    @property
+    def location_dependent(self) -> bool:
+        return any(level.location_dependent for level in self.levels)
+
+    def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
+        j = bisect_right(self.bounds, rng.random())
+        return self.offsets[j] + self.levels[j].pick(ip, v6, rng, seq)
+
+    def explain(self, ip: int, v6: bool) -> list[str]:
+        bands = "; ".join(
+            f"{share:.0%} of queries: {', '.join(names)}"
+            for share, names in zip(self.shares, self.sets, strict=True)
+        )
+        return [f"shed_load: the candidates per draw: {bands}", *self.levels[-1].explain(ip, v6)]
+
+
+def shed_plan(
+    candidates: tuple[Endpoint, ...], factors: tuple[float, ...], plan: Callable[[tuple[Endpoint, ...]], Plan]
+) -> Plan:
+    """The plan of `candidates` with their shed factors (see ShedPlan); `plan` is the policy's."""
+    cuts = sorted({f for f in factors if 0.0 < f < 1.0})
+    edges = [0.0, *cuts, 1.0]
+    levels: list[Plan] = []
+    sets: list[tuple[str, ...]] = []
+    shares: list[float] = []
+    bounds: list[float] = []
+    for low, high in pairwise(edges):
+        members = tuple(e for e, f in zip(candidates, factors, strict=True) if f > low)
+        if not members:  # nobody is kept this far up: the last set answers these draws too
+            shares[-1] += high - low
+            bounds[-1] = high
+            continue
+        levels.append(plan(members))
+        sets.append(tuple(e.address for e in members))
+        shares.append(high - low)
+        bounds.append(high)
+    if not levels:  # every factor is 0: all stay
+        return plan(candidates)
+    if len(levels) == 1:
+        return levels[0]
+    offsets: list[int] = []
+    variants: list[tuple[Endpoint, ...]] = []
+    for level in levels:
+        offsets.append(len(variants))
+        variants.extend(level.variants)
+    return ShedPlan(
+        tuple(levels), tuple(bounds[:-1]), tuple(offsets), tuple(variants), tuple(sets), tuple(shares)
+    )
 
 
 def _figure(state: LoadState) -> str:

@@ -3,12 +3,15 @@ shed_load watermarks, what an unreachable load URL leaves, and the candidates an
 
 from __future__ import annotations
 
+import random
 from itertools import pairwise
 
 import pytest
 
 from gslbd.model.load import LoadSource, LoadState, OnMissing, ShedLoad, WeightFrom
 from gslbd.model.service import Endpoint, Service
+from gslbd.model.topology import SiteInfo
+from gslbd.policy import NoLocator, PolicyEnv, plan_service
 from gslbd.policy.load import (
     MAX_STEP,
     NO_LOAD,
@@ -19,6 +22,7 @@ from gslbd.policy.load import (
     missed,
     observe,
     shed_factor,
+    shed_plan,
 )
 from gslbd.types import EndpointKind, PolicyName
 
@@ -110,3 +114,22 @@ def test_when_every_candidate_is_above_high_all_stay() -> None:
     applied = apply_load(svc, svc.endpoints, loads)
     assert applied.candidates == svc.endpoints
     assert "every candidate is above shed_load.high, so all stay" in applied.note
+
+
+def test_shed_load_on_round_robin_keeps_an_endpoint_in_a_share_of_the_draws_equal_to_its_factor() -> None:
+    svc = service(PolicyName.ROUND_ROBIN, shed_load=SHED)
+    loads = {("app.", "10.0.0.1"): observe(NO_LOAD, 0.75, 0.0, SOURCE, SHED)}  # factor 0.25
+    applied = apply_load(svc, svc.endpoints, loads)
+    assert applied.factors == pytest.approx((0.25, 1.0))
+    env = PolicyEnv(NoLocator(), {"a": SiteInfo("a")}, random.Random(0))
+    plan = shed_plan(applied.candidates, applied.factors, lambda members: plan_service(members, svc, env))
+    rng = random.Random(7)
+    draws = 20_000
+    with_first = sum(
+        "10.0.0.1" in {e.address for e in plan.variants[plan.pick(0, False, rng, n)]} for n in range(draws)
+    )
+    assert with_first / draws == pytest.approx(0.25, abs=0.02)
+    assert (
+        plan.explain(0, False)[0]
+        == "shed_load: the candidates per draw: 25% of queries: 10.0.0.1, 10.0.0.2; 75% of queries: 10.0.0.2"
+    )
