@@ -37,6 +37,7 @@ from itertools import pairwise
 from gslbd.model.load import LoadSource, LoadState, OnMissing, ShedLoad, WeightFrom
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.policy.base import Plan
+from gslbd.policy.weighted import WeightedPlan
 from gslbd.types import PolicyName
 
 MAX_STEP = 0.1  # of full load: how far the used figure moves per interval at most
@@ -230,3 +231,36 @@ def shed_plan(
 
 def _figure(state: LoadState) -> str:
     return "none" if state.used is None else f"{state.used:.2f}"
+
+
+def variant_shares(plan: Plan) -> tuple[float, ...] | None:
+    """The probability of each of the plan's variants when it does not depend on the client (None when
+    it does): a draw by weight its weights', shed_load its bands' times its levels', any other plan's
+    equal (rotations and shuffles spread evenly over their variants)."""
+    if plan.location_dependent:
+        return None
+    if isinstance(plan, WeightedPlan):
+        return plan.shares()
+    if isinstance(plan, ShedPlan):
+        out: list[float] = []
+        for band, level in zip(plan.shares, plan.levels, strict=True):
+            inner = variant_shares(level)
+            if inner is None:
+                return None
+            out.extend(band * share for share in inner)
+        return tuple(out)
+    count = len(plan.variants)
+    return tuple(1 / count for _ in range(count))
+
+
+def endpoint_shares(plan: Plan) -> dict[str, float] | None:
+    """The share of the answers each endpoint is in (by address), when the plan does not depend on the
+    client: what the console shows next to each endpoint's load."""
+    shares = variant_shares(plan)
+    if shares is None:
+        return None
+    out: dict[str, float] = {}
+    for variant, share in zip(plan.variants, shares, strict=True):
+        for endpoint in dict.fromkeys(variant):
+            out[endpoint.address] = out.get(endpoint.address, 0.0) + share
+    return out
