@@ -89,6 +89,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/load":  # load feedback (docs/policies/load.md): the figure the backend reports
+            self.server.load_fetches += 1
             self.send_response(200)
             self.send_header("Content-Length", str(len(self.server.load)))
             self.end_headers()
@@ -115,6 +116,7 @@ class ThreadedBackend(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), _Handler)  # a port again: a backend that came back
         self.healthy = True
         self.load = b"0"
+        self.load_fetches = 0  # GET /load served
         self.port: int = self.server_address[1]
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()

@@ -155,6 +155,7 @@ class App:
                 self._on_cluster_admin,
                 local_store=local,
                 on_overlay=self._on_cluster_overlay,
+                on_load=self._on_load,
             )
             self.store = self.cluster.store
         self.book = HealthBook()
@@ -273,6 +274,7 @@ class App:
         try:
             if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
                 await self._start_api()  # /readyz says 503 while the start-up sync runs
+                self.cluster.update_loads(self.config, loaded_endpoints(self.config))
                 await self.cluster.start(self.config, self._probes())
                 for key, state in self.store.load_admin().items():
                     self.book.set_admin(key, state)
@@ -303,6 +305,7 @@ class App:
             self._on_result,
             gate=self.cluster,
             on_load=self._on_load,
+            load_gate=self.cluster,
         )
         await scheduler.start(self._probes())
         scheduler.update_loads(loaded_endpoints(self.config))
@@ -859,6 +862,7 @@ class App:
                 self.responder.on_exchange = self.exchange.hook()  # peers.transfer may have changed
             if self.cluster is not None:
                 self.cluster.update(config, self._probes())
+                self.cluster.update_loads(config, loaded_endpoints(config))
             if self._scheduler is not None:
                 self._scheduler.update(self._probes())
                 self._scheduler.update_loads(loaded_endpoints(config))

@@ -72,6 +72,18 @@ class ProbeGate(Protocol):
         ...
 
 
+class LoadGate(Protocol):
+    """Cluster mode's say in every load fetch (gslbd.cluster.ClusterNode, cluster/loads.py)."""
+
+    async def load_turn(self, endpoint: Endpoint) -> bool:
+        """True: fetch here now; False: another instance fetches and shares. Must not raise."""
+        ...
+
+    async def publish_load(self, endpoint: Endpoint, figure: float) -> None:
+        """A good figure fetched here: share it as the gate decides. Must not raise."""
+        ...
+
+
 def next_delay(interval: float, rng: random.Random) -> float:
     """The time from one probe's start to the next: interval +-10 %."""
     return interval * rng.uniform(1 - JITTER, 1 + JITTER)
@@ -118,9 +130,11 @@ class HealthScheduler:
         max_in_flight: int = MAX_IN_FLIGHT,
         gate: ProbeGate | None = None,
         on_load: OnLoad | None = None,
+        load_gate: LoadGate | None = None,
     ) -> None:
         self._clock = clock
         self._on_load = on_load
+        self._load_gate = load_gate
         self._loaded: dict[EndpointKey, Endpoint] = {}  # endpoints whose load is fetched
         self._load_tasks: dict[EndpointKey, asyncio.Task[None]] = {}
         self._load_failing: set[EndpointKey] = set()  # logged once until a good figure
@@ -205,11 +219,30 @@ class HealthScheduler:
         await asyncio.sleep(first_delay(source.every, self._rng))
         while True:
             started = self._clock.monotonic()
-            async with self._slots:
-                figure, why = await self.fetch_load_once(endpoint)
-            self._report_load(self._loaded.get(key, endpoint), figure, why)
+            if await self._load_turn(endpoint):
+                async with self._slots:
+                    figure, why = await self.fetch_load_once(endpoint)
+                self._report_load(self._loaded.get(key, endpoint), figure, why)
+                if figure is not None and self._load_gate is not None:
+                    await self._publish_load(endpoint, figure)
             spent = self._clock.monotonic() - started
             await asyncio.sleep(max(0.0, next_delay(source.every, self._rng) - spent))
+
+    async def _load_turn(self, endpoint: Endpoint) -> bool:
+        if self._load_gate is None:
+            return True
+        try:
+            return await self._load_gate.load_turn(endpoint)
+        except Exception:  # a gate must not raise; if one does, fetch here
+            log.exception("load gate failed for %s %s", endpoint.service, endpoint.address)
+            return True
+
+    async def _publish_load(self, endpoint: Endpoint, figure: float) -> None:
+        assert self._load_gate is not None
+        try:
+            await self._load_gate.publish_load(endpoint, figure)
+        except Exception:
+            log.exception("load gate failed to share %s %s", endpoint.service, endpoint.address)
 
     def _report_load(self, endpoint: Endpoint, figure: float | None, why: str) -> None:
         key = endpoint.key

@@ -1,5 +1,5 @@
 """Load feedback (`endpoints[].load`, `services[].load`, `weight_from: load`, `shed_load`): what is
-configured. The figures themselves live in the health book (state/loads.py) and are smoothed by the pure
+configured. The figures themselves live in the health book (state/book.py) and are smoothed by the pure
 core policy/load.py; docs/policies/load.md describes the whole."""
 
 from __future__ import annotations
