@@ -15,6 +15,7 @@ from gslbd.answer import SERVICE_TYPES, Dynamic, Negative, Outcome, Records, Rr,
 from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, EndpointKey, Rule, Service, unit_key
 from gslbd.policy.base import Client, FixedPlan, Location, Plan, PolicyEnv
+from gslbd.policy.load import ShedPlan, variant_shares
 from gslbd.policy.random_order import ShufflePlan
 from gslbd.policy.weighted import WeightedPlan
 from gslbd.state.snapshot import Snapshot, effective_up
@@ -172,7 +173,10 @@ def variation_lines(plan: Plan) -> list[str]:
         return ["the answer is the same for every query"]
     shares: tuple[float, ...] | None
     equal = tuple(1 / len(variants) for _ in variants)
-    if isinstance(plan, WeightedPlan):
+    if isinstance(plan, ShedPlan):  # shed_load (policy/load.py): a draw, then the policy's own plan
+        head = f"varies per query, shed_load draws first, {len(variants)} possible answers:"
+        shares = variant_shares(plan)
+    elif isinstance(plan, WeightedPlan):
         head, shares = f"varies per query, drawn by weight from {len(variants)} answers:", plan.shares()
     elif isinstance(plan, ShufflePlan):
         head, shares = f"varies per query, drawn uniformly from {len(variants)} answers:", equal

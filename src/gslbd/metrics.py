@@ -386,3 +386,11 @@ AUDIT_RUNS = Counter(
     "Audit runs finished (audit:), each comparing this site's answers with every peer's.",
     registry=REGISTRY,
 )
+
+LOAD_FETCHES = Counter(
+    "gslbd_load_fetches_total",
+    "Load feedback fetches (endpoints[].load), by result: ok, garbage (a body that is no load figure: "
+    "ignored) or unreachable (no answer, an HTTP error status or a timeout).",
+    ["result"],
+    registry=REGISTRY,
+)

@@ -88,6 +88,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: ThreadedBackend
 
     def do_GET(self) -> None:
+        if self.path == "/load":  # load feedback (docs/policies/load.md): the figure the backend reports
+            self.server.load_fetches += 1
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.server.load)))
+            self.end_headers()
+            self.wfile.write(self.server.load)
+            return
         healthy = self.server.healthy
         body = b"ok\n" if healthy else b"failing\n"
         self.send_response(200 if healthy else 503)
@@ -101,13 +108,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class ThreadedBackend(http.server.ThreadingHTTPServer):
     """An HTTP backend in a thread (for tests that run gslbd as a process): GET anything -> 200 while
-    `healthy`, else 503."""
+    `healthy`, else 503; GET /load -> 200 with the body `load` (a load figure, or garbage)."""
 
     daemon_threads = True
 
     def __init__(self, port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), _Handler)  # a port again: a backend that came back
         self.healthy = True
+        self.load = b"0"
+        self.load_fetches = 0  # GET /load served
         self.port: int = self.server_address[1]
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()

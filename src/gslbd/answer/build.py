@@ -50,6 +50,7 @@ from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
 from gslbd.policy import PolicyEnv
+from gslbd.policy.load import uses_load
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import EndpointKind
 
@@ -265,6 +266,19 @@ def service_inputs(service: Service, snapshot: Snapshot) -> tuple[object, ...]:
     its answers. (A health-driven TTL is computed whenever the service is built, not a reason to.)"""
     learned = snapshot.peer_endpoints.get(service.name, ())
     holds = snapshot.holds.get(service.name) if snapshot.holds else None
+    if uses_load(service):  # load feedback: what the answers use of each endpoint's load state
+        loads = snapshot.loads
+        states = tuple(loads.get(e.key) for e in service.endpoints)
+        figures = tuple(None if s is None else (s.used, s.out) for s in states)
+        health, admin = snapshot.health, snapshot.admin
+        keys = [e.key for e in service.endpoints] + [e.key for e in learned]
+        return (
+            tuple(health.get(k) for k in keys),
+            tuple(admin.get(k) for k in keys),
+            learned,
+            holds,
+            figures,
+        )
     if snapshot.plain and holds is None:  # no verdict, no override: one value per service size
         return _plain_inputs(len(service.endpoints) + len(learned), learned)
     health, admin = snapshot.health, snapshot.admin

@@ -23,6 +23,7 @@ from gslbd.model.config import Config
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
 from gslbd.policy import Plan, PolicyEnv, plan_service
+from gslbd.policy.load import apply_load, shed_plan, uses_load
 from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import AdminState, AllDown, EndpointKind, Rcode
 
@@ -275,6 +276,12 @@ def service_outcome(
     if holds:  # answer/delays.py: failover_delay / failback_delay hold a site's answer
         healthy, why = apply_holds(healthy, family, holds, lambda e: snapshot.admin_state(e) is not _DOWN)
         reason = f"{reason}; {why}" if why else reason
+    if healthy and uses_load(service):  # policy/load.py: weights from load, shed_load
+        applied = apply_load(service, healthy, snapshot.loads)
+        healthy, reason = applied.candidates, f"{reason}; {applied.note}" if applied.note else reason
+        if applied.factors is not None:
+            shed = shed_plan(healthy, applied.factors, lambda members: plan_service(members, service, env))
+            return Dynamic(service, rtype, shed, reason)
     if healthy:
         plan = plan_service(healthy, service, env)
         return Dynamic(service, rtype, plan, reason)

@@ -82,6 +82,12 @@ class EndpointView:
     # An endpoint with several checks: `health_mode` (all | any) combines `checks` into `health`.
     health_mode: str | None = None
     checks: tuple[CheckView, ...] = ()
+    # Load feedback (docs/policies/load.md): the figure the answers use (None: no figure or no load
+    # source), the weight drawn by (weight_from: load and shed_load), and the share of the A/AAAA
+    # answers the endpoint is in (None when the answer depends on the client).
+    load: float | None = None
+    load_weight: int | None = None
+    share: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,6 +121,19 @@ _SCHEMAS: dict[str, Any] = {
                 "items": {"type": "string"},
                 "description": "the keys of a config endpoint the overlay replaced",
             },
+            "load": {
+                "type": ["number", "null"],
+                "description": "only with load feedback: the figure the answers use (0 idle, 1 full)",
+            },
+            "load_weight": {
+                "type": ["integer", "null"],
+                "description": "only with load feedback: the weight drawn by (weight_from: load, shed_load)",
+            },
+            "share": {
+                "type": ["number", "null"],
+                "description": "only with load feedback: the share of the answers it is in (null: per"
+                " client)",
+            },
             "health_mode": {
                 "enum": ["all", "any"],
                 "description": "only an endpoint with several checks: how `checks` combine into `health`",

@@ -47,6 +47,7 @@ def check_json(c: CheckView) -> dict[str, Any]:
 def endpoint_json(e: EndpointView) -> dict[str, Any]:
     last_check, last_change = _last(e)
     several = {"health_mode": e.health_mode, "checks": [check_json(c) for c in e.checks]}
+    loaded = {"load": e.load, "load_weight": e.load_weight, "share": e.share}  # docs/policies/load.md
     return {
         "address": e.address,
         "site": e.site,
@@ -62,6 +63,7 @@ def endpoint_json(e: EndpointView) -> dict[str, Any]:
         "source": e.source,
         "patched": list(e.patched),
         **(several if e.health_mode is not None else {}),
+        **(loaded if (e.load, e.load_weight, e.share) != (None, None, None) else {}),
     }
 
 

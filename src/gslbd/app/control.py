@@ -9,10 +9,13 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
+from gslbd.answer import View
+from gslbd.answer.view import Dynamic
 from gslbd.api.changes import ChangeLog
 from gslbd.api.control import (
     AnswerView,
@@ -33,8 +36,10 @@ from gslbd.explain import RCODE_NAMES, client_lines, explain, rr_text
 from gslbd.model.overlay import OverlayOp
 from gslbd.model.selector import Selector, parse_admin
 from gslbd.model.service import Service
+from gslbd.policy.load import endpoint_shares, load_weight, uses_load
 from gslbd.server.dnstap.capture import CaptureError
 from gslbd.server.stats import CounterReport
+from gslbd.state.snapshot import Snapshot
 from gslbd.types import AdminState
 
 if TYPE_CHECKING:
@@ -50,6 +55,31 @@ _RCODE_NAMES = {
     4: "NOTIMP",
     5: "REFUSED",
 }
+
+
+def with_load(views: list[EndpointView], svc: Service, snapshot: Snapshot, view: View) -> list[EndpointView]:
+    """The endpoint views with their load figure, the weight drawn by and their share of the answers
+    (docs/policies/load.md); unchanged for a service without load feedback."""
+    if not uses_load(svc):
+        return views
+    shares: dict[str, float] = {}
+    data = view.get(svc.name)
+    for rtype in ("A", "AAAA"):
+        outcome = data.outcomes.get(rtype) if data is not None else None
+        if isinstance(outcome, Dynamic):
+            found = endpoint_shares(outcome.plan)
+            shares.update(found or {})
+    by_address = {e.address: e for e in svc.endpoints}
+    out = []
+    for v in views:
+        endpoint = by_address.get(v.address)
+        state = snapshot.loads.get(endpoint.key) if endpoint is not None else None
+        weight = load_weight(endpoint, state, svc) if endpoint is not None and state is not None else None
+        used = state.used if state is not None else None
+        out.append(
+            replace(v, load=used, load_weight=weight, share=shares.get(v.address, 0.0 if shares else None))
+        )
+    return out
 
 
 class AppControl:
@@ -302,4 +332,4 @@ class AppControl:
         removed = [
             endpoint_view(ep, None, snapshot.admin_state(ep), False) for ep in overlay.removed(svc.name)
         ]
-        return service_status(svc, views, removed)
+        return service_status(svc, with_load(views, svc, snapshot, generation.view), removed)

@@ -59,7 +59,7 @@ from gslbd.app.gauges import ServiceGauges
 from gslbd.app.generation import Generation, GenerationBuilder, NewConfig, NewSnapshot, Resolved, resolve
 from gslbd.app.privileges import drop_after_bind
 from gslbd.app.push import PushWatch, is_push, pushed_unit
-from gslbd.app.reconcile import endpoint_key, unchanged_keys, vote_owners
+from gslbd.app.reconcile import endpoint_key, loaded_endpoints, unchanged_keys, vote_owners
 from gslbd.app.safety import SafetyGauges, check_admin, check_endpoints, check_reload
 from gslbd.app.startup import privilege_problems, store_for
 from gslbd.app.usable import unusable, zone_problems
@@ -89,6 +89,7 @@ from gslbd.model.overlay import Overlay, OverlayEntry, OverlayOp
 from gslbd.model.selector import Selector
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.policy import PolicyEnv
+from gslbd.policy.load import NO_LOAD, missed, observe
 from gslbd.server.build import FILL_SECONDS
 from gslbd.server.workers import WorkerPool
 from gslbd.state.book import HealthBook
@@ -154,6 +155,7 @@ class App:
                 self._on_cluster_admin,
                 local_store=local,
                 on_overlay=self._on_cluster_overlay,
+                on_load=self._on_load,
             )
             self.store = self.cluster.store
         self.book = HealthBook()
@@ -272,6 +274,7 @@ class App:
         try:
             if self.cluster is not None:  # Redis: connect, subscribe, seed health and admin states
                 await self._start_api()  # /readyz says 503 while the start-up sync runs
+                self.cluster.update_loads(self.config, loaded_endpoints(self.config))
                 await self.cluster.start(self.config, self._probes())
                 for key, state in self.store.load_admin().items():
                     self.book.set_admin(key, state)
@@ -297,9 +300,15 @@ class App:
             raise
         drop_after_bind(self.config)  # run_as: every socket is bound, no probe has run yet
         scheduler = HealthScheduler(
-            self.clock, random.Random(self.rng.getrandbits(64)), self._on_result, gate=self.cluster
+            self.clock,
+            random.Random(self.rng.getrandbits(64)),
+            self._on_result,
+            gate=self.cluster,
+            on_load=self._on_load,
+            load_gate=self.cluster,
         )
         await scheduler.start(self._probes())
+        scheduler.update_loads(loaded_endpoints(self.config))
         self._scheduler = scheduler
         self._push.update(self._generation.resolved.probed.values())
         self._push.start()
@@ -552,6 +561,26 @@ class App:
                 },
             )
         self._schedule_rebuild()
+
+    def _on_load(self, endpoint: Endpoint, figure: float | None, why: str) -> None:
+        """A load fetch finished (health/scheduler.py): the endpoint's load state steps (policy/load.py);
+        a change of what the answers use schedules a rebuild of its service only."""
+        service = self._generation.resolved.services.get(endpoint.service)
+        current = (
+            None if service is None else next((e for e in service.endpoints if e.key == endpoint.key), None)
+        )
+        source = endpoint.load
+        if current is None or source is None or current.load != source:
+            return  # a figure for an endpoint that a reload removed or gave another load source
+        assert service is not None
+        before = self.book.load(endpoint.key) or NO_LOAD
+        now = self.clock.monotonic()
+        if figure is not None:
+            after = observe(before, figure, now, source, service.shed_load)
+        else:
+            after = missed(before, now, why, source, service.shed_load)
+        if self.book.set_load(endpoint.key, after):
+            self._schedule_rebuild()
 
     # -- exchange --------------------------------------------------------------------------------
 
@@ -833,8 +862,11 @@ class App:
                 self.responder.on_exchange = self.exchange.hook()  # peers.transfer may have changed
             if self.cluster is not None:
                 self.cluster.update(config, self._probes())
+                self.cluster.update_loads(config, loaded_endpoints(config))
             if self._scheduler is not None:
                 self._scheduler.update(self._probes())
+                self._scheduler.update_loads(loaded_endpoints(config))
+            self.book.retain_loads({e.key for e in loaded_endpoints(config)})
             self._push.update(resolved.probed.values())
         except Exception:
             log.exception("following the new configuration failed in part; its answers are served")

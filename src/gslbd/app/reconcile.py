@@ -43,6 +43,19 @@ def probed_endpoints(
     return out
 
 
+def loaded_endpoints(config: Config) -> list[Endpoint]:
+    """Endpoints whose load this instance fetches (`load`, docs/policies/load.md): those with a load
+    source, except endpoints of peer sites (their site reads their load)."""
+    peers = {p.name for p in config.peers.sites} if config.peers is not None else set()
+    here = config.site.name
+    return [
+        ep
+        for svc in config.services
+        for ep in svc.endpoints
+        if ep.load is not None and (ep.site == here or ep.site not in peers)
+    ]
+
+
 def check_units(endpoint: Endpoint) -> tuple[Endpoint, ...]:
     """The probed units of an endpoint with `checks`: the endpoint with one of its checks each (keyed
     `(service, "<address>#<check>")`); () for any other endpoint."""

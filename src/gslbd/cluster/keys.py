@@ -8,6 +8,9 @@
     <prefix>endpoints                       hash: "<fqdn>|<address>" -> an endpoint overlay entry as JSON
                                             ({"op":"add","endpoint":{...}}, model/overlay.py; no TTL)
     <prefix>endpoints:updates               channel: {"fqdn":...,"address":...,"entry":{...}|null,"from":id}
+    <prefix>loadlock:<zone>:<fqdn>:<address> SET NX PX 0.8 x load.every: who fetches the load this interval
+    <prefix>load:<zone>:<fqdn>:<address>    the last good load figure fetched ("0.42"); PX 3 x load.every
+    <prefix>load:updates                    channel: {"zone":..,"fqdn":..,"address":..,"load":0.42,"from":id}
 
 <zone> and <fqdn> are written as the model holds them: absolute, lower case, with the trailing dot
 ("gslb.example.com.", "app.gslb.example.com."). <address> is the endpoint's answered address in its
@@ -76,6 +79,17 @@ class ClusterKeys:
     def endpoints(self) -> str:
         """The hash of the endpoint overlay."""
         return f"{self.prefix}endpoints"
+
+    def load_lock(self, zone: str, fqdn: str, address: str) -> str:
+        return f"{self.prefix}loadlock:{zone}:{fqdn}:{address}"
+
+    def load(self, zone: str, fqdn: str, address: str) -> str:
+        return f"{self.prefix}load:{zone}:{fqdn}:{address}"
+
+    @property
+    def load_updates(self) -> str:
+        """The channel load figures (docs/policies/load.md) are published on."""
+        return f"{self.prefix}load:updates"
 
     @property
     def endpoints_updates(self) -> str:

@@ -22,6 +22,9 @@
     endpoint overlay                     kept in Redis by cluster.overlay (<prefix>endpoints, read at
                                          every (re)connection); await node.flush_overlay() writes it now;
                                          another instance's changes reach `on_overlay(changes)`
+    load feedback                        cluster.loads: one instance fetches each endpoint's load per
+                                         interval (node.load_turn / node.publish_load, the scheduler's
+                                         load gate), every instance is fed the same figures (`on_load`)
     await node.stop()                    releases the locks this instance holds, closes the connection
 
 `feed(endpoint, ProbeResult)` and `on_admin(key, state)` run on the event loop and must be cheap.
@@ -55,6 +58,7 @@ from gslbd.cluster.keys import (
     parse_health_value,
 )
 from gslbd.cluster.link import REDIS_FAILURES, ClientFactory, RedisLink
+from gslbd.cluster.loads import LoadFeed, LoadShare
 from gslbd.cluster.overlay import OverlayFeed, OverlaySync
 from gslbd.cluster.store import RedisStateStore
 from gslbd.cluster.url import make_client, parse_target
@@ -104,6 +108,7 @@ class ClusterNode:
         timeout: float = DEFAULT_TIMEOUT,
         client_factory: ClientFactory = make_client,
         on_overlay: OverlayFeed | None = None,
+        on_load: LoadFeed | None = None,
     ) -> None:
         self.config = config
         self.keys = ClusterKeys(config.key_prefix)
@@ -118,7 +123,7 @@ class ClusterNode:
         self._held: set[EndpointKey] = set()
         self.link = RedisLink(
             parse_target(config.url, config.password),
-            (self.keys.updates, self.keys.admin_updates, self.keys.endpoints_updates),
+            (self.keys.updates, self.keys.admin_updates, self.keys.endpoints_updates, self.keys.load_updates),
             self._on_message,
             self._on_up,
             timeout=timeout,
@@ -128,6 +133,7 @@ class ClusterNode:
         self.store: RedisStateStore = self.admin.store
         self.overlay = OverlaySync(self.keys, self.link, self.store, self.instance_id, on_overlay)
         self.admin.also_flush = self.overlay.flush
+        self.loads = LoadShare(self.keys, self.link, self.instance_id, on_load)
 
     @property
     def connected(self) -> bool:
@@ -144,6 +150,7 @@ class ClusterNode:
         self.update(config, endpoints)
         if await self.link.open():
             await self._seed()
+            await self.loads.seed()
         self.admin.start()
 
     def update(self, config: Config, endpoints: Sequence[Endpoint]) -> None:
@@ -169,6 +176,18 @@ class ClusterNode:
             )
             self._ledger.track(key, ep.check.interval)
         self._ledger.retain(set(wanted))
+
+    def update_loads(self, config: Config, endpoints: Sequence[Endpoint]) -> None:
+        """Follow the endpoints whose load this instance fetches (app/reconcile.py loaded_endpoints)."""
+        self.loads.update(config, endpoints, self.lock_mode)
+
+    async def load_turn(self, endpoint: Endpoint) -> bool:
+        """Whether this instance fetches the endpoint's load now (cluster.loads `turn`)."""
+        return await self.loads.turn(endpoint)
+
+    async def publish_load(self, endpoint: Endpoint, figure: float) -> None:
+        """A good figure fetched here: shared when this instance won the interval."""
+        await self.loads.publish(endpoint, figure)
 
     async def stop(self) -> None:
         """Release the locks held here (another instance takes over at its next cycle, not after the
@@ -326,6 +345,8 @@ class ClusterNode:
             self.admin.on_message(data)
         elif channel == self.keys.endpoints_updates:
             self.overlay.on_message(data)
+        elif channel == self.keys.load_updates:
+            self.loads.on_message(data)
 
     def _on_health(self, data: str) -> None:
         update = decode_health_update(data)

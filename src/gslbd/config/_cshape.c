@@ -31,17 +31,18 @@
 #include <structmember.h>
 
 enum { E_SERVICE, E_ADDRESS, E_KIND, E_SITE, E_LOCALITY, E_WEIGHT, E_PRIORITY, E_CHECK, E_PROBE, E_ADMIN,
-       E_TAGS, E_CHECKS, E_COUNT };
+       E_TAGS, E_CHECKS, E_LOAD, E_COUNT };
 static const char *const ENDPOINT_FIELDS[E_COUNT] = {"service",  "address", "kind",  "site",
                                                      "locality", "weight",  "priority", "check",
-                                                     "probe_address", "admin", "tags", "checks"};
+                                                     "probe_address", "admin", "tags", "checks", "load"};
 enum { S_NAME, S_ZONE, S_LABEL, S_POLICY, S_ORDER, S_WEIGHTS, S_TTL, S_MAX, S_ALL_DOWN, S_FALLBACK,
        S_LOCALITY_NAMES, S_ENDPOINTS, S_HTTPS, S_SRV, S_MIN_HEALTHY, S_BIAS, S_SELECT, S_POOLS, S_RULES,
-       S_FAILOVER_DELAY, S_FAILBACK_DELAY, S_TTL_RANGE, S_COUNT };
+       S_FAILOVER_DELAY, S_FAILBACK_DELAY, S_TTL_RANGE, S_WEIGHT_FROM, S_SHED_LOAD, S_COUNT };
 static const char *const SERVICE_FIELDS[S_COUNT] = {
     "name",    "zone",        "label",    "policy",         "failover_order", "weights", "ttl",
     "max_answers", "all_down", "fallback", "locality_names", "endpoints",      "https",   "srv",
-    "min_healthy", "bias", "select", "pools", "rules", "failover_delay", "failback_delay", "ttl_range"};
+    "min_healthy", "bias", "select", "pools", "rules", "failover_delay", "failback_delay", "ttl_range",
+    "weight_from", "shed_load"};
 
 #define MAX_NAME 254
 #define MAX_LABEL 63
@@ -57,6 +58,7 @@ typedef struct {
     PyObject *fallback;                      /* AllDown.FALLBACK */
     PyObject *ipv4, *ipv6, *obey;            /* EndpointKind.IPV4/IPV6, AdminState.OBEY */
     PyObject *rotate;                        /* Select.ROTATE */
+    PyObject *weight_config;                 /* WeightFrom.CONFIG */
     PyObject *reserved;                      /* tuple of str: prefixes of the exchange's names */
     Py_ssize_t max_exchange_label;
     long long ttl_max;
@@ -138,7 +140,7 @@ static int attr(PyObject *spec, const char *name, PyObject **out) {
  * which its `new_site` callable holds in turn (a cycle the collector must see). */
 #define READER_FIELDS(X)                                                                                 \
     X(service_type) X(endpoint_type) X(keys) X(policies) X(all_downs) X(failover) X(weighted) X(geo)      \
-    X(fallback) X(ipv4) X(ipv6) X(obey) X(rotate) X(reserved) X(served) X(profiles) X(site_of) X(here)              \
+    X(fallback) X(ipv4) X(ipv6) X(obey) X(rotate) X(weight_config) X(reserved) X(served) X(profiles) X(site_of) X(here)              \
     X(peer_sites) X(new_site) X(min_healthy) X(slow) X(sites_used) X(checks_used) X(k_name) X(k_policy)   \
     X(k_order) X(k_weights) X(k_check) X(k_ttl) X(k_max) X(k_all_down) X(k_min_healthy) X(k_locality_names) \
     X(k_endpoints)                                                                                       \
@@ -186,7 +188,8 @@ static int reader_init(Reader *r, PyObject *args, PyObject *kwargs) {
         attr(spec, "all_downs", &r->all_downs) || attr(spec, "failover", &r->failover) ||
         attr(spec, "weighted", &r->weighted) || attr(spec, "geo", &r->geo) ||
         attr(spec, "fallback", &r->fallback) || attr(spec, "ipv4", &r->ipv4) || attr(spec, "ipv6", &r->ipv6) ||
-        attr(spec, "obey", &r->obey) || attr(spec, "rotate", &r->rotate) || attr(spec, "reserved", &r->reserved) ||
+        attr(spec, "obey", &r->obey) || attr(spec, "rotate", &r->rotate) ||
+        attr(spec, "weight_config", &r->weight_config) || attr(spec, "reserved", &r->reserved) ||
         attr(spec, "served", &r->served) || attr(spec, "profiles", &r->profiles) ||
         attr(spec, "site_of", &r->site_of) || attr(spec, "here", &r->here) ||
         attr(spec, "peer_sites", &r->peer_sites) || attr(spec, "new_site", &r->new_site) ||
@@ -613,7 +616,7 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
             [E_SITE] = Py_NewRef(site),     [E_LOCALITY] = Py_NewRef(locality), [E_WEIGHT] = Py_NewRef(r->one),
             [E_PRIORITY] = Py_NewRef(r->zero), [E_CHECK] = Py_NewRef(check), [E_PROBE] = Py_NewRef(Py_None),
             [E_ADMIN] = Py_NewRef(r->obey), [E_TAGS] = PyTuple_New(0),
-            [E_CHECKS] = Py_NewRef(Py_None)};
+            [E_CHECKS] = Py_NewRef(Py_None), [E_LOAD] = Py_NewRef(Py_None)};
         PyObject *endpoint = made(r->endpoint_type, r->endpoint_at, values, E_COUNT);
         if (endpoint == NULL)
             GIVE_UP(FAILED);
@@ -707,7 +710,10 @@ static PyObject *reader_call(Reader *r, PyObject *args, PyObject *kwargs) {
         /* services with delays or a ttl mapping are read by the located validator (fast.py) */
         [S_FAILOVER_DELAY] = no_delay,
         [S_FAILBACK_DELAY] = Py_NewRef(no_delay),
-        [S_TTL_RANGE] = Py_NewRef(Py_None)};
+        [S_TTL_RANGE] = Py_NewRef(Py_None),
+        /* load feedback (load, weight_from, shed_load): read by the located validator (fast.py) */
+        [S_WEIGHT_FROM] = Py_NewRef(r->weight_config),
+        [S_SHED_LOAD] = Py_NewRef(Py_None)};
     PyObject *service = made(r->service_type, r->service_at, values, S_COUNT);
     if (service == NULL)
         GIVE_UP(FAILED);

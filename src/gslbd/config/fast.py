@@ -39,6 +39,7 @@ from gslbd.config.service_keys import ENDPOINT_KEYS, SERVICE_KEYS
 from gslbd.config.tags import tags_value
 from gslbd.config.zones import RESERVED_PREFIXES, ZoneInfo
 from gslbd.model.check import Check
+from gslbd.model.load import WeightFrom
 from gslbd.model.service import Endpoint, MinHealthy, Service
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
@@ -49,7 +50,8 @@ except ImportError:  # not compiled here (setup.py builds it where it can): the 
     _cshape = None  # type: ignore[assignment]
 
 # The located validator's keys but those the fast path leaves to it.
-# Rare keys are read the located way (the fast readers make none of them): delays, bias, select, pools.
+# Rare keys are read the located way (the fast readers make none of them): delays, bias, select, pools,
+# load feedback.
 _SERVICE_KEYS = frozenset(SERVICE_KEYS) - {
     "zone",
     "https",
@@ -61,8 +63,11 @@ _SERVICE_KEYS = frozenset(SERVICE_KEYS) - {
     "failover_delay",
     "failback_delay",
     "health",
+    "load",
+    "weight_from",
+    "shed_load",
 }
-_ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality", "checks", "health"}
+_ENDPOINT_KEYS = frozenset(ENDPOINT_KEYS) - {"locality", "checks", "health", "load"}
 _POLICIES = {p.value: p for p in PolicyName}
 _ALL_DOWN = {a.value: a for a in AllDown}
 _ADMIN = {a.value: a for a in AdminState}
@@ -164,6 +169,7 @@ def _reader_spec(ctx: ServiceContext, index: FastIndex) -> SimpleNamespace:
         ipv6=_IPV6_KIND,
         obey=_OBEY,
         rotate=Select.ROTATE,
+        weight_config=WeightFrom.CONFIG,
         reserved=RESERVED_PREFIXES,
         max_exchange_label=MAX_EXCHANGE_LABEL,
         ttl_max=TTL_MAX,

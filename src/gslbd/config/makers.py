@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from gslbd.model.check import Check
+from gslbd.model.load import WeightFrom
 from gslbd.model.service import Endpoint, MinHealthy, Pool, Rule, Service
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
@@ -31,6 +32,7 @@ _ENDPOINT_FIELDS = (
     "admin",
     "tags",
     "checks",
+    "load",
 )
 _SERVICE_FIELDS = (
     "name",
@@ -55,6 +57,8 @@ _SERVICE_FIELDS = (
     "failover_delay",
     "failback_delay",
     "ttl_range",
+    "weight_from",
+    "shed_load",
 )
 
 
@@ -92,6 +96,7 @@ class EndpointDraft:
         self.admin = admin
         self.tags = tags
         self.checks = checks
+        self.load = None  # the fast paths read endpoints without load feedback
 
 
 class ServiceDraft:
@@ -143,6 +148,8 @@ class ServiceDraft:
         self.failover_delay = 0.0  # the fast paths read services without delays
         self.failback_delay = 0.0
         self.ttl_range = None
+        self.weight_from = WeightFrom.CONFIG
+        self.shed_load = None
 
 
 def _same_layout(kind: type, draft: type) -> None:

@@ -30,6 +30,7 @@ from gslbd.config.services import read_endpoint
 from gslbd.errors import Problem
 from gslbd.model.check import Check
 from gslbd.model.config import Config
+from gslbd.model.load import LoadSource
 from gslbd.model.overlay import Overlay, OverlayEntry, OverlayOp
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.model.topology import Locality, SiteInfo
@@ -109,6 +110,13 @@ def shared_check(service: Service) -> Check | None:
     return checks.pop() if len(checks) == 1 else None
 
 
+def shared_load(service: Service) -> LoadSource | None:
+    """The load source every config endpoint of `service` has (None when they differ or there are none):
+    what an endpoint added through the overlay reads, like the service's endpoints."""
+    loads = {e.load for e in service.endpoints}
+    return loads.pop() if len(loads) == 1 else None
+
+
 def errors_of(problems: Sequence[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == "error"]
 
@@ -133,7 +141,9 @@ def read_endpoint_value(
         return None, rep.problems
     ctx = _context(config, rep)
     reader = MapReader(rep, _map(value), "", 1)
-    endpoint = read_endpoint(ctx, reader, service.name, shared_check(service))
+    endpoint = read_endpoint(
+        ctx, reader, service.name, shared_check(service), default_load=shared_load(service)
+    )
     if endpoint is not None and not errors_of(rep.problems):
         hostname = endpoint.kind is EndpointKind.HOSTNAME
         if service.https is not None and hostname:

@@ -25,6 +25,9 @@ SERVICE_KEYS = (
     "rules",
     "failover_delay",
     "failback_delay",
+    "load",
+    "weight_from",
+    "shed_load",
 )
 ENDPOINT_KEYS = (
     "address",
@@ -38,4 +41,5 @@ ENDPOINT_KEYS = (
     "probe_address",
     "admin",
     "tags",
+    "load",
 )

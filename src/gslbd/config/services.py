@@ -20,6 +20,7 @@ from gslbd.config.fields import (
     site_name,
     string,
 )
+from gslbd.config.load import check_feedback, read_load, read_shed_load, read_weight_from
 from gslbd.config.loader import Map, Node, Scalar, Seq
 from gslbd.config.min_healthy import min_healthy_value, min_healthy_warning
 from gslbd.config.names import in_zone, ip_address, make_name, origin_name, relative_to, target
@@ -32,6 +33,7 @@ from gslbd.config.timing import read_delays, read_ttl
 from gslbd.config.yaml_fast import FastServices, Known
 from gslbd.config.zones import ZoneInfo
 from gslbd.model.check import Check, CheckSet
+from gslbd.model.load import LoadSource
 from gslbd.model.service import Endpoint, HttpsRecord, MinHealthy, Service, SrvRecord
 from gslbd.model.topology import Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, HealthMode, PolicyName, Select
@@ -125,6 +127,7 @@ def read_endpoint(
     service: str,
     default_check: Check | None,
     health: HealthMode = HealthMode.ALL,
+    default_load: LoadSource | None = None,
 ) -> Endpoint | None:
     r.check_keys(ENDPOINT_KEYS)
     found = r.req("address", target)
@@ -139,6 +142,7 @@ def read_endpoint(
     probe = r.opt("probe_address", ip_address)
     admin = r.get("admin", enum(AdminState, "admin state"), AdminState.OBEY)
     tags = r.list_of("tags", _tag, single=False) or []
+    load = read_load(r) if r.has("load") else default_load
     if found is None:
         return None
     return Endpoint(
@@ -154,6 +158,7 @@ def read_endpoint(
         admin=admin,
         tags=tuple(dict.fromkeys(t for t, _, _ in tags)),
         checks=several,
+        load=load,
     )
 
 
@@ -176,7 +181,12 @@ def _check_set(ctx: ServiceContext, r: MapReader, health: HealthMode) -> CheckSe
 
 
 def _read_endpoints(
-    ctx: ServiceContext, r: MapReader, name: str, default: Check | None, health: HealthMode
+    ctx: ServiceContext,
+    r: MapReader,
+    name: str,
+    default: Check | None,
+    health: HealthMode,
+    load: LoadSource | None,
 ) -> list[Endpoint]:
     out: list[Endpoint] = []
     seen: dict[str, str] = {}
@@ -184,7 +194,7 @@ def _read_endpoints(
         e = as_map(ctx.rep, item, path)
         if e is None:
             continue
-        endpoint = read_endpoint(ctx, e, name, default, health)
+        endpoint = read_endpoint(ctx, e, name, default, health, load)
         if endpoint is None:
             continue
         if endpoint.address in seen:
@@ -265,6 +275,7 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
     fixed_ttl, ttl_range = read_ttl(r, zone_ttl)
     failover_delay, failback_delay = read_delays(r)
     health = r.get("health", enum(HealthMode, "health mode"), HealthMode.ALL)  # for endpoints' checks
+    load = read_load(r)  # the endpoints' load source unless they name their own (config/load.py)
     service = Service(
         name=fqdn,
         zone=info.zone.origin if info is not None else "",
@@ -277,7 +288,7 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         all_down=all_down,
         fallback=_fallback(r, all_down),
         locality_names=r.get("locality_names", boolean, False),
-        endpoints=tuple(_read_endpoints(ctx, r, fqdn, default_check, health)),
+        endpoints=tuple(_read_endpoints(ctx, r, fqdn, default_check, health, load)),
         https=_https(r.sub("https")),
         srv=_srv(r.sub("srv"), fqdn, info.zone.origin if info is not None else None),
         min_healthy=r.opt("min_healthy", _min_healthy),
@@ -286,6 +297,11 @@ def read_service(ctx: ServiceContext, r: MapReader) -> Service | None:
         failover_delay=failover_delay,
         failback_delay=failback_delay,
         ttl_range=ttl_range,
+        weight_from=read_weight_from(r),
+        shed_load=read_shed_load(r),
+    )
+    check_feedback(
+        r, policy, weights is not None, service.weight_from, service.shed_load, service.endpoints, load
     )
     if r.has("pools") or r.has("rules"):
         pools, rules = read_pools(r, service.endpoints, ctx.peer_sites, ctx.has_asn)

@@ -14,6 +14,12 @@ probe made here. The result goes to `publish` first, and to `on_result` once it 
 after SHARE_FIRST at most): a changed verdict makes `on_result`'s caller rebuild its answers, which
 takes milliseconds, and the other instances should not wait for that. Without a gate the scheduler
 behaves as described above.
+
+Load feedback (`endpoints[].load`, docs/policies/load.md) runs here too, never on the query path: with
+`on_load`, `update_loads` keeps one loop per endpoint with a load source that GETs its URL every `every`
+(+-10 %) cut off at `timeout` (health/load.py) and reports the figure, or why there is none, through
+`on_load`. Garbage and unreachable URLs are counted (gslbd_load_fetches_total) and logged once per
+endpoint until a good figure comes again.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from prometheus_client import Counter, Histogram
 
 from gslbd import metrics
 from gslbd.clock import Clock
+from gslbd.health.load import Garbage, LoadFailed, fetch_load
 from gslbd.health.probes import PROBES, Probe
 from gslbd.health.probes.base import seconds
 from gslbd.model.check import Check
@@ -43,6 +50,8 @@ MAX_FIRST_DELAY = 1.0  # seconds: the first probe of a loop starts within min(th
 SHARE_FIRST = 0.05  # seconds a result waits for the gate's publish before on_result gets it
 
 OnResult = Callable[[Endpoint, ProbeResult], None]
+# (endpoint, figure or None, why there is none): a load fetch finished (health/load.py)
+OnLoad = Callable[[Endpoint, float | None, str], None]
 
 
 class ProbeGate(Protocol):
@@ -60,6 +69,18 @@ class ProbeGate(Protocol):
     async def publish(self, endpoint: Endpoint, result: ProbeResult) -> None:
         """A probe made here finished (`on_result` gets it right after): share it as the gate decides.
         Must not raise."""
+        ...
+
+
+class LoadGate(Protocol):
+    """Cluster mode's say in every load fetch (gslbd.cluster.ClusterNode, cluster/loads.py)."""
+
+    async def load_turn(self, endpoint: Endpoint) -> bool:
+        """True: fetch here now; False: another instance fetches and shares. Must not raise."""
+        ...
+
+    async def publish_load(self, endpoint: Endpoint, figure: float) -> None:
+        """A good figure fetched here: share it as the gate decides. Must not raise."""
         ...
 
 
@@ -108,8 +129,15 @@ class HealthScheduler:
         probes: Mapping[CheckType, Probe] | None = None,
         max_in_flight: int = MAX_IN_FLIGHT,
         gate: ProbeGate | None = None,
+        on_load: OnLoad | None = None,
+        load_gate: LoadGate | None = None,
     ) -> None:
         self._clock = clock
+        self._on_load = on_load
+        self._load_gate = load_gate
+        self._loaded: dict[EndpointKey, Endpoint] = {}  # endpoints whose load is fetched
+        self._load_tasks: dict[EndpointKey, asyncio.Task[None]] = {}
+        self._load_failing: set[EndpointKey] = set()  # logged once until a good figure
         self._gate = gate
         self._rng = rng
         self._on_result = on_result
@@ -146,12 +174,100 @@ class HealthScheduler:
             if key not in self._tasks:
                 self._tasks[key] = asyncio.create_task(self._loop(key), name=f"probe {key[1]} {key[0]}")
 
+    def update_loads(self, endpoints: Sequence[Endpoint]) -> None:
+        """Fetch the load of `endpoints` (those with a load source): loops of unchanged ones carry on,
+        changed and new ones start afresh, removed ones are cancelled."""
+        if self._stopped or self._on_load is None:
+            return
+        wanted = {ep.key: ep for ep in endpoints if ep.load is not None}
+        for key in list(self._load_tasks):
+            new = wanted.get(key)
+            old = self._loaded[key]
+            if new is None or new.load != old.load or new.probe_address != old.probe_address:
+                self._load_tasks.pop(key).cancel()
+                del self._loaded[key]
+                self._load_failing.discard(key)
+        for key, endpoint in wanted.items():
+            self._loaded[key] = endpoint
+            if key not in self._load_tasks:
+                name = f"load {key[1]} {key[0]}"
+                self._load_tasks[key] = asyncio.create_task(self._load_loop(key), name=name)
+
+    @property
+    def loads_fetched(self) -> frozenset[EndpointKey]:
+        return frozenset(self._load_tasks)
+
+    async def fetch_load_once(self, endpoint: Endpoint) -> tuple[float | None, str]:
+        """One fetch of the endpoint's load with its timeout: (figure, "") or (None, why)."""
+        source = endpoint.load
+        if source is None:
+            return None, "no load source"
+        try:
+            async with asyncio.timeout(source.timeout):
+                return await fetch_load(endpoint, source), ""
+        except TimeoutError:
+            return None, f"timeout after {seconds(source.timeout)}"
+        except LoadFailed as exc:
+            return None, ("garbage: " if isinstance(exc, Garbage) else "") + str(exc)
+        except Exception as exc:  # a fetch must not raise; if one does, the loop carries on
+            return None, f"load fetch error: {type(exc).__name__}"
+
+    async def _load_loop(self, key: EndpointKey) -> None:
+        endpoint = self._loaded[key]
+        source = endpoint.load
+        assert source is not None
+        await asyncio.sleep(first_delay(source.every, self._rng))
+        while True:
+            started = self._clock.monotonic()
+            if await self._load_turn(endpoint):
+                async with self._slots:
+                    figure, why = await self.fetch_load_once(endpoint)
+                self._report_load(self._loaded.get(key, endpoint), figure, why)
+                if figure is not None and self._load_gate is not None:
+                    await self._publish_load(endpoint, figure)
+            spent = self._clock.monotonic() - started
+            await asyncio.sleep(max(0.0, next_delay(source.every, self._rng) - spent))
+
+    async def _load_turn(self, endpoint: Endpoint) -> bool:
+        if self._load_gate is None:
+            return True
+        try:
+            return await self._load_gate.load_turn(endpoint)
+        except Exception:  # a gate must not raise; if one does, fetch here
+            log.exception("load gate failed for %s %s", endpoint.service, endpoint.address)
+            return True
+
+    async def _publish_load(self, endpoint: Endpoint, figure: float) -> None:
+        assert self._load_gate is not None
+        try:
+            await self._load_gate.publish_load(endpoint, figure)
+        except Exception:
+            log.exception("load gate failed to share %s %s", endpoint.service, endpoint.address)
+
+    def _report_load(self, endpoint: Endpoint, figure: float | None, why: str) -> None:
+        key = endpoint.key
+        result = "ok" if figure is not None else "garbage" if why.startswith("garbage") else "unreachable"
+        metrics.LOAD_FETCHES.labels(result).inc()
+        if figure is None and key not in self._load_failing:
+            self._load_failing.add(key)
+            log.warning("load of %s %s not read: %s (the last good figure stays)", key[0], key[1], why)
+        elif figure is not None and key in self._load_failing:
+            self._load_failing.discard(key)
+            log.info("load of %s %s read again: %g", key[0], key[1], figure)
+        assert self._on_load is not None
+        try:
+            self._on_load(endpoint, figure, why)
+        except Exception:
+            log.exception("on_load failed for %s %s", endpoint.service, endpoint.address)
+
     async def stop(self) -> None:
         """Cancel every loop (and its probe in flight) and wait until they have ended."""
         self._stopped = True
-        tasks = list(self._tasks.values())
+        tasks = list(self._tasks.values()) + list(self._load_tasks.values())
         self._tasks.clear()
         self._endpoints.clear()
+        self._load_tasks.clear()
+        self._loaded.clear()
         for task in tasks:
             task.cancel()
         if tasks:

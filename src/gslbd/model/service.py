@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from gslbd.model.check import Check, CheckSet
+from gslbd.model.load import LoadSource, ShedLoad, WeightFrom
 from gslbd.model.topology import IPNetwork, Locality
 from gslbd.types import AdminState, AllDown, EndpointKind, PolicyName, Select
 
@@ -45,6 +46,7 @@ class Endpoint:
     admin: AdminState = AdminState.OBEY
     tags: tuple[str, ...] = ()  # `endpoints[].tags`: what an admin selector's `tags` matches
     checks: CheckSet | None = None  # `endpoints[].checks` and `health`
+    load: LoadSource | None = None  # `endpoints[].load`, else the service's `load` (model/load.py)
 
     @property
     def key(self) -> EndpointKey:
@@ -180,6 +182,8 @@ class Service:
     failover_delay: float = 0.0
     failback_delay: float = 0.0
     ttl_range: TtlRange | None = None  # a health-driven TTL; None: `ttl` is fixed
+    weight_from: WeightFrom = WeightFrom.CONFIG  # policy weighted: `weight_from: load` (policy/load.py)
+    shed_load: ShedLoad | None = None  # `shed_load: {low, high}` on any policy (policy/load.py)
 
     @property
     def wildcard(self) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 from gslbd.cow import CowMap
+from gslbd.model.load import LoadState
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.state.hold import Hold
 from gslbd.state.quorum import Votes, verdict
@@ -54,6 +55,7 @@ class HealthBook:
         # confirm it or RELEASE_AFTER results have come (the first may have been under way across it)
         self._frozen: dict[EndpointKey, bool] = {}
         self._since_heal: dict[EndpointKey, int] = {}
+        self._loads: CowMap[EndpointKey, LoadState] = CowMap()  # load feedback (policy/load.py)
 
     @property
     def version(self) -> int:
@@ -247,6 +249,27 @@ class HealthBook:
             self._frozen.pop(key, None)
             self._since_heal.pop(key, None)
 
+    def set_load(self, key: EndpointKey, state: LoadState) -> bool:
+        """Keep an endpoint's load state; True (and its service touched) when what the answers use of
+        it changed (the used figure or whether shedding keeps it out), not for every new figure."""
+        before = self._loads.get(key)
+        self._loads = self._loads.evolve(((key, state),))
+        if before is not None and (before.used, before.out) == (state.used, state.out):
+            return False
+        self._touch(key[0])
+        return True
+
+    def load(self, key: EndpointKey) -> LoadState | None:
+        return self._loads.get(key)
+
+    def retain_loads(self, keys: Collection[EndpointKey]) -> None:
+        """Forget the load state of every endpoint not in `keys` (a reload removed it or its load)."""
+        gone = [k for k in self._loads if k not in keys]
+        if gone:
+            self._loads = self._loads.evolve(removals=gone)
+            for key in gone:
+                self._touch(key[0])
+
     @property
     def admin(self) -> Mapping[EndpointKey, AdminState]:
         """Run-time admin overrides (an endpoint without one uses the admin state of its config)."""
@@ -321,4 +344,5 @@ class HealthBook:
             taken_at=taken_at,
             statuses=MappingProxyType(self._statuses),
             votes=raw if self._votes is not None else _NO_VOTES,
+            loads=self._loads,
         )

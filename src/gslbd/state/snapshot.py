@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from gslbd.model.load import LoadState
 from gslbd.model.service import Endpoint, EndpointKey
 from gslbd.state.hold import Hold
 from gslbd.state.status import EndpointStatus
@@ -16,6 +17,7 @@ _EMPTY_ADMIN: Mapping[EndpointKey, AdminState] = MappingProxyType({})
 _EMPTY_PEERS: Mapping[str, tuple[Endpoint, ...]] = MappingProxyType({})
 _EMPTY_HOLDS: Mapping[str, tuple[Hold, ...]] = MappingProxyType({})
 _EMPTY_STATUSES: Mapping[EndpointKey, EndpointStatus] = MappingProxyType({})
+_EMPTY_LOADS: Mapping[EndpointKey, LoadState] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,8 @@ class Snapshot:
     # peers.quorum: this site's raw verdicts (its votes, published to the peers); `health` then holds
     # the quorum's verdicts (state/quorum.py). Empty without a quorum.
     votes: Mapping[EndpointKey, bool] = field(default_factory=lambda: _EMPTY_HEALTH)
+    # Load feedback (policy/load.py): the load state of every endpoint that reported (or failed to).
+    loads: Mapping[EndpointKey, LoadState] = field(default_factory=lambda: _EMPTY_LOADS)
     # No verdict and no override yet (a first build): every endpoint is what its config says.
     plain: bool = field(init=False, repr=False, compare=False)
 

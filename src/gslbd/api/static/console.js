@@ -167,6 +167,15 @@ const refreshSummary = serial(async () => {
 
 // -- one service's detail: endpoints, admin buttons, explain ----------------------------------
 
+// Load feedback (docs/policies/load.md): the figure the answers use, the weight drawn by, the share.
+function loadText(e) {
+  const parts = [];
+  if (e.load !== null && e.load !== undefined) parts.push(`load ${e.load.toFixed(2)}`);
+  if (e.load_weight !== null && e.load_weight !== undefined) parts.push(`weight ${e.load_weight}`);
+  if (e.share !== null && e.share !== undefined) parts.push(`share ${(e.share * 100).toFixed(1)}%`);
+  return parts.join(", ");
+}
+
 function endpointRow(service, e) {
   const tr = el("tr", null, e.effective_up ? "" : "ep-down");
   if (e.admin === "down") tr.classList.add("ep-admin-down");
@@ -194,7 +203,7 @@ function endpointRow(service, e) {
   tr.append(el("td", e.address), el("td", [e.site, e.region, e.zone].filter(Boolean).join(" / ")),
     health, el("td", e.admin),
     el("td", e.effective_up ? "yes" : "no", e.effective_up ? "up" : "down"), buttons,
-    el("td", check, "reason"), el("td", change, "reason"));
+    el("td", check, "reason"), el("td", change, "reason"), el("td", loadText(e), "load"));
   return tr;
 }
 
