@@ -23,7 +23,11 @@ setup(
         Extension(
             "gslbd.wire._cfast",
             ["src/gslbd/wire/_cfast.c"],
-            depends=["src/gslbd/wire/_guard.c", "src/gslbd/wire/_tap.c"],  # included by _cfast.c: guard stages, dnstap ring
+            depends=[
+                "src/gslbd/wire/_guard.c",
+                "src/gslbd/wire/_tap.c",
+                "src/gslbd/wire/_tcp.c",
+            ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path
             optional=True,
             extra_compile_args=STRICT,
             libraries=["m"],  # log() of the weighted hash

@@ -58,6 +58,7 @@ class ServerStats:
         "tcp_evicted",
         "tcp_handler_errors",
         "tcp_idle_closed",
+        "tcp_native_answers",
         "tcp_queries",
         "tcp_rcodes",
         "tcp_responses",
@@ -67,6 +68,7 @@ class ServerStats:
         self.tcp_connections = 0  # accepted in total
         self.tcp_queries = 0
         self.tcp_responses = 0
+        self.tcp_native_answers = 0  # answered by the C table without calling the handler
         self.tcp_idle_closed = 0
         self.tcp_evicted = 0  # closed to make room under the connection cap
         self.tcp_handler_errors = 0  # exceptions raised while answering one TCP message

@@ -8,6 +8,13 @@ of the process and the admin API: when it is full, the connection active least r
 (oldest first, O(1)) so that the new client is served. A message the handler drops (None) closes its
 connection, since a TCP client would otherwise wait for an answer that never comes. The listen
 backlog is `backlog` (`dns.tcp_backlog`).
+
+With the C extension and a handler that has a C table (`handler.slot`, the Responder's), the listener
+answers from that table in C, as the UDP loop does: one call of `_cfast.TcpAnswerer.answer` per read
+answers every complete message of the connection's buffer, framed, until it meets one it leaves to
+Python (what the UDP loop leaves to Python: docs/wire.md); `handler.handle` answers that one, in its
+place, and C goes on after it. So the answers keep the order of the queries and every counter counts
+what the one-message-at-a-time loop counted (`tcp_native_answers`: the ones C answered).
 """
 
 from __future__ import annotations
@@ -15,12 +22,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import cast
+from typing import Any, cast
 
+try:
+    from gslbd.wire import _cfast
+except ImportError:  # not compiled here: every message goes to handler.handle
+    _cfast = None  # type: ignore[assignment]
 from gslbd.limits import ConnectionBudget, process_budget
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
+from gslbd.server.udp import native_seed
 from gslbd.wire.transfer import Framed
 
 log = logging.getLogger(__name__)
@@ -42,8 +54,10 @@ class TcpListener:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         budget: ConnectionBudget | None = None,
         backlog: int = DEFAULT_BACKLOG,
+        native: bool | None = None,
     ) -> None:
-        """`budget`: shared with the other listeners (default: the process's, gslbd.limits)."""
+        """`budget`: shared with the other listeners (default: the process's, gslbd.limits). `native`:
+        answer from the handler's C table (default: when the handler has one)."""
         self._sock = sock
         self.handler = handler
         self.stats = stats
@@ -55,6 +69,10 @@ class TcpListener:
         self._server: asyncio.AbstractServer | None = None
         self.sockname: tuple[str, int] = cast(tuple[str, int], tuple(sock.getsockname()[:2]))
         self.error_logged = False
+        slot = getattr(handler, "slot", None)
+        self.native: Any = None  # answers from the handler's C table (see the module's docstring)
+        if _cfast is not None and isinstance(slot, _cfast.Slot) and native is not False:
+            self.native = _cfast.TcpAnswerer(slot, native_seed())
 
     async def start(self) -> None:
         """Start accepting connections."""
@@ -149,38 +167,12 @@ class _DnsStream(asyncio.Protocol):
         buf = self._buf
         buf += data
         listener = self._listener
-        stats = listener.stats
         replies: list[bytes] = []
-        pos = 0
-        end = len(buf)
-        close = False
-        while end - pos >= 2:
-            size = (buf[pos] << 8) | buf[pos + 1]
-            if end - pos - 2 < size:
-                break
-            message = bytes(buf[pos + 2 : pos + 2 + size])
-            pos += 2 + size
-            stats.tcp_queries += 1
-            try:
-                reply = listener.handler.handle(message, self._ip, listener.v6, True)
-            except Exception:
-                stats.tcp_handler_errors += 1
-                if not listener.error_logged:
-                    listener.error_logged = True
-                    log.exception("error while answering a TCP query (counted; further ones are not logged)")
-                reply = None
-            if isinstance(reply, Framed):  # a zone transfer: several messages, already framed
-                replies.append(reply)
-                stats.tcp_responses += 1
-                continue
-            if reply is None or len(reply) > MAX_MESSAGE:
-                close = True
-                break
-            replies.append(len(reply).to_bytes(2, "big"))
-            replies.append(reply)
-            stats.tcp_responses += 1
-            if len(reply) > 3:
-                stats.tcp_rcodes[reply[3] & 15] += 1
+        native = listener.native
+        if native is None:
+            pos, close = self._answer_python(0, replies)
+        else:
+            pos, close = self._answer_native(native, replies)
         if pos:
             del buf[:pos]
             self.last_activity = self._loop.time()
@@ -192,3 +184,72 @@ class _DnsStream(asyncio.Protocol):
             transport.write(b"".join(replies))
         if close:
             transport.close()
+
+    def _answer_native(self, native: Any, replies: list[bytes]) -> tuple[int, bool]:
+        """Answer the buffer's complete messages from the C table, those it declines with the handler.
+        Returns where the unconsumed rest starts and whether to close the connection."""
+        buf = self._buf
+        stats = self._listener.stats
+        v6 = self._listener.v6
+        rcodes = stats.tcp_rcodes
+        pos = 0
+        while True:
+            try:
+                out, pos_after, answered, by_rcode, pending = native.answer(buf, pos, self._ip, v6)
+            except MemoryError:  # C could not grow its output: Python answers the rest
+                return self._answer_python(pos, replies)
+            pos = pos_after
+            if answered:
+                stats.tcp_queries += answered
+                stats.tcp_responses += answered
+                stats.tcp_native_answers += answered
+                for rcode, count in by_rcode:
+                    rcodes[rcode] += count
+                replies.append(out)
+            if pending is None:
+                return pos, False
+            if pending is False:  # not a query: dropped, as handler.handle drops it
+                stats.tcp_queries += 1
+                return pos, True
+            if not self._answer_one(pending, replies):
+                return pos, True
+
+    def _answer_python(self, pos: int, replies: list[bytes]) -> tuple[int, bool]:
+        """Answer the buffer's complete messages from `pos` with the handler, one by one."""
+        buf = self._buf
+        end = len(buf)
+        while end - pos >= 2:
+            size = (buf[pos] << 8) | buf[pos + 1]
+            if end - pos - 2 < size:
+                break
+            message = bytes(buf[pos + 2 : pos + 2 + size])
+            pos += 2 + size
+            if not self._answer_one(message, replies):
+                return pos, True
+        return pos, False
+
+    def _answer_one(self, message: bytes, replies: list[bytes]) -> bool:
+        """The handler's answer to one message, framed into `replies`; False: close the connection."""
+        listener = self._listener
+        stats = listener.stats
+        stats.tcp_queries += 1
+        try:
+            reply = listener.handler.handle(message, self._ip, listener.v6, True)
+        except Exception:
+            stats.tcp_handler_errors += 1
+            if not listener.error_logged:
+                listener.error_logged = True
+                log.exception("error while answering a TCP query (counted; further ones are not logged)")
+            reply = None
+        if isinstance(reply, Framed):  # a zone transfer: several messages, already framed
+            replies.append(reply)
+            stats.tcp_responses += 1
+            return True
+        if reply is None or len(reply) > MAX_MESSAGE:
+            return False
+        replies.append(len(reply).to_bytes(2, "big"))
+        replies.append(reply)
+        stats.tcp_responses += 1
+        if len(reply) > 3:
+            stats.tcp_rcodes[reply[3] & 15] += 1
+        return True

@@ -109,7 +109,7 @@ class UdpListener:
                 self._slot,
                 self._handler.handle,
                 self._log_failure,
-                _seed(),
+                native_seed(),
                 _guard_of(self._handler),
                 self._tap,
             )
@@ -268,8 +268,8 @@ def _guard_of(handler: Handler) -> Callable[[bytes, bytes, int, bool], bytes | N
     return guarded
 
 
-def _seed() -> int:
-    """A seed for the C loop's random draws (weighted and random policies)."""
+def native_seed() -> int:
+    """A seed for a C loop's random draws (weighted and random policies; the TCP answerer's too)."""
     return int.from_bytes(os.urandom(8), "big")
 
 

@@ -3037,6 +3037,8 @@ static PyTypeObject SlotType = {
     .tp_new = slot_new,
 };
 
+#include "_tcp.c" /* TcpAnswerer: DNS over TCP from the same table (server/tcp.py) */
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Python type: UdpLoop */
 
@@ -3506,6 +3508,7 @@ PyMODINIT_FUNC PyInit__cfast(void) {
         PyModule_AddType(m, &CacheType) < 0 || PyModule_AddType(m, &GuardType) < 0 ||
         PyModule_AddType(m, &TapType) < 0)
         return NULL;
+    if (PyType_Ready(&TcpType) < 0 || PyModule_AddType(m, &TcpType) < 0) return NULL;
     PyModule_AddIntConstant(m, "BATCH", BATCH);
     PyModule_AddIntConstant(m, "BUFSIZE", BUFSIZE);
     PyModule_AddIntConstant(m, "MAX_POLICIES", MAX_POLICIES);
