@@ -1124,8 +1124,8 @@ static void write_plan(const plan_t *o, uint8_t *dst) {
    valid query, decided without dnspython, so that a flood of them costs what a valid query costs. C
    decides only where every dnspython (2.3 as on Debian, and later) reaches the same answer: a message
    whose structure dnspython cannot read (slowpath._unparsed: NOTIMP, BADVERS or FORMERR, the question
-   echoed when it reads, an OPT when scan_opt finds one), QDCOUNT other than 1 (FORMERR or NOTIMP), and
-   type NXNAME (FORMERR). Everything else, and anything it cannot be sure of (a compression pointer that
+   echoed when it reads, an OPT when the walk read one before it broke), QDCOUNT other than 1 (FORMERR or
+   NOTIMP), and type NXNAME (FORMERR). Everything else, and anything it cannot be sure of (a compression pointer that
    may be followed, a TSIG record, NOTIFY, UPDATE, the question of an opcode older dnspython does not
    know), is left to Python. docs/wire.md, *Malformed datagrams*. */
 
@@ -1168,7 +1168,8 @@ typedef struct {
 } rj_seen_t;
 
 /* The whole message as dnspython's reader walks it (names, fixed fields, RDLENGTH within the message, no
-   byte after the last record); RJ_UNSURE at a TSIG record (its verification comes first: NOTAUTH). */
+   byte after the last record); RJ_UNSURE at a TSIG record (its verification comes first: NOTAUTH). `seen`
+   holds the OPT records read before the walk ended or broke, as wire/precheck.py's scan notes them. */
 static int rj_walk(const uint8_t *d, uint32_t n, rj_seen_t *seen) {
     uint32_t pos = 12, qd = rj_u16(d + 4), an = rj_u16(d + 6), ns = rj_u16(d + 8), ar = rj_u16(d + 10);
     for (uint32_t q = 0; q < qd; q++) {
@@ -1195,39 +1196,6 @@ static int rj_walk(const uint8_t *d, uint32_t n, rj_seen_t *seen) {
         pos = end;
     }
     return pos == n ? RJ_OK : RJ_FAIL;
-}
-
-/* slowpath._skip_name: the offset after the name at pos (a pointer: two bytes), or UINT32_MAX. */
-static uint32_t rj_skip(const uint8_t *d, uint32_t n, uint32_t pos) {
-    for (;;) {
-        if (pos >= n) return UINT32_MAX;
-        uint32_t c = d[pos];
-        if (c == 0) return pos + 1;
-        if ((c & 0xC0) == 0xC0) return pos + 2;
-        if (c & 0xC0) return UINT32_MAX;
-        pos += c + 1;
-    }
-}
-
-/* slowpath.scan_opt: 1 with the TTL of the first OPT record of the additional section, found by skipping
-   names and records without reading them; 0 when there is none or the walk fails first. */
-static int rj_scan_opt(const uint8_t *d, uint32_t n, uint32_t *ttl) {
-    uint32_t pos = 12, qd = rj_u16(d + 4), an = rj_u16(d + 6), ns = rj_u16(d + 8), ar = rj_u16(d + 10);
-    for (uint32_t q = 0; q < qd; q++) {
-        pos = rj_skip(d, n, pos);
-        if (pos == UINT32_MAX) return 0;
-        pos += 4;
-    }
-    for (uint32_t i = 0; i < an + ns + ar; i++) {
-        pos = rj_skip(d, n, pos);
-        if (pos == UINT32_MAX || pos + 10 > n) return 0;
-        if (rj_u16(d + pos) == RJ_OPT && i >= an + ns) {
-            *ttl = (uint32_t)d[pos + 4] << 24 | (uint32_t)d[pos + 5] << 16 | rj_u16(d + pos + 6);
-            return 1;
-        }
-        pos += 10 + rj_u16(d + pos + 8);
-    }
-    return 0;
 }
 
 /* slowpath._error: the header (the query's ID, QR, opcode and RD), the question when qlen, and our OPT
@@ -1285,8 +1253,10 @@ static int32_t reject_answer(const uint8_t *d, uint32_t n, uint32_t max_udp, uin
         return rj_reply(d, qend + 4 - 12, badvers ? RJ_BADVERS : RJ_FORMERR, (int)seen.opts, seen.ttl,
                         max_udp, out);
     }
-    /* dnspython cannot read it: slowpath._unparsed */
-    uint32_t qlen = 0, ttl = 0;
+    /* dnspython cannot read it: slowpath._unparsed, whose OPT is the first one the walk read before it
+       broke (precheck.scan): a record after a name that breaks (a pointer forward, ...) is not read, so an
+       OPT there is not the query's (RFC 6891 7: no OPT in the reply to a query without one). */
+    uint32_t qlen = 0;
     if (qd == 1) { /* readable_question */
         uint32_t qend = 12;
         int r = rj_name(d, n, &qend);
@@ -1296,9 +1266,9 @@ static int32_t reject_answer(const uint8_t *d, uint32_t n, uint32_t max_udp, uin
             qlen = qend + 4 - 12;
         }
     }
-    int opt = rj_scan_opt(d, n, &ttl);
-    uint32_t rcode = opcode ? RJ_NOTIMP : (opt && (ttl >> 16 & 0xFF)) ? RJ_BADVERS : RJ_FORMERR;
-    return rj_reply(d, qlen, rcode, opt, ttl, max_udp, out);
+    int opt = seen.opts > 0;
+    uint32_t rcode = opcode ? RJ_NOTIMP : (opt && (seen.ttl >> 16 & 0xFF)) ? RJ_BADVERS : RJ_FORMERR;
+    return rj_reply(d, qlen, rcode, opt, seen.ttl, max_udp, out);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
