@@ -524,6 +524,15 @@ class Responder:
         """RRL and cookie counters (empty when both are off)."""
         return self.guard.counts() if self.guard is not None else {}
 
+    def geo_cache_counts(self) -> dict[str, int]:
+        """The C table's GeoIP prefix cache (wire/_geocache.c), for the process: `geo_cache_hits` (C
+        answered a client only Python can place from its prefix's slot), `geo_cache_misses` (C asked
+        Python), `geo_cache_fills` (Python placed one); empty without the C table."""
+        if self.slot is None:
+            return {}
+        names = {"hit": "geo_cache_hits", "miss": "geo_cache_misses", "fill": "geo_cache_fills"}
+        return {names[k]: v for k, v in ctable.geo_counts().items()}
+
     def _slow(
         self, table: AnswerTable, view: View, data: bytes, src_ip: int, src_v6: bool, tcp: bool
     ) -> bytes | None:
