@@ -12,7 +12,8 @@ holds them equal for the same choice), from a copy of the table that needs no Py
       geo       GeoPlan: the client's location id (longest topology prefix, exported per locator) picks
                 a candidate set (precomputed per location with `GeoPlan.classify_location`), then
                 seq % the set's rotations
-                PoolPlan (pools and rules) the same way when no rule tests the client address or ASN
+                PoolPlan (pools and rules) the same way (rules on the address or ASN: every client
+                through the GeoIP prefix cache); the ECS scope per location id (policy/scope.py)
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
       whash     WeightedRendezvousPlan: the same hashes scored -weight/ln(u) in doubles
       python    anything else (a plan type C does not know): the query is answered in Python
@@ -30,7 +31,9 @@ answers when the responder gives the table its guard (`Table.set_guard`, wire/cg
 
 Falls back to Python (the query goes to `Responder.handle`'s Python path) for what the C table cannot
 answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), a plan kind C does not
-know (a chain through several policies), a geo client that only the GeoIP database can place, a
+know (a chain through several policies), the first query of each client prefix only Python can place
+(a GeoIP client outside the topology, pools rules on networks/asn: C keeps the answer for the prefix
+afterwards, `CTable.learn`, wire/_geocache.c), a
 nonexistent name below the parent of a wildcard, and what `Fallback` names: DO or CO set (`do`), CO set
 (`co`), a DNS cookie (`cookie`), any EDNS option but ECS and cookies (`options`), a negative answer to a
 query naming an exchange zone (`negative`: the exchange hook owns `_gslbd-exchange-*`; every other
