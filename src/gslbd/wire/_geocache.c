@@ -13,8 +13,8 @@
    client prefix and answers later queries of that prefix itself. Keys: the entry's uid (unique for the
    process: a replaced entry's slots are never hit again) and the client's /24 (IPv4) or /56 (IPv6) when
    the scope is no longer than that (every address of that prefix gets the same answer), else the whole
-   address. Direct-mapped, GEOCACHE_SLOTS slots per locator: a fill replaces what its slot held (bounded,
-   no sweep). A new locator (any full build of the table) starts empty. The slots are read and written
+   address. Two-way set associative, GEOCACHE_SLOTS slots per locator (pairs): a fill takes its slot when
+   free or holding the same key, else replaces what the pair's other slot held (bounded, no sweep). A new locator (any full build of the table) starts empty. The slots are read and written
    under the cache's mutex (as the denial cache); the pointer is published once, atomically. */
 
 #define GEOCACHE_SLOTS (1u << 16)
@@ -118,10 +118,13 @@ static int32_t geo_cached(const lpm_t *l, uint32_t which, uint64_t uid, u128 ip,
         for (int k = 0; k < 2 && found < 0; k++) {
             u128 key = geo_masked(ip, bits, lens[k]);
             uint64_t hi = (uint64_t)(key >> 64), lo = (uint64_t)key;
-            const gslot_t *s = &slots[geo_slot_of(uid, hi, lo, lens[k])];
-            if (s->uid == uid && s->hi == hi && s->lo == lo && s->plen == lens[k] && s->v6 == (uint8_t)v6) {
-                found = s->cls;
-                *scope = s->scope;
+            uint32_t at = geo_slot_of(uid, hi, lo, lens[k]);
+            for (uint32_t way = 0; way < 2 && found < 0; way++) { /* two ways: the slot and its pair */
+                const gslot_t *s = &slots[at ^ way];
+                if (s->uid == uid && s->hi == hi && s->lo == lo && s->plen == lens[k] && s->v6 == (uint8_t)v6) {
+                    found = s->cls;
+                    *scope = s->scope;
+                }
             }
         }
         pthread_mutex_unlock(&g->mu);
@@ -155,7 +158,10 @@ static int geo_fill(lpm_t *l, uint64_t uid, u128 ip, int v6, int32_t cls, uint32
     u128 key = geo_masked(ip, bits, plen);
     uint64_t hi = (uint64_t)(key >> 64), lo = (uint64_t)key;
     pthread_mutex_lock(&g->mu);
-    gslot_t *s = &slots[geo_slot_of(uid, hi, lo, plen)];
+    uint32_t at = geo_slot_of(uid, hi, lo, plen);
+    gslot_t *s = &slots[at]; /* this way when free or the same key, else the pair (whatever it held) */
+    if (s->uid != 0 && !(s->uid == uid && s->hi == hi && s->lo == lo && s->plen == plen && s->v6 == (uint8_t)v6))
+        s = &slots[at ^ 1];
     s->uid = uid;
     s->hi = hi;
     s->lo = lo;
