@@ -27,7 +27,9 @@ setup(
                 "src/gslbd/wire/_guard.c",
                 "src/gslbd/wire/_tap.c",
                 "src/gslbd/wire/_tcp.c",
-            ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path
+                "src/gslbd/wire/_geocache.c",
+                "src/gslbd/wire/_geocache_py.c",
+            ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path, ECS scope and GeoIP cache
             optional=True,
             extra_compile_args=STRICT,
             libraries=["m"],  # log() of the weighted hash

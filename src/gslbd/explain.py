@@ -17,6 +17,7 @@ from gslbd.model.service import Endpoint, EndpointKey, Rule, Service, unit_key
 from gslbd.policy.base import Client, FixedPlan, Location, Plan, PolicyEnv
 from gslbd.policy.load import ShedPlan, variant_shares
 from gslbd.policy.random_order import ShufflePlan
+from gslbd.policy.scope import echoed
 from gslbd.policy.weighted import WeightedPlan
 from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import AdminState, PolicyName, Rcode, Select
@@ -219,7 +220,8 @@ def client_lines(config: Config, client_ip: str, ecs: str | None) -> tuple[Clien
     return client, lines, net.prefixlen
 
 
-def answer_lines(view: View, qname: str, rtype: str, client: Client) -> tuple[list[str], bool]:
+def answer_lines(view: View, qname: str, rtype: str, client: Client) -> tuple[list[str], int | None]:
+    """The answer's lines, and the ECS scope it depends on (policy/scope.py; None: independent)."""
     answer = view.resolve(qname, rtype, client.ip, client.v6, random.Random(0), 0)
     rcode = RCODE_NAMES.get(answer.rcode, str(answer.rcode))
     if answer.rcode == Rcode.NOERROR and not answer.answer:
@@ -228,7 +230,7 @@ def answer_lines(view: View, qname: str, rtype: str, client: Client) -> tuple[li
     sections = (("answer", answer.answer), ("authority", answer.authority), ("additional", answer.additional))
     for section, rrs in sections:
         lines.extend(f"  {section}: {rr_text(rr)}" for rr in rrs)
-    return lines, answer.location_dependent
+    return lines, answer.ecs_scope if answer.location_dependent else None
 
 
 def explain(
@@ -288,9 +290,10 @@ def explain(
     lines.extend(decision_lines(outcome, service, rtype, client))
     if isinstance(outcome, Dynamic) and not isinstance(outcome.plan, FixedPlan):
         lines.extend(variation_lines(outcome.plan))
-    answers, dependent = answer_lines(view, name, rtype, client)
+    answers, used = answer_lines(view, name, rtype, client)
     lines.extend(answers)
     if ecs_prefix is not None:
-        scope = ecs_prefix if dependent else 0
+        scope = echoed(used, ecs_prefix) if used is not None else 0
+        dependent = used is not None
         lines.append(f"ECS scope: /{scope} ({'depends on' if dependent else 'independent of'} the location)")
     return "\n".join(lines) + "\n"

@@ -231,8 +231,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "opcode UPDATE": "gslbd answers NOTIMP like NSD (no dynamic update); Knot FORMERR, because the probe "
     "has an A question where UPDATE wants the zone's SOA",
     "EDNS, ECS 192.0.2.0/24": "gslbd is an ECS-aware authoritative server (RFC 7871 7.2.2): it echoes "
-    "the option, scope 0 when the answer does not depend on the location, the source prefix when it "
-    "does; Knot (without its geoip module) and NSD ignore ECS and send no option",
+    "the option, scope 0 when the answer does not depend on the location, the prefix the plan used "
+    "(at most the source prefix) when it does; Knot (without its geoip module) and NSD ignore ECS and "
+    "send no option",
     "CD set (RFC 4035 3.1.6)": "gslbd copies CD from the query into every response, as RFC 4035 3.1.6 "
     "says a security-aware server MUST (ISC genreport `docd`; BIND does the same); Knot 3.2 and NSD 4.6 "
     "clear it for this unsigned zone. Resolvers ignore CD in responses, so nothing is cached differently",

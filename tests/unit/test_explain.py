@@ -167,7 +167,8 @@ def test_geo_with_ecs_locates_by_the_subnet_and_reports_the_scope() -> None:
     assert "  geo: same region us-east4 as the client -> 198.51.100.1\n" in text
     assert "the answer depends on the client, 4 possible answers:\n" in text
     assert text.endswith(
-        "  answer: g.gslb.example.com. 30 IN A 198.51.100.1\nECS scope: /24 (depends on the location)\n"
+        # the plan used the topology network 10.1.0.0/16: that is the scope, not the source's /24
+        "  answer: g.gslb.example.com. 30 IN A 198.51.100.1\nECS scope: /16 (depends on the location)\n"
     )
 
 

@@ -24,6 +24,7 @@ from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
 from gslbd.policy import Plan, PolicyEnv, plan_service
 from gslbd.policy.load import apply_load, shed_plan, uses_load
+from gslbd.policy.scope import plan_scope
 from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import AdminState, AllDown, EndpointKind, Rcode
 
@@ -79,6 +80,16 @@ class Answer:
     # A CNAME/DNAME chain that ends in NXDOMAIN or NODATA: (its last name, the types there; () when it
     # does not exist), which a signed answer proves with that name's NSEC.
     denied: tuple[str, tuple[str, ...]] | None = None
+    # The ECS scope of a location-dependent answer (policy/scope.py plan_scope); None: the whole address
+    # (a CNAME chain through several policies), so the source prefix is echoed.
+    scope: int | None = None
+
+    @property
+    def ecs_scope(self) -> int:
+        """The prefix length this answer depends on, before the cap at the source prefix."""
+        if not self.location_dependent:
+            return 0
+        return 128 if self.scope is None else self.scope
 
 
 # Extended DNS Errors gslbd sends (RFC 8914 section 4; the choices are explained in docs/wire.md).
@@ -541,10 +552,12 @@ def render(data: NameData, outcome: Outcome, ip: int, v6: bool, rng: random.Rand
             else Answer(outcome.rcode, ede=EDE_ALL_DOWN if outcome.rcode == Rcode.SERVFAIL else None)
         )
     index = outcome.plan.pick(ip, v6, rng, seq)
+    dependent = outcome.plan.location_dependent
     return Answer(
         Rcode.NOERROR,
         answer=outcome.records(index),
-        location_dependent=outcome.plan.location_dependent,
+        location_dependent=dependent,
+        scope=plan_scope(outcome.plan, ip, v6) if dependent else None,
     )
 
 

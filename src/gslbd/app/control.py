@@ -155,7 +155,8 @@ class AppControl:
             report = workers.counters()
         else:
             responder = self._app.responder
-            report = CounterReport.of(self._app.stats, responder.policy_answers(), responder.guard_counts())
+            events = {**responder.guard_counts(), **responder.geo_cache_counts()}
+            report = CounterReport.of(self._app.stats, responder.policy_answers(), events)
         queries = {
             (transport, _RCODE_NAMES.get(rcode, str(rcode))): count
             for (transport, rcode), count in report.responses_by_rcode().items()

@@ -22,15 +22,61 @@ import maxminddb
 
 from gslbd.errors import ConfigError, Problem
 from gslbd.model.config import Config
-from gslbd.model.topology import Locality, NetworkEntry, SiteInfo, Topology
+from gslbd.model.topology import IPNetwork, Locality, NetworkEntry, SiteInfo, Topology
 from gslbd.policy.base import Location, PolicyEnv
 
 log = logging.getLogger(__name__)
 
 CACHE_LIMIT = 10_000
 UNKNOWN = Location()
+# A network whose nested networks (or, outside every network, the outermost ones) number more than this
+# gets the ECS scope of a whole address (capped at the source prefix): a bound on the per-query work.
+NESTED_LIMIT = 32
 
 Table = list[tuple[int, dict[int, NetworkEntry]]]
+# Networks as (network address as an int, prefix length); None: more than NESTED_LIMIT of them.
+Nets = tuple[tuple[int, int], ...] | None
+
+
+def family_bits(v6: bool) -> int:
+    return 128 if v6 else 32
+
+
+def covering_bits(ip: int, bits: int, networks: tuple[tuple[int, int], ...]) -> int:
+    """The shortest prefix of `ip` inside which every address is in or out of each of `networks` alike
+    (RFC 7871 7.2.1's scope of an answer that depends on them): a network holding `ip` needs its own
+    length, one that does not needs one bit past their common prefix."""
+    best = 0
+    for network, length in networks:
+        diff = (ip ^ network) >> (bits - length)
+        need = length if diff == 0 else length - diff.bit_length() + 1
+        best = max(best, need)
+    return best
+
+
+def scope_lists(entries: list[NetworkEntry]) -> tuple[dict[IPNetwork, Nets], Nets]:
+    """Per network of one family, itself and the networks nested in it (what decides the longest
+    prefix match of an address inside it), and the outermost networks (what decides it outside all)."""
+    nets = sorted({e.cidr for e in entries}, key=lambda n: (int(n.network_address), n.prefixlen))
+    inside: dict[IPNetwork, Nets] = {}
+    for i, net in enumerate(nets):
+        top = int(net.broadcast_address)
+        found = [(int(net.network_address), net.prefixlen)]
+        for other in nets[i + 1 :]:
+            if int(other.network_address) > top:
+                break
+            if len(found) >= NESTED_LIMIT:
+                found = []
+                break
+            found.append((int(other.network_address), other.prefixlen))
+        inside[net] = tuple(found) if found else None
+    outer: list[tuple[int, int]] = []
+    top = -1
+    for net in nets:
+        if int(net.network_address) > top:
+            outer.append((int(net.network_address), net.prefixlen))
+            top = int(net.broadcast_address)
+    return inside, (tuple(outer) if len(outer) <= NESTED_LIMIT else None)
 
 
 def build_tables(networks: tuple[NetworkEntry, ...]) -> tuple[Table, Table]:
@@ -116,6 +162,12 @@ class TopologyLocator:
         self.cache6: dict[int, Location] = {}
         self.reader = _open(topology.geoip_database, "topology.geoip.database", "GeoIP")
         self.asn_reader = _open(topology.asn_database, "topology.geoip.asn_database", "ASN")
+        v4 = [e for e in topology.networks if e.cidr.version == 4]
+        v6 = [e for e in topology.networks if e.cidr.version == 6]
+        (in4, out4), (in6, out6) = scope_lists(v4), scope_lists(v6)
+        self.inside: dict[IPNetwork, Nets] = {**in4, **in6}  # per network: see scope_lists
+        self.outside: tuple[Nets, Nets] = (out4, out6)
+        self.scopes: dict[tuple[int, bool, bool], int] = {}
 
     def locate(self, ip: int, v6: bool) -> Location:
         cache = self.cache6 if v6 else self.cache4
@@ -130,11 +182,42 @@ class TopologyLocator:
         return found
 
     def topology_location(self, ip: int, v6: bool) -> Location | None:
+        entry = self.topology_entry(ip, v6)
+        return self.entry_location(entry) if entry is not None else None
+
+    def topology_entry(self, ip: int, v6: bool) -> NetworkEntry | None:
+        """The topology network that places the client (the longest prefix holding it), or None."""
         for shift, table in self.v6 if v6 else self.v4:
             entry = table.get(ip >> shift)
             if entry is not None:
-                return self.entry_location(entry)
+                return entry
         return None
+
+    def scope_networks(self, entry: NetworkEntry | None, v6: bool) -> Nets:
+        """The networks whose membership decides where the clients placed by `entry` (None: outside
+        every network) are: the C table holds the same per location id."""
+        return self.inside[entry.cidr] if entry is not None else self.outside[v6]
+
+    def scope(self, ip: int, v6: bool, asn: bool = False) -> int:
+        """The prefix length of `ip` inside which every client is located alike (the ECS scope of an
+        answer that depends on the location): the topology networks that decide it, and for a client
+        outside them the GeoIP record's network (and with `asn` the ASN record's, which the location
+        carries for every client)."""
+        key = (ip, v6, asn)
+        found = self.scopes.get(key)
+        if found is None:
+            bits = family_bits(v6)
+            entry = self.topology_entry(ip, v6)
+            nets = self.scope_networks(entry, v6)
+            found = bits if nets is None else covering_bits(ip, bits, nets)
+            if entry is None:
+                found = max(found, _prefix(self.reader, ip, v6))
+            if asn:
+                found = max(found, _prefix(self.asn_reader, ip, v6))
+            if len(self.scopes) >= CACHE_LIMIT:
+                self.scopes.clear()
+            self.scopes[key] = found
+        return found
 
     def entry_location(self, entry: NetworkEntry) -> Location:
         """A topology entry's location; a site brings its locality (when the entry has none) and
@@ -193,6 +276,21 @@ def _record(reader: maxminddb.Reader | None, ip: int, v6: bool) -> Mapping[str, 
     except maxminddb.InvalidDatabaseError:  # a damaged record: the client stays unknown
         return None
     return record if isinstance(record, Mapping) else None
+
+
+def _prefix(reader: maxminddb.Reader | None, ip: int, v6: bool) -> int:
+    """The prefix length of the database's network that holds `ip` (its record, or its gap): every
+    address inside it has the same record. 0 without a database, or for IPv6 on an IPv4 database."""
+    if reader is None:
+        return 0
+    address = ipaddress.IPv6Address(ip) if v6 else ipaddress.IPv4Address(ip)
+    try:
+        _, length = reader.get_with_prefix_len(address)
+    except ValueError:  # an IPv6 address asked of an IPv4-only database: unknown, whatever the address
+        return 0
+    except maxminddb.InvalidDatabaseError:  # a damaged record: the whole address decides
+        return family_bits(v6)
+    return int(length)
 
 
 def known_sites(config: Config) -> dict[str, SiteInfo]:

@@ -14,7 +14,8 @@ does): `networks` (the client address), `sites` (the client's topology site), `c
 Every distinct pool reached is planned once per health change; a query only classifies its client
 (cached per plan, as geo does) and lets that pool's plan pick. Rules that do not test the client
 address are decided per location, so the C table precomputes them per topology network as it does
-geo (`classify_location`); rules with `networks` are answered by this plan in Python.
+geo (`classify_location`); rules with `networks` or `asn` are placed by this plan in Python once per
+client prefix, and C keeps that (wire/_geocache.c). policy/scope.py gives the ECS scope per rule kind.
 """
 
 from __future__ import annotations
@@ -95,12 +96,17 @@ class PoolPlan:
         return True
 
     @property
+    def seq_picked(self) -> bool:
+        """Whether every pool's plan picks by the query counter alone: then the C table answers it as it
+        answers geo, from a class per client."""
+        return all(isinstance(p, FixedPlan | RotationPlan) for p in self.inner)
+
+    @property
     def by_location(self) -> bool:
-        """Whether a client's class follows from its location alone (no rule tests the address), and
-        every pool's plan picks by the query counter: then C can answer it as it answers geo."""
-        return not any(r.networks or r.asns for r in self.rules) and all(
-            isinstance(p, FixedPlan | RotationPlan) for p in self.inner
-        )
+        """Whether a client's class follows from its location alone (no rule tests the address or the
+        ASN) and `seq_picked`: then C precomputes the class per topology network; with rules that test
+        the address or the ASN, C keeps each client prefix's class once Python has placed it."""
+        return not any(r.networks or r.asns for r in self.rules) and self.seq_picked
 
     def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:
         cache = self.cache6 if v6 else self.cache4

@@ -583,7 +583,9 @@ async def _serve(conn: Connection, index: int) -> None:
             await asyncio.sleep(COUNTERS_INTERVAL)
             try:
                 report = CounterReport.of(
-                    listeners.stats, responder.policy_answers(), responder.guard_counts()
+                    listeners.stats,
+                    responder.policy_answers(),
+                    {**responder.guard_counts(), **responder.geo_cache_counts()},
                 )
                 conn.send(report)
             except OSError:  # the parent is gone; on_update sees EOF and ends the worker

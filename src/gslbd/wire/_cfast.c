@@ -75,9 +75,12 @@ typedef struct {
     uint32_t shift;
 } level_t;
 
+struct geox;
+
 typedef struct {
     uint32_t nlev[2]; /* v4, v6 */
     level_t *lev[2];
+    struct geox *gx; /* ECS scopes per location and the GeoIP prefix cache (_geocache.c) */
 } lpm_t;
 
 /* An entry: one allocation holding the header, the variants, the parameters' arrays and the variants'
@@ -104,6 +107,7 @@ typedef struct {
         struct {        /* geo: starts and counts (nclass each), class_of (nloc) */
             const lpm_t *lpm;
             uint32_t nclass, nloc;
+            uint64_t uid; /* the key of its clients in the GeoIP prefix cache (_geocache.c) */
         };
     };
     variant_t var[];
@@ -347,7 +351,11 @@ static void shard_decref(shard_t *s, totals_t *totals) {
     PyMem_RawFree(s);
 }
 
+static void geox_free(struct geox *g);
+
 static void lpm_clear(lpm_t *l) {
+    geox_free(l->gx);
+    l->gx = NULL;
     for (int f = 0; f < 2; f++) {
         for (uint32_t i = 0; i < l->nlev[f]; i++) {
             PyMem_RawFree(l->lev[f][i].keys);
@@ -479,6 +487,8 @@ static uint32_t lpm_find(const lpm_t *l, u128 ip, int v6) {
     }
     return 0;
 }
+
+#include "_geocache.c"
 
 /* Whether the zone's denial budget is spent now (no fresh compact denial may be signed before `until`). */
 static int gate_closed(const gate_t *g) {
@@ -839,6 +849,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     const uint8_t *vopt = NULL;
     uint32_t voptlen = 0;
     int locdep = 0;
+    uint32_t pscope = 128; /* the ECS scope the plan used (policy/scope.py), before the cap at the source */
     const uint8_t *dp[DENIAL_PIECES]; /* a signed denial's records, in pieces */
     uint32_t dl[DENIAL_PIECES];
     int dn = 0;
@@ -884,6 +895,10 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     if (loc >= e->nloc) return R_FALLBACK;
                     const uint32_t *starts = entry_params(e), *counts = starts + e->nclass;
                     int32_t c = ((const int32_t *)(counts + e->nclass))[loc];
+                    if (c < 0) /* only Python places it: the GeoIP prefix cache, else Python (_geocache.c) */
+                        c = geo_cached(e->lpm, (uint32_t)(e->lpm - b->lpms), e->uid, ip, v6, &pscope);
+                    else
+                        pscope = geo_scope(e->lpm, loc, ip, v6);
                     if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
                     seq = ch->seq >= 0 ? (uint64_t)ch->seq : ATOMIC_ADD(&e->counter, 1);
                     pick = starts[c] + (uint32_t)(seq % counts[c]);
@@ -915,6 +930,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     break;
                 }
                 case K_HASH: {
+                    pscope = v6 ? GEO_SHORT6 : GEO_SHORT4; /* the /24 or /56 it hashes */
                     uint64_t k = v6 ? (((uint64_t)(ip >> 72)) << 1 | 1) : ((uint64_t)(ip >> 8)) << 1;
                     uint64_t seed = mix64(k), best_score = 0;
                     uint32_t best = 0;
@@ -929,6 +945,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     break;
                 }
                 case K_WHASH: { /* weighted rendezvous: the highest -w/ln(u), as policy/rendezvous.py */
+                    pscope = v6 ? GEO_SHORT6 : GEO_SHORT4;
                     uint64_t k = v6 ? (((uint64_t)(ip >> 72)) << 1 | 1) : ((uint64_t)(ip >> 8)) << 1;
                     uint64_t seed = mix64(k);
                     const uint64_t *ids = entry_params(e);
@@ -1062,7 +1079,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         options = (ecs_echo ? ecs_end - ecs_at : 0) + nsid + voptlen;
         if (options > 0xFFFF) return R_FALLBACK;
         optlen = options ? 9 + 2 + options : 11;
-        o->scope = locdep ? (uint8_t)ecs_src : 0;
+        o->scope = locdep ? (uint8_t)(pscope < ecs_src ? pscope : ecs_src) : 0;
         limit = payload < 512 ? 512 : payload;
         if (limit > b->max_udp) limit = b->max_udp > 512 ? b->max_udp : 512;
     } else {
@@ -1724,6 +1741,7 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
             break;
         }
         e->lpm = &c->b->lpms[which];
+        e->uid = __atomic_add_fetch(&geo_uids, 1, __ATOMIC_RELAXED);
         e->nclass = (uint32_t)n1;
         e->nloc = (uint32_t)n3;
         uint32_t *at_starts = params, *at_counts = at_starts + n1;
@@ -1830,10 +1848,11 @@ fail:
 }
 
 static int build_lpm(PyObject *spec, lpm_t *l) {
-    /* spec: (v4 levels, v6 levels); level: (shift, ((key, loc), ...)); loc ids start at 1 */
+    /* spec: (v4 levels, v6 levels, scopes); level: (shift, ((key, loc), ...)); loc ids start at 1;
+       scopes: see geox_build (_geocache.c) */
     memset(l, 0, sizeof(*l));
     for (int f = 0; f < 2; f++) {
-        PyObject *levels = item(spec, f, 2, "locator spec");
+        PyObject *levels = item(spec, f, 3, "locator spec");
         if (levels == NULL) return -1;
         if (!PyTuple_Check(levels)) {
             PyErr_SetString(PyExc_TypeError, "levels must be a tuple");
@@ -1886,7 +1905,7 @@ static int build_lpm(PyObject *spec, lpm_t *l) {
             }
         }
     }
-    return 0;
+    return geox_build(PyTuple_GET_ITEM(spec, 2), l);
 }
 
 /* A zone's SOA name (labels without the root) in both forms. */
@@ -2539,6 +2558,7 @@ static int parse_ip(PyObject *obj, int v6, u128 *out) {
 
 #include "_guard.c"
 #include "_tap.c" /* the dnstap ring the UdpLoop writes (issue 21) */
+#include "_geocache_py.c"
 
 /* table.answer(data, ip, v6, tcp, seq=-1, draw=-1.0) -> bytes | None | False (None: ask Python; False:
    the table's guard dropped the answer). With a guard, the answer is the guarded one, as the UDP loop
@@ -2559,6 +2579,7 @@ static PyObject *table_answer(TableObject *self, PyObject *args) {
     }
     choice_t ch = {seq, draw, &self->rng};
     PyObject *out;
+    geo_last.set = 0; /* geo_missed() tells about this call only */
     if (plan_answer(self->t, data.buf, (uint32_t)data.len, ip, v6, tcp, &ch, &plan) < 0) {
         out = Py_NewRef(Py_None);
     } else if (self->t->guard != NULL) {
@@ -2731,6 +2752,8 @@ static PyMethodDef table_methods[] = {
     {"shared_shards", (PyCFunction)table_shared_shards, METH_O, "shared_shards(other) -> index shards shared"},
     {"seed", (PyCFunction)table_seed, METH_O, "seed(n): the state of answer()'s random draws"},
     {"set_guard", (PyCFunction)table_set_guard, METH_O, "set_guard(guard): cookies and RRL on every answer"},
+    {"geo_missed", (PyCFunction)table_geo_missed, METH_NOARGS, "geo_missed() -> (locator, uid, ip, v6) | None"},
+    {"geo_fill", (PyCFunction)table_geo_fill, METH_VARARGS, "geo_fill(locator, uid, ip, v6, class, scope)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3459,6 +3482,7 @@ fail:
 static PyMethodDef methods[] = {
     {"build", build, METH_VARARGS, "build(settings, zones, locators, nodes, inherit, signed_nodes) -> Table"},
     {"diff", diff, METH_VARARGS, "diff(old, new) -> (changed keys, removed keys), by value identity"},
+    {"geo_counts", geo_counts, METH_NOARGS, "geo_counts() -> (hits, misses, fills) of the GeoIP prefix cache"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,7 +12,8 @@ holds them equal for the same choice), from a copy of the table that needs no Py
       geo       GeoPlan: the client's location id (longest topology prefix, exported per locator) picks
                 a candidate set (precomputed per location with `GeoPlan.classify_location`), then
                 seq % the set's rotations
-                PoolPlan (pools and rules) the same way when no rule tests the client address or ASN
+                PoolPlan (pools and rules) the same way (rules on the address or ASN: every client
+                through the GeoIP prefix cache); the ECS scope per location id (policy/scope.py)
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
       whash     WeightedRendezvousPlan: the same hashes scored -weight/ln(u) in doubles
       python    anything else (a plan type C does not know): the query is answered in Python
@@ -30,7 +31,9 @@ answers when the responder gives the table its guard (`Table.set_guard`, wire/cg
 
 Falls back to Python (the query goes to `Responder.handle`'s Python path) for what the C table cannot
 answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), a plan kind C does not
-know (a chain through several policies), a geo client that only the GeoIP database can place, a
+know (a chain through several policies), the first query of each client prefix only Python can place
+(a GeoIP client outside the topology, pools rules on networks/asn: C keeps the answer for the prefix
+afterwards, `CTable.learn`, wire/_geocache.c), a
 nonexistent name below the parent of a wildcard, and what `Fallback` names: DO or CO set (`do`), CO set
 (`co`), a DNS cookie (`cookie`), any EDNS option but ECS and cookies (`options`), a negative answer to a
 query naming an exchange zone (`negative`: the exchange hook owns `_gslbd-exchange-*`; every other
@@ -66,11 +69,12 @@ from gslbd.gcpause import collector_paused
 from gslbd.model.exchange_cut import EXCHANGE_PREFIX
 from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
-from gslbd.policy.locate import TopologyLocator
+from gslbd.policy.locate import Nets, TopologyLocator
 from gslbd.policy.pools import PoolPlan
 from gslbd.policy.random_order import ShufflePlan
 from gslbd.policy.rendezvous import RendezvousPlan, WeightedRendezvousPlan
 from gslbd.policy.round_robin import RotationPlan
+from gslbd.policy.scope import client_class
 from gslbd.policy.weighted import WeightedPlan
 from gslbd.wire.compile import AnswerTable, Entry, Node, Variant, ZoneEntry
 
@@ -145,7 +149,7 @@ class _Locators:
     keep: list[object] = field(default_factory=list)  # keeps each locator alive while its id is a key
     locations: list[list[Location]] = field(default_factory=list)  # per index: location of each id
     geoip: list[bool] = field(default_factory=list)  # per index: unmatched clients need the GeoIP database
-    specs: list[tuple[Any, Any]] = field(default_factory=list)
+    specs: list[tuple[Any, ...]] = field(default_factory=list)
     # Variant specs made during one build or update, by id of the Variant (kept alive beside its spec):
     # the compiler shares variants across names (NODATA, REFUSED, the same address sets), so most repeat.
     variants: dict[int, tuple[Variant, tuple[bytes, bytes, bytes, bytes]]] = field(default_factory=dict)
@@ -156,20 +160,23 @@ class _Locators:
             return found
         if isinstance(locator, TopologyLocator):
             locations: list[Location] = [Location()]
+            scopes: list[Nets] = [None]  # per location id: the networks its ECS scope depends on
             families = []
-            for levels in (locator.v4, locator.v6):
+            for v6, levels in ((False, locator.v4), (True, locator.v6)):
                 out = []
                 for shift, table in levels:
                     keys = []
                     for key, entry in table.items():
                         locations.append(locator.entry_location(entry))
+                        scopes.append(locator.scope_networks(entry, v6))
                         keys.append((key, len(locations) - 1))
                     out.append((shift, tuple(keys)))
                 families.append(tuple(out))
-            spec: tuple[Any, Any] = (families[0], families[1])
+            outside = (locator.scope_networks(None, False), locator.scope_networks(None, True))
+            spec: tuple[Any, ...] = (families[0], families[1], (*outside, tuple(scopes)))
             geoip = locator.reader is not None or locator.asn_reader is not None
         elif isinstance(locator, NoLocator):
-            locations, spec, geoip = [Location()], ((), ()), False
+            locations, spec, geoip = [Location()], ((), (), ((), (), (None,))), False
         else:
             return -1
         self.index[id(locator)] = len(self.specs)
@@ -194,10 +201,45 @@ class CTable:
     def answer(self) -> Any:
         return self.native.answer
 
+    def learn(self, data: bytes) -> None:
+        """After `answer` left a query to Python because C could not place its geo client (outside the
+        topology networks with a GeoIP database, or pools whose rules test the address): locate the
+        client once here and give C its class and ECS scope for the client's prefix (wire/_geocache.c)."""
+        missed = self.native.geo_missed()
+        if missed is None:
+            return
+        which, uid, ip, v6 = missed
+        plan = _plan_of(self.source, data)
+        found = client_class(plan, ip, v6) if plan is not None else None
+        if found is not None:
+            self.native.geo_fill(which, uid, ip, v6, found[0], found[1])
+
     def policy_answers(self) -> dict[str, int]:
         """Answers decided per policy by this table's lineage (every C table built with `inherit`)."""
         counts = self.native.policy_answers()
         return {name: counts[i] for name, i in _POLICY_IDS.items() if counts[i]}
+
+
+def _plan_of(table: AnswerTable, data: bytes) -> object | None:
+    """The plan behind the entry that answers the query's question (a name without a zero byte: the
+    only ones whose geo clients C asks about), as C found it (a signed node shares its picks)."""
+    end = data.find(b"\0", 12)
+    if end < 0 or end + 3 > len(data):
+        return None
+    node = table.names.get(data[12 : end + 1].lower())
+    if node is None:
+        return None
+    entry = node.types.get(int.from_bytes(data[end + 1 : end + 3], "big"), node.default)
+    return getattr(entry.pick, "__self__", None)
+
+
+def geo_counts() -> dict[str, int]:
+    """The GeoIP prefix cache's counters for the process: C answered from it, C asked Python, Python
+    filled it (metrics: gslbd_geo_cache_total)."""
+    if _cfast is None:
+        return {"hit": 0, "miss": 0, "fill": 0}
+    hits, misses, fills = _cfast.geo_counts()
+    return {"hit": hits, "miss": misses, "fill": fills}
 
 
 def _variant(v: Variant) -> tuple[bytes, bytes, bytes, bytes]:
@@ -239,12 +281,18 @@ def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ..
         return (K_HASH, policy, dependent, variants, plan.ids)
     if isinstance(plan, WeightedRendezvousPlan):
         return (K_WHASH, policy, dependent, variants, (plan.ids, tuple(map(float, plan.weights))))
-    if isinstance(plan, GeoPlan) or (isinstance(plan, PoolPlan) and plan.by_location):
+    if isinstance(plan, GeoPlan) or (isinstance(plan, PoolPlan) and plan.seq_picked):
         which = locators.add(plan.locator)
         if which >= 0:
-            classes = [plan.classify_location(loc)[0] for loc in locators.locations[which]]
-            if locators.geoip[which]:
-                classes[0] = -1  # not in a topology network: only the GeoIP database knows
+            # -1: only Python places the client (the GeoIP prefix cache, wire/_geocache.c): outside every
+            # topology network when a GeoIP/ASN database is set, every client of rules that test the
+            # address or the ASN
+            if isinstance(plan, PoolPlan) and not plan.by_location:
+                classes = [-1] * len(locators.locations[which])
+            else:
+                classes = [plan.classify_location(loc)[0] for loc in locators.locations[which]]
+                if locators.geoip[which]:
+                    classes[0] = -1
             return (K_GEO, policy, dependent, variants, (which, plan.starts, plan.counts, tuple(classes)))
     return (K_PYTHON, policy, dependent, variants, None)
 

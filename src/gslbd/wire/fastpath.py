@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from gslbd.answer import View
 from gslbd.cow import MASK as SHARD_MASK
+from gslbd.policy.scope import echoed, plan_scope
 from gslbd.wire import ctable
 from gslbd.wire.cguard import NativeGuard
 from gslbd.wire.compile import AnswerTable, Entry, Heads, compile_answer, count_answers, key_name, nx_soa
@@ -141,6 +142,7 @@ def fast_answer(
     do = 0
     co = 0
     co_echo = False  # a compact denial of a nonexistent name to a CO query: NXDOMAIN, CO echoed
+    scope_bits = 0  # the ECS scope echoed: what the plan used, at most the source prefix
     nsid = b""
     ip = src_ip
     v6 = src_v6
@@ -201,6 +203,8 @@ def fast_answer(
                     return None  # all_down=nxdomain as a compact denial: the slow path writes NXDOMAIN
                 node = signed_node
         pick, counter, variants, location_dependent = node.types.get(qtype, node.default)
+        if location_dependent and ecs_end and table.use_client_subnet:  # the ECS scope the plan used
+            scope_bits = echoed(plan_scope(getattr(pick, "__self__", None), ip, v6), ecs_src)
         if pick is None:
             heads, tc_heads, sections, options = variants[0]
         else:
@@ -256,7 +260,7 @@ def fast_answer(
         index = (data[2] & 1) | 2
         # Options in the slow path's order: ECS echo, NSID, then the variant's own (EDE).
         if ecs_end and table.use_client_subnet:
-            scope = _BYTE[ecs_src] if location_dependent else _BYTE[0]
+            scope = _BYTE[scope_bits]
             options = b"".join((data[ecs_at : ecs_at + 7], scope, data[ecs_at + 8 : ecs_end], nsid, options))
         elif nsid:
             options = nsid + options
@@ -478,6 +482,7 @@ class Responder:
             answered = built.native.answer(data, src_ip, src_v6, tcp)
             if answered is not None:  # guarded by C already; False: its guard dropped the answer
                 return answered if isinstance(answered, bytes) else None
+            built.learn(data)  # a geo client only Python places: C keeps its prefix's class from now on
         try:
             out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
         except IndexError:
@@ -518,6 +523,15 @@ class Responder:
     def guard_counts(self) -> dict[str, int]:
         """RRL and cookie counters (empty when both are off)."""
         return self.guard.counts() if self.guard is not None else {}
+
+    def geo_cache_counts(self) -> dict[str, int]:
+        """The C table's GeoIP prefix cache (wire/_geocache.c), for the process: `geo_cache_hits` (C
+        answered a client only Python can place from its prefix's slot), `geo_cache_misses` (C asked
+        Python), `geo_cache_fills` (Python placed one); empty without the C table."""
+        if self.slot is None:
+            return {}
+        names = {"hit": "geo_cache_hits", "miss": "geo_cache_misses", "fill": "geo_cache_fills"}
+        return {names[k]: v for k, v in ctable.geo_counts().items()}
 
     def _slow(
         self, table: AnswerTable, view: View, data: bytes, src_ip: int, src_v6: bool, tcp: bool

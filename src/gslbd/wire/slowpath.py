@@ -60,6 +60,7 @@ from gslbd.answer import (
 from gslbd.answer.dname import beneath
 from gslbd.model.tsig import TsigKey
 from gslbd.model.zone import Zone
+from gslbd.policy.scope import echoed as echoed_scope
 from gslbd.types import Rcode
 from gslbd.wire.compile import SignedZone
 from gslbd.wire.dnssec import CO, NXNAME, Signer
@@ -206,7 +207,7 @@ def _respond(
         answer = resolve(view, question.name, question.rdtype, ip=ip, v6=v6, rng=rng, seq=seq)
     flags = response_flags(qflags, authoritative=carries_aa(answer.rcode, answer.authoritative))
     signed = None
-    located = answer.location_dependent  # the ECS scope: whether what is sent depends on the client
+    located = answer.ecs_scope  # the ECS scope: the client prefix what is sent depends on (0: none)
     co_echo = False
     if (
         signer is not None
@@ -225,7 +226,7 @@ def _respond(
             found = resolve(
                 view, question.name, dns.rdatatype.RdataType.make(rdtype), ip=ip, v6=v6, rng=rng, seq=seq
             )
-            located = located or found.location_dependent
+            located = max(located, found.ecs_scope)
             reply = signer.signed_reply(qname, data, found, synthesized=synthesized)
             return reply.answer if reply is not None else []
 
@@ -245,7 +246,7 @@ def _respond(
     if edns is not None:
         options: list[dns.edns.Option] = []
         if ecs is not None:
-            scope = ecs.srclen if located else 0
+            scope = echoed_scope(located, ecs.srclen)
             options.append(dns.edns.ECSOption(ecs.address, ecs.srclen, scope))
         if ident.identity is not None and any(o.otype == dns.edns.NSID for o in query.options):
             options.append(dns.edns.NSIDOption(ident.identity.encode("utf-8")))
