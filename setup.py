@@ -27,7 +27,8 @@ setup(
                 "src/gslbd/wire/_guard.c",
                 "src/gslbd/wire/_tap.c",
                 "src/gslbd/wire/_tcp.c",
-            ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path
+                "src/gslbd/wire/_shed.c",
+            ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path, shed_load entries
             optional=True,
             extra_compile_args=STRICT,
             libraries=["m"],  # log() of the weighted hash
