@@ -170,7 +170,7 @@ class ShedPlan:
     the candidates whose shed factor is above u, and the policy's own plan over those answers (so an
     endpoint is in the candidate set of a share `factor` of the queries). `levels` are the plans per
     band of u, `bounds` the bands' upper ends but the last; the variants are theirs, one after another.
-    Answered in Python (wire/ctable.py: a plan kind C does not know)."""
+    Answered by the C table as a `shed` entry (wire/ctable.py, wire/_shed.c): a level per band."""
 
     levels: tuple[Plan, ...]
     bounds: tuple[float, ...]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from wire_support import ep, make_snapshot
+from wire_support import ORIGIN, ep, make_snapshot, query
 
 from gslbd.model.load import LoadState, ShedLoad
 from gslbd.model.service import Service
@@ -76,3 +76,12 @@ def shed_snapshot(services: tuple[Service, ...], base: Snapshot | None = None) -
         for i, e in enumerate(s.endpoints):
             loads[e.endpoint_key] = load_state(0.9 if s.label == "shed-full" else FIGURES[i % len(FIGURES)])
     return replace(snapshot, loads=loads)
+
+
+# Queries of the shed services (plain, with EDNS, with ECS of a placed and an unplaced client): the seeds
+# of the shed fuzz test and of scripts/fuzz_cfast.py.
+SHED_SEEDS = [
+    query(f"{label}.{ORIGIN}", rtype, edns=edns, ecs=ecs)
+    for label in ("shed-rr", "shed-geo", "shed-whash", "shed-wsite", "shed-full")
+    for rtype, edns, ecs in (("A", None, None), ("AAAA", 0, "10.1.2.0/24"), ("A", 0, "2001:db8:ffff::/48"))
+]

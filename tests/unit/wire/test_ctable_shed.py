@@ -4,6 +4,7 @@ of the answers its factor says; a load change recompiles and copies into C only 
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import replace
 
@@ -12,8 +13,18 @@ import dns.rdatatype
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shed_world import SHED, V4, V6, load_state, shed_service, shed_services, shed_snapshot
-from test_ctable import NETWORKS, SITES, FixedDraw, counter_values, entry_kind, used_count
+from shed_world import SHED, SHED_SEEDS, V4, V6, load_state, shed_service, shed_services, shed_snapshot
+from test_ctable import (
+    NETWORKS,
+    SITES,
+    VIEWS,
+    FixedDraw,
+    counter_values,
+    entry_kind,
+    left_to_python,
+    used_count,
+)
+from test_wire_fuzz import MUTATION, Mutation, mutate
 from wire_support import CONFIG, ORIGIN, query
 
 from gslbd.answer import build_view
@@ -167,3 +178,24 @@ def test_a_load_change_recompiles_and_copies_into_c_only_the_touched_service() -
     high = updated.native.answer(query(rr.name), 1, False, False, 0, 0.6)
     assert low is not None and high is not None
     assert b"\xc0\x00\x02\xa1" in low and b"\xc0\x00\x02\xa1" not in high
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, len(SHED_SEEDS) - 1),
+    ops=st.lists(MUTATION, max_size=4),
+    tcp=st.booleans(),
+    draw=st.floats(0.0, 1.0, exclude_max=True),
+    source=st.sampled_from((*CLIENTS, *CLIENTS_V6)),
+)
+def test_mutated_queries_of_shed_services_get_the_python_answer_or_go_to_python(
+    seed: int, ops: list[Mutation], tcp: bool, draw: float, source: tuple[int, bool]
+) -> None:
+    packet = mutate(SHED_SEEDS[seed], ops)
+    table = compile_table(VIEWS["shed"], max_udp_payload=1232, use_client_subnet=True)
+    ip, v6 = source
+    c = ct.build_ctable(table).native.answer(packet, ip, v6, tcp, 0, draw)
+    python = None
+    with contextlib.suppress(IndexError):
+        python = fast_answer(table, packet, ip, v6, tcp, FixedDraw(draw))
+    assert c == python or (c is None and left_to_python(table, packet))
