@@ -29,7 +29,8 @@ setup(
                 "src/gslbd/wire/_tcp.c",
                 "src/gslbd/wire/_geocache.c",
                 "src/gslbd/wire/_geocache_py.c",
-            ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path, ECS scope and GeoIP cache
+                "src/gslbd/wire/_shed.c",
+            ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path, ECS scope and GeoIP cache, shed_load entries
             optional=True,
             extra_compile_args=STRICT,
             libraries=["m"],  # log() of the weighted hash

@@ -170,7 +170,7 @@ class ShedPlan:
     the candidates whose shed factor is above u, and the policy's own plan over those answers (so an
     endpoint is in the candidate set of a share `factor` of the queries). `levels` are the plans per
     band of u, `bounds` the bands' upper ends but the last; the variants are theirs, one after another.
-    Answered in Python (wire/ctable.py: a plan kind C does not know)."""
+    Answered by the C table as a `shed` entry (wire/ctable.py, wire/_shed.c): a level per band."""
 
     levels: tuple[Plan, ...]
     bounds: tuple[float, ...]
@@ -199,6 +199,8 @@ def shed_plan(
     candidates: tuple[Endpoint, ...], factors: tuple[float, ...], plan: Callable[[tuple[Endpoint, ...]], Plan]
 ) -> Plan:
     """The plan of `candidates` with their shed factors (see ShedPlan); `plan` is the policy's."""
+    if not any(f > 0.0 for f in factors):  # every candidate at or above high: all stay
+        return plan(candidates)
     cuts = sorted({f for f in factors if 0.0 < f < 1.0})
     edges = [0.0, *cuts, 1.0]
     levels: list[Plan] = []
@@ -215,8 +217,6 @@ def shed_plan(
         sets.append(tuple(e.address for e in members))
         shares.append(high - low)
         bounds.append(high)
-    if not levels:  # every factor is 0: all stay
-        return plan(candidates)
     if len(levels) == 1:
         return levels[0]
     offsets: list[int] = []

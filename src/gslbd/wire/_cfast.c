@@ -37,7 +37,7 @@
 #define MAX_POLICIES 32
 #define NAME_MAX_END (12 + 255)
 
-enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON };
+enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON, K_SHED };
 /* FB_NEG: the exchange hook is set; a negative answer (NXDOMAIN, REFUSED, NODATA) to a query that names an
    exchange zone ("_gslbd-exchange-" after the header) is the hook's, every other one stays in C. */
 enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16, FB_CO = 32, FB_MISS = 64 };
@@ -104,6 +104,7 @@ typedef struct {
         };
         uint32_t count; /* shuffle */
         uint32_t nids;  /* hash: the endpoint ids (uint64); whash: then their weights (doubles) */
+        uint32_t nlev;  /* shed: the level entries, then their bounds (_shed.c) */
         struct {        /* geo: starts and counts (nclass each), class_of (nloc) */
             const lpm_t *lpm;
             uint32_t nclass, nloc;
@@ -322,8 +323,10 @@ static inline int counted(const entry_t *e) { return e->kind != K_NONE && e->kin
 
 /* Releases one reference to an entry; the last one adds its count to `totals` (NULL: an entry that never
    served) and frees it. */
+static void shed_release(entry_t *e, totals_t *totals); /* _shed.c */
 static void entry_decref(entry_t *e, totals_t *totals) {
     if (e == NULL || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (e->kind == K_SHED) shed_release(e, totals);
     if (counted(e) && totals != NULL) ATOMIC_ADD(&totals->policy[e->policy], ATOMIC_LOAD(&e->counter));
     for (uint32_t i = 0; i < e->nvar; i++) hblock_decref(e->var[i].hb);
     PyMem_RawFree(e);
@@ -628,6 +631,8 @@ typedef struct {
     uint64_t *rng;    /* the caller's PRNG state */
 } choice_t;
 
+static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 ip, int v6); /* _shed.c */
+
 typedef struct {
     const uint8_t *p; /* lower-case wire form of a name, ending with the root byte */
     uint32_t len;
@@ -886,6 +891,9 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         } else {
             entry_t *e = node->ent[idx];
             uint32_t pick = 0;
+            choice_t level;
+            if (e->kind == K_SHED && (e = shed_level(e, ch, &level, ip, v6)) == NULL) return R_FALLBACK;
+            if (e != node->ent[idx]) ch = &level; /* shed_load: the level answers with the shed entry's seq */
             if (e->kind == K_PYTHON) return R_FALLBACK;
             if (e->neg && (flags & FB_NEG) && rj_exchange_marked(data, n)) return R_FALLBACK;
             if (e->kind != K_NONE) {
@@ -1608,6 +1616,8 @@ static int same_variants(const void *entry, const void *variants) {
     return 1;
 }
 
+static entry_t *build_shed(PyObject *spec, bctx_t *c, long policy, int locdep); /* _shed.c */
+
 /* entry spec: (kind, policy, locdep, variants, param); a new reference, or the fixed entry with the same
    variants that this build or update made before (shared). */
 static entry_t *build_entry(PyObject *spec, bctx_t *c) {
@@ -1619,10 +1629,11 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
     long policy = PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
     int locdep = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 2));
     if (PyErr_Occurred() || locdep < 0) return NULL;
-    if (kind < K_NONE || kind > K_PYTHON || policy < 0 || policy >= MAX_POLICIES) {
+    if (kind < K_NONE || kind > K_SHED || policy < 0 || policy >= MAX_POLICIES) {
         PyErr_SetString(PyExc_ValueError, "bad entry kind or policy id");
         return NULL;
     }
+    if (kind == K_SHED) return build_shed(spec, c, policy, locdep);
     PyObject *variants = PyTuple_GET_ITEM(spec, 3), *param = PyTuple_GET_ITEM(spec, 4);
     uint64_t content = 0;
     int shareable = kind == K_NONE && policy == 0 && !locdep; /* no counter read, no client dependence */
@@ -2557,6 +2568,7 @@ static int parse_ip(PyObject *obj, int v6, u128 *out) {
 }
 
 #include "_guard.c"
+#include "_shed.c" /* shed_load entries (issue 23) */
 #include "_tap.c" /* the dnstap ring the UdpLoop writes (issue 21) */
 #include "_geocache_py.c"
 
@@ -3515,6 +3527,7 @@ PyMODINIT_FUNC PyInit__cfast(void) {
     PyModule_AddIntConstant(m, "K_HASH", K_HASH);
     PyModule_AddIntConstant(m, "K_WHASH", K_WHASH);
     PyModule_AddIntConstant(m, "K_PYTHON", K_PYTHON);
+    PyModule_AddIntConstant(m, "K_SHED", K_SHED);
     PyModule_AddIntConstant(m, "FB_DO", FB_DO);
     PyModule_AddIntConstant(m, "FB_COOKIE", FB_COOKIE);
     PyModule_AddIntConstant(m, "FB_OPTIONS", FB_OPTIONS);

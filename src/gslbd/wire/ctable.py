@@ -16,6 +16,9 @@ holds them equal for the same choice), from a copy of the table that needs no Py
                 through the GeoIP prefix cache); the ECS scope per location id (policy/scope.py)
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
       whash     WeightedRendezvousPlan: the same hashes scored -weight/ln(u) in doubles
+      shed      ShedPlan (shed_load): one uniform draw picks a level (bisect over the bands' bounds), each
+                level the policy's own entry (any kind above) over its slice of the variants, answering
+                with the shed entry's `seq` (wire/_shed.c)
       python    anything else (a plan type C does not know): the query is answered in Python
   - per variant its EDNS options after ECS (an Extended DNS Error, RFC 8914);
   - per zone the NXDOMAIN heads and the SOA's parts: C writes the record per query, its names compressed
@@ -69,6 +72,7 @@ from gslbd.gcpause import collector_paused
 from gslbd.model.exchange_cut import EXCHANGE_PREFIX
 from gslbd.policy.base import FixedPlan, Location, NoLocator
 from gslbd.policy.geo import GeoPlan
+from gslbd.policy.load import ShedPlan
 from gslbd.policy.locate import Nets, TopologyLocator
 from gslbd.policy.pools import PoolPlan
 from gslbd.policy.random_order import ShufflePlan
@@ -87,7 +91,7 @@ AVAILABLE = _cfast is not None
 # Set GSLBD_NATIVE=0 to answer every query in Python (for comparisons; the C table is on by default).
 ENV_SWITCH = "GSLBD_NATIVE"
 
-K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON = range(9)
+K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON, K_SHED = range(10)
 FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG, FB_CO, FB_MISS = 1, 2, 4, 8, 16, 32, 64
 S_SIGNER = 1 << 16  # with the flags: the table has a signer (CO changes its signed answers)
 MAX_POLICIES = 32
@@ -267,8 +271,28 @@ def _entry_spec(entry: Entry, policy: int, locators: _Locators) -> tuple[Any, ..
     pick = entry.pick
     if pick is None:  # C shares one entry between the nodes whose fixed entries have the same bytes
         return (K_NONE, _UNCOUNTED, False, variants, None)
-    plan = getattr(pick, "__self__", None)
-    dependent = entry.location_dependent
+    return _plan_spec(getattr(pick, "__self__", None), policy, entry.location_dependent, variants, locators)
+
+
+def _shed_spec(
+    plan: ShedPlan, policy: int, dependent: bool, variants: tuple[Any, ...], locators: _Locators
+) -> tuple[Any, ...]:
+    """A shed entry: per level the policy's own entry over that level's slice of the variants (no
+    counter of its own, the shed entry's dependence on the client), and the levels' bounds."""
+    levels = tuple(
+        _plan_spec(level, _UNCOUNTED, dependent, variants[start : start + len(level.variants)], locators)
+        for level, start in zip(plan.levels, plan.offsets, strict=True)
+    )
+    if any(spec[0] in (K_PYTHON, K_SHED) for spec in levels):
+        return (K_PYTHON, policy, dependent, variants, None)
+    return (K_SHED, policy, dependent, (), (tuple(map(float, plan.bounds)), levels))
+
+
+def _plan_spec(
+    plan: object, policy: int, dependent: bool, variants: tuple[Any, ...], locators: _Locators
+) -> tuple[Any, ...]:
+    if isinstance(plan, ShedPlan):
+        return _shed_spec(plan, policy, dependent, variants, locators)
     if isinstance(plan, FixedPlan):
         return (K_FIXED, policy, dependent, variants, None)
     if isinstance(plan, RotationPlan):

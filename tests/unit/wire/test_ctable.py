@@ -22,6 +22,7 @@ import dns.rcode
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from shed_world import shed_services, shed_snapshot
 from test_wire_dnssec import World, signed_config, signed_services_config
 from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
 from test_wire_fuzz import MUTATION, SEEDS, Mutation, mutate
@@ -93,9 +94,24 @@ def geo_view() -> View:
     return build_view(config, make_snapshot(), env)
 
 
+def shed_view() -> View:
+    """The wire tests' world plus shed_load services over every policy (tests/unit/wire/shed_world.py),
+    located by topology networks."""
+    shed = shed_services(ORIGIN)
+    config = replace(CONFIG, services=(*SERVICES, *shed))
+    env = PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
+    return build_view(config, shed_snapshot(shed), env)
+
+
 # The wire tests' world (chains, EDE, a SOA whose MNAME lies in the zone), with topology, with
-# dns.identity (NSID), and the services world (HTTPS, SRV, a wildcard service).
-VIEWS = {"plain": make_view(), "geo": geo_view(), "identity": VIEW_ID, "wild": services_responder().view}
+# dns.identity (NSID), the services world (HTTPS, SRV, a wildcard service) and shed_load on every policy.
+VIEWS = {
+    "plain": make_view(),
+    "geo": geo_view(),
+    "identity": VIEW_ID,
+    "wild": services_responder().view,
+    "shed": shed_view(),
+}
 
 
 class FixedDraw(random.Random):

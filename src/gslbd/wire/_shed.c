@@ -1,0 +1,100 @@
+/* shed_load in the C table (policy/load.py ShedPlan, issue 23 item 5). Included from _cfast.c after
+   build_entry; the dispatch lines there call the three functions below (declared before their callers).
+
+   A shed entry (kind K_SHED) holds no variant of its own: its parameters are `nlev` level entries, each
+   the policy's own entry over one candidate set (built by build_entry from the level's spec, with the
+   level's slice of the Python entry's variants), then the `nlev - 1` upper bounds of the levels' bands
+   of the draw. Per query: one uniform draw u (the caller's PRNG, or the test's draw) picks the level,
+   bisect_right(bounds, u) as ShedPlan.pick does; then the level answers as an entry of its kind, with the
+   shed entry's counter as its `seq` (the level entries have no counter of their own and no policy id: the
+   shed entry counts the answers for the metric). A level C cannot answer (a plan kind it does not know, a
+   geo client only GeoIP can place) sends the query to Python before anything is counted.
+
+   Spec: (K_SHED, policy, locdep, (), (bounds, levels)) with `levels` entry specs of plan kinds. */
+
+static inline entry_t **shed_levels(const entry_t *e) { return (entry_t **)entry_params(e); }
+static inline const double *shed_bounds(const entry_t *e) {
+    return (const double *)(shed_levels(e) + e->nlev);
+}
+
+/* The level entry answering this query (NULL: ask Python), `sub` the choice it answers with. */
+static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 ip, int v6) {
+    double u = ch->draw >= 0 ? ch->draw : draw_of(ch->rng);
+    const double *bounds = shed_bounds(e);
+    uint32_t lo = 0, hi = e->nlev - 1;
+    while (lo < hi) { /* bisect_right */
+        uint32_t mid = (lo + hi) / 2;
+        if (u < bounds[mid]) hi = mid;
+        else lo = mid + 1;
+    }
+    entry_t *l = shed_levels(e)[lo];
+    if (l->kind == K_PYTHON) return NULL;
+    if (l->kind == K_GEO) { /* as plan_answer: a client C cannot place goes to Python, uncounted */
+        uint32_t loc = lpm_find(l->lpm, ip, v6);
+        if (loc >= l->nloc) return NULL;
+        const uint32_t *counts = (const uint32_t *)entry_params(l) + l->nclass;
+        int32_t c = ((const int32_t *)(counts + l->nclass))[loc];
+        if (c < 0 || (uint32_t)c >= l->nclass) return NULL;
+    }
+    *sub = *ch;
+    sub->seq = ch->seq >= 0 ? ch->seq : (int64_t)(ATOMIC_ADD(&e->counter, 1) & INT64_MAX);
+    return l;
+}
+
+/* Drops the levels' references (entry_decref of a shed entry). */
+static void shed_release(entry_t *e, totals_t *totals) {
+    for (uint32_t i = 0; i < e->nlev; i++) entry_decref(shed_levels(e)[i], totals);
+    e->nlev = 0;
+}
+
+static entry_t *build_shed(PyObject *spec, bctx_t *c, long policy, int locdep) {
+    PyObject *variants = PyTuple_GET_ITEM(spec, 3), *param = PyTuple_GET_ITEM(spec, 4);
+    PyObject *bounds = item(param, 0, 2, "shed param"); /* (bounds, levels) */
+    Py_ssize_t nb, nl;
+    if (bounds == NULL || (nb = tuple_len(bounds, "bounds")) < 0 ||
+        (nl = tuple_len(PyTuple_GET_ITEM(param, 1), "levels")) < 0 || tuple_len(variants, "variants") < 0)
+        return NULL;
+    PyObject *levels = PyTuple_GET_ITEM(param, 1);
+    if (nl < 1 || nl > 0xFFFF || nb != nl - 1 || PyTuple_GET_SIZE(variants) != 0) {
+        PyErr_SetString(PyExc_ValueError, "a shed entry has 1..65535 levels, one bound fewer, no variants");
+        return NULL;
+    }
+    void *params;
+    size_t extra = (size_t)nl * sizeof(entry_t *) + (size_t)nb * sizeof(double);
+    entry_t *e = new_entry(c, variants, extra, &params);
+    if (e == NULL) return NULL;
+    e->kind = K_SHED;
+    e->policy = (uint16_t)policy;
+    e->locdep = (uint8_t)locdep;
+    e->nlev = 0;
+    double *at = (double *)((entry_t **)params + nl);
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        at[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(bounds, i));
+        if (PyErr_Occurred()) goto fail;
+        if (!(at[i] >= 0.0 && at[i] <= 1.0) || (i > 0 && at[i] < at[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "shed bounds must rise within [0, 1]");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        PyObject *ls = PyTuple_GET_ITEM(levels, i);
+        long kind = PyTuple_Check(ls) && PyTuple_GET_SIZE(ls) == 5 ? PyLong_AsLong(PyTuple_GET_ITEM(ls, 0)) : -1;
+        if (PyErr_Occurred()) goto fail;
+        if (kind <= K_NONE || kind >= K_SHED) {
+            PyErr_SetString(PyExc_ValueError, "a shed level must be a plan's entry spec");
+            goto fail;
+        }
+        entry_t *l = build_entry(ls, c);
+        if (l == NULL) goto fail;
+        ((entry_t **)params)[i] = l;
+        e->nlev = (uint32_t)(i + 1);
+        e->neg |= l->neg;
+        e->nx |= l->nx;
+    }
+    return e;
+fail:
+    shed_release(e, NULL);
+    e->kind = K_NONE;
+    entry_decref(e, NULL);
+    return NULL;
+}
