@@ -26,6 +26,7 @@ from gslbd.model.config import Config
 from gslbd.model.load import LoadState
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
+from gslbd.policy.load import FIGURE_DIGITS
 from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import EndpointKind
 
@@ -108,7 +109,6 @@ def loads_name(service: Service) -> str:
     return f"{LOADS_PREFIX}{service.label}.{service.zone}"
 
 
-FIGURE_DIGITS = 3  # a published figure has 3 decimals: finer than the dead band (0.005), coarser than noise
 _OUT = "out"
 _FIGURE = re.compile(r"[0-9]{1,6}(\.[0-9]{1,9})?")
 
