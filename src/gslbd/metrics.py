@@ -256,6 +256,12 @@ PEER_QUERY_ERRORS = Counter(
     ["peer"],
     registry=REGISTRY,
 )
+PEER_LOAD_GARBAGE = Counter(
+    "gslbd_exchange_peer_load_garbage_total",
+    "Load figures a peer site published that this site could not read (ignored).",
+    ["peer"],
+    registry=REGISTRY,
+)
 PEER_ENDPOINTS = Gauge(
     "gslbd_exchange_peer_endpoints",
     "Endpoint addresses learned from a peer site that count now (0 while the peer is stale).",

@@ -269,6 +269,7 @@ def service_inputs(service: Service, snapshot: Snapshot) -> tuple[object, ...]:
     if uses_load(service):  # load feedback: what the answers use of each endpoint's load state
         loads = snapshot.loads
         states = tuple(loads.get(e.key) for e in service.endpoints)
+        states += tuple(loads.get(e.endpoint_key) for e in learned)  # as their sites publish them
         figures = tuple(None if s is None else (s.used, s.out) for s in states)
         health, admin = snapshot.health, snapshot.admin
         keys = [e.key for e in service.endpoints] + [e.key for e in learned]

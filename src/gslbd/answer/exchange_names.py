@@ -19,16 +19,20 @@ endpoints learned from peers. Pure functions, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 
 from gslbd.model.config import Config
+from gslbd.model.load import LoadState
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Zone
+from gslbd.policy.load import FIGURE_DIGITS
 from gslbd.state.snapshot import Snapshot, effective_up
 from gslbd.types import EndpointKind
 
 LOCALTARGETS_PREFIX = "localtargets-"
 VOTES_PREFIX = "votes-"  # the publication's key of a service's votes (peers.quorum): votes-<label>.<origin>
+LOADS_PREFIX = "loads-"  # the publication's key of a service's load figures: loads-<label>.<origin>
 HEARTBEAT_PREFIX = "heartbeat-"
 HEARTBEAT_TTL = 0
 _PUBLISHED_KINDS = {EndpointKind.IPV4: "A", EndpointKind.IPV6: "AAAA"}
@@ -99,16 +103,65 @@ def service_votes(service: Service, snapshot: Snapshot) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def loads_name(service: Service) -> str:
+    """The publication's key of a service's load figures: `loads-<label>.<origin>` (exchange/zone.py
+    serves them as TXT at `<label>.load.<exchange apex>`)."""
+    return f"{LOADS_PREFIX}{service.label}.{service.zone}"
+
+
+_OUT = "out"
+_FIGURE = re.compile(r"[0-9]{1,6}(\.[0-9]{1,9})?")
+
+
+def load_rdata(address: str, used: float, out: bool) -> str:
+    """One endpoint's load as published: `<address>=<used figure>`, with `,out` while shedding keeps it
+    out of the answer (above shed_load.high, with the hysteresis): `192.0.2.10=0.420`,
+    `192.0.2.11=0.950,out`."""
+    figure = f"{max(0.0, used):.{FIGURE_DIGITS}f}"
+    return f"{address}={figure},{_OUT}" if out else f"{address}={figure}"
+
+
+def read_load(text: str) -> tuple[str, LoadState] | None:
+    """(address, the load state a peer answers it with) of one published figure; None when the text
+    is not one (a peer counts and ignores it)."""
+    address, sep, rest = text.partition("=")
+    figure, comma, flag = rest.partition(",")
+    if not sep or not address or (comma and flag != _OUT) or _FIGURE.fullmatch(figure) is None:
+        return None
+    return address, LoadState(used=float(figure), out=bool(comma))
+
+
+def service_loads(config: Config, service: Service, snapshot: Snapshot) -> tuple[str, ...]:
+    """The load figures of this site's own address endpoints of `service` that have one (the used
+    figure and whether shedding keeps it out: what every site's answers compute the weights from),
+    sorted; () without."""
+    loads = snapshot.loads
+    if not loads:
+        return ()
+    site = config.site.name
+    found = {
+        load_rdata(e.address, s.used, s.out)
+        for e in service.endpoints
+        if e.site == site
+        and e.kind in _PUBLISHED_KINDS
+        and (s := loads.get(e.key)) is not None
+        and s.used is not None
+    }
+    return tuple(sorted(found))
+
+
 def published(config: Config, snapshot: Snapshot) -> dict[str, dict[str, tuple[str, ...]]]:
     """Zone origin -> localtargets name -> the addresses it answers (A and AAAA); names without any
     are left out. With peers.quorum also `votes-<label>.<origin>` -> this site's votes on the
-    service's endpoints (`service_votes`). Comparing two of these tells which zones' publication
+    service's endpoints (`service_votes`), and `loads-<label>.<origin>` -> the load figures of its own
+    endpoints (`service_loads`). Comparing two of these tells which zones' publication
     changed (NOTIFY)."""
     out: dict[str, dict[str, tuple[str, ...]]] = {}
     for service in config.services:
         addresses = tuple([e.address for e in own_up_endpoints(config, service, snapshot)])
         votes = service_votes(service, snapshot)
-        if addresses or votes:
+        loads = service_loads(config, service, snapshot)
+        if addresses or votes or loads:
             zone = out.get(service.zone)
             if zone is None:
                 zone = out[service.zone] = {}
@@ -116,6 +169,8 @@ def published(config: Config, snapshot: Snapshot) -> dict[str, dict[str, tuple[s
                 zone[localtargets_name(service)] = addresses
             if votes:
                 zone[votes_name(service)] = votes
+            if loads:
+                zone[loads_name(service)] = loads
     return out
 
 
@@ -140,7 +195,7 @@ def republished(
         return out[service.zone]
 
     for service in removed:
-        for name in (localtargets_name(service), votes_name(service)):
+        for name in (localtargets_name(service), votes_name(service), loads_name(service)):
             if name in out.get(service.zone, {}):
                 del zone_of(service)[name]
     for service in only:
@@ -148,6 +203,7 @@ def republished(
         for name, data in (
             (localtargets_name(service), addresses),
             (votes_name(service), service_votes(service, snapshot)),
+            (loads_name(service), service_loads(config, service, snapshot)),
         ):
             if out.get(service.zone, {}).get(name) == (data or None):
                 continue

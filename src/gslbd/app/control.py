@@ -69,11 +69,13 @@ def with_load(views: list[EndpointView], svc: Service, snapshot: Snapshot, view:
         if isinstance(outcome, Dynamic):
             found = endpoint_shares(outcome.plan)
             shares.update(found or {})
-    by_address = {e.address: e for e in svc.endpoints}
+    # endpoints learned from peer sites (answered with their site's figure), configured ones over them
+    by_address = {e.address: e for e in snapshot.peer_endpoints.get(svc.name, ())}
+    by_address.update((e.address, e) for e in svc.endpoints)
     out = []
     for v in views:
         endpoint = by_address.get(v.address)
-        state = snapshot.loads.get(endpoint.key) if endpoint is not None else None
+        state = snapshot.loads.get(endpoint.endpoint_key) if endpoint is not None else None
         weight = load_weight(endpoint, state, svc) if endpoint is not None and state is not None else None
         used = state.used if state is not None else None
         out.append(

@@ -600,6 +600,7 @@ class App:
             self.book.set_partitioned(peers.partitioned)
             self.book.set_peer_votes(peers.votes())
         self.book.set_peer_endpoints(self.exchange.endpoints())
+        self.book.set_peer_loads(peers.loads())
         self.changes.peers()
         self._schedule_rebuild()
 

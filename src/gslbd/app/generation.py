@@ -376,8 +376,9 @@ class GenerationBuilder:
             (s.name, count_service(s, snapshot, resolved.peer_sites)) for s in rebuilt
         )
         voted = rebuilt
-        if snapshot.votes and touched is not None:
+        if (snapshot.votes or snapshot.loads) and touched is not None:
             # peers.quorum: a vote that changed no answer still changes what this site publishes
+            # (and so does a load figure)
             extra = [resolved.services[n] for n in touched if n not in services and n in resolved.services]
             voted = rebuilt + extra
         publication, zones = republished(previous.publication, config, snapshot, voted)

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from gslbd.answer.exchange_names import peer_site_names, read_vote
+from gslbd.answer.exchange_names import peer_site_names, read_load, read_vote
 from gslbd.clock import Clock
 from gslbd.exchange.peerstate import Freshness, PeerAnswer, PeerState, evaluate, on_answer, on_failure
 from gslbd.metrics import (
@@ -27,11 +27,13 @@ from gslbd.metrics import (
     PEER_ENDPOINTS,
     PEER_HEARD,
     PEER_LAST_ANSWER_AGE,
+    PEER_LOAD_GARBAGE,
     PEER_POLLS,
     PEER_QUERY_ERRORS,
     PEER_STALE,
 )
 from gslbd.model.config import Config
+from gslbd.model.load import LoadState
 from gslbd.model.service import Endpoint, EndpointKey, Service
 from gslbd.state.quorum import heard_majority
 from gslbd.types import CheckType, EndpointKind
@@ -116,6 +118,7 @@ class PeerBook:
         self._learned: Learned = _EMPTY
         self._services: dict[str, Service] = {}
         self._partitioned = False
+        self._figures: dict[str, dict[EndpointKey, LoadState]] = {}  # peer -> its last load figures
         self.configure(config)
 
     @property
@@ -134,6 +137,7 @@ class PeerBook:
         self._states = {n: old.get(n, PeerState(n)) for n in names}
         for gone in set(old) - set(names):
             _drop_metrics(gone)
+            self._figures.pop(gone, None)
         for name in names:
             if name not in old:
                 PEER_STALE.labels(peer=name).set(1)
@@ -201,6 +205,54 @@ class PeerBook:
             out[name] = cast
         return out
 
+    # -- load figures (load feedback) ---------------------------------------------------------------
+
+    def loads(self) -> dict[EndpointKey, LoadState]:
+        """The load figure of every learned endpoint whose site publishes one: (service, address) ->
+        the state its answers use. A peer's last figures count exactly as long as its endpoints do (a
+        stale peer's endpoints leave, and their figures with them; fail static keeps both)."""
+        out: dict[EndpointKey, LoadState] = {}
+        if not self._figures:
+            return out
+        for endpoints in self._learned.values():
+            for e in endpoints:
+                figures = self._figures.get(e.site)
+                state = figures.get(e.endpoint_key) if figures is not None else None
+                if state is not None:
+                    out[e.endpoint_key] = state
+        return out
+
+    def _read_loads(self, before: PeerState, after: PeerState) -> bool:
+        """A peer's published load figures changed: read them again. Garbled strings are counted
+        (`gslbd_exchange_peer_load_garbage_total`) and ignored, with one log line per new view that
+        holds any. True when the figures this site uses changed."""
+        if before.loads == after.loads:
+            return False
+        figures: dict[EndpointKey, LoadState] = {}
+        garbled: list[str] = []
+        for service, texts in after.loads.items():
+            for text in texts:
+                figure = read_load(text)
+                if figure is None:
+                    garbled.append(text)
+                else:
+                    figures[(service, figure[0])] = figure[1]
+        if garbled:
+            PEER_LOAD_GARBAGE.labels(peer=after.name).inc(len(garbled))
+            log.warning(
+                "peer %s publishes %d load figures this site cannot read (ignored), e.g. %r",
+                after.name,
+                len(garbled),
+                garbled[0][:80],
+                extra={"event": "peer_load", "peer": after.name, "garbled": len(garbled)},
+            )
+        old = self._figures.get(after.name, {})
+        if figures:
+            self._figures[after.name] = figures
+        else:
+            self._figures.pop(after.name, None)
+        return figures != old
+
     def close(self) -> None:
         """Drop this book's per-peer gauges (the instance stops)."""
         for name in self._states:
@@ -234,7 +286,8 @@ class PeerBook:
             PEER_QUERY_ERRORS.labels(peer=peer).inc(errors)
         if before.last_answer is None:
             PEER_LAST_ANSWER_AGE.labels(peer=peer).set_function(lambda: self._age(peer))
-        return self._replace(before, after) | self._others_changed(before, after)
+        loads = self._read_loads(before, after)
+        return self._replace(before, after) | self._others_changed(before, after) | loads
 
     def _others_changed(self, before: PeerState, after: PeerState) -> bool:
         """With peers.quorum: did the peer's votes or the partition state change (then the learned
@@ -323,7 +376,7 @@ class PeerBook:
 
 
 def _drop_metrics(peer: str) -> None:
-    for gauge in (PEER_ENDPOINTS, PEER_STALE, PEER_HEARD, PEER_LAST_ANSWER_AGE):
+    for gauge in (PEER_ENDPOINTS, PEER_STALE, PEER_HEARD, PEER_LAST_ANSWER_AGE, PEER_LOAD_GARBAGE):
         with contextlib.suppress(KeyError):
             gauge.remove(peer)
 

@@ -34,6 +34,7 @@ class PeerAnswer:
     heartbeat: float | None = None
     nameserver: str = ""
     votes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NOTHING)  # service -> votes
+    loads: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NOTHING)  # service -> figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class PeerState:
     freshness: Freshness = Freshness.STALE
     detail: str = "no answer yet"
     votes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NOTHING)  # peers.quorum
+    loads: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NOTHING)  # load feedback
 
     @property
     def heard(self) -> bool:
@@ -89,6 +91,7 @@ def on_answer(
         errors=state.errors + errors,
         targets=MappingProxyType(dict(answer.targets)),
         votes=MappingProxyType(dict(answer.votes)),
+        loads=MappingProxyType(dict(answer.loads)),
         last_answer=now,
         last_answer_wall=wall,
         heartbeat=answer.heartbeat,

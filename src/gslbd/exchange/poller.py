@@ -36,6 +36,7 @@ from gslbd.exchange.xfrclient import (
     NoChannel,
     TransferFailed,
     ZoneCopy,
+    merged_loads,
     merged_targets,
     merged_votes,
     read_soa_reply,
@@ -127,6 +128,7 @@ class Poller:
         self._copies: dict[str, dict[str, ZoneCopy]] = {}  # peer -> origin -> its exchange zone
         self._targets: dict[str, dict[str, tuple[str, ...]]] = {}  # peer -> its copies merged
         self._votes: dict[str, dict[str, tuple[str, ...]]] = {}  # peer -> its copies' votes merged
+        self._loads: dict[str, dict[str, tuple[str, ...]]] = {}  # peer -> its copies' load figures
         self._carried: dict[tuple[str, str], int] = {}  # (peer, origin) -> serial its NOTIFY carried
         self._per_name: dict[str, int] = {}  # peer -> polls left before its exchange zone is asked again
         self.mode: dict[str, str] = {}  # peer -> "channel" or "per-name": how its last poll went
@@ -187,6 +189,7 @@ class Poller:
             del self._copies[name]
             self._targets.pop(name, None)
             self._votes.pop(name, None)
+            self._loads.pop(name, None)
         loop = asyncio.get_running_loop()
         for name, site in wanted.items():
             self._sites[name] = site
@@ -248,6 +251,7 @@ class Poller:
                 self._copies.pop(site.name, None)
                 self._targets.pop(site.name, None)
                 self._votes.pop(site.name, None)
+                self._loads.pop(site.name, None)
                 return None
             except PollFailed as exc:
                 return self.book.failure(site.name, str(exc), poll.errors)
@@ -310,12 +314,14 @@ class Poller:
         summary = next((k for k in ("axfr", "ixfr") if k in kinds), "unchanged")
         PEER_CHANNEL_POLLS.labels(peer=site.name, kind=summary).inc()
         targets = self._targets.get(site.name)
-        votes = self._votes.get(site.name)
-        if targets is None or votes is None or any(k != "unchanged" for k in kinds):
+        votes, loads = self._votes.get(site.name), self._loads.get(site.name)
+        if targets is None or votes is None or loads is None or any(k != "unchanged" for k in kinds):
             targets = merged_targets(copies.values())
             self._targets[site.name] = targets
             votes = self._votes[site.name] = merged_votes(copies.values())
-        answer = PeerAnswer(targets, heartbeat, str(poll.channels[poll.first].server), votes)
+            loads = self._loads[site.name] = merged_loads(copies.values())
+        server = str(poll.channels[poll.first].server)
+        answer = PeerAnswer(targets, heartbeat, server, votes, loads)
         return self.book.answer(site.name, answer, poll.errors)
 
 

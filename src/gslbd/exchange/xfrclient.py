@@ -34,7 +34,7 @@ from gslbd.exchange.xfrwire import (
     rr_serial,
     transfer_query,
 )
-from gslbd.exchange.zone import AAAA, SOA, TXT, VOTES_LABEL, A
+from gslbd.exchange.zone import AAAA, LOAD_LABEL, SOA, TXT, VOTES_LABEL, A
 from gslbd.model.config import ListenAddress
 from gslbd.model.tsig import TsigKey
 
@@ -64,17 +64,21 @@ class ZoneCopy:
     records: dict[tuple[str, int], set[bytes]] = field(default_factory=dict)
     targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     votes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # service fqdn -> its votes (TXT)
+    loads: dict[str, tuple[str, ...]] = field(default_factory=dict)  # service fqdn -> its load figures
 
     def refresh(self, labels: Iterable[str]) -> None:
-        """Recompute the addresses (or the votes) of the services behind `labels` from the records."""
+        """Recompute the addresses (or the votes, or the load figures) of the services behind `labels`
+        from the records."""
         for label in labels:
-            service = votes_service(label)
+            service, texts_of = votes_service(label), self.votes
+            if service is None:
+                service, texts_of = load_service(label), self.loads
             if service is not None:
                 texts = sorted(_txt_text(r) for r in self.records.get((label, TXT), ()))
                 if texts:
-                    self.votes[f"{service}.{self.origin}"] = tuple(texts)
+                    texts_of[f"{service}.{self.origin}"] = tuple(texts)
                 else:
-                    self.votes.pop(f"{service}.{self.origin}", None)
+                    texts_of.pop(f"{service}.{self.origin}", None)
                 continue
             addresses = [str(ipaddress.IPv4Address(r)) for r in sorted(self.records.get((label, A), ()))]
             addresses += [str(ipaddress.IPv6Address(r)) for r in sorted(self.records.get((label, AAAA), ()))]
@@ -99,7 +103,15 @@ def merged_votes(copies: Iterable[ZoneCopy]) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def merged_loads(copies: Iterable[ZoneCopy]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for copy in copies:
+        out.update(copy.loads)
+    return out
+
+
 _VOTES_SUFFIX = "." + VOTES_LABEL
+_LOAD_SUFFIX = "." + LOAD_LABEL
 
 
 def votes_service(label: str) -> str | None:
@@ -109,11 +121,21 @@ def votes_service(label: str) -> str | None:
     return None
 
 
+def load_service(label: str) -> str | None:
+    """`app` for the load label `app.load`; None for another label."""
+    if label.endswith(_LOAD_SUFFIX) and len(label) > len(_LOAD_SUFFIX):
+        return label[: -len(_LOAD_SUFFIX)]
+    return None
+
+
 def _kept(label: str, rtype: int, rdata: bytes) -> bool:
-    """Whether a transferred record is one this site reads: A/AAAA of a service, TXT of its votes."""
+    """Whether a transferred record is one this site reads: A/AAAA of a service, TXT of its votes or
+    of its load figures."""
     if rtype in (A, AAAA):
         return len(rdata) == (4 if rtype == A else 16)
-    return rtype == TXT and votes_service(label) is not None and len(rdata) >= 1
+    if rtype != TXT or len(rdata) < 1:
+        return False
+    return votes_service(label) is not None or load_service(label) is not None
 
 
 def _txt_text(rdata: bytes) -> str:

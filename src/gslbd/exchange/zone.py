@@ -13,7 +13,13 @@ state/quorum.py), one TXT RRset per service, each string one vote:
     <label>.votes._gslbd-exchange-eu.gslb...   TXT  "192.0.2.10=up" "198.51.100.10=down"
 
 transferred like the rest (an IXFR of a flipped vote deletes one string and adds one). A peer that
-reads only A/AAAA ignores them; a peer that publishes none casts no vote.
+reads only A/AAAA ignores them; a peer that publishes none casts no vote. Load feedback adds the load
+figures of this site's own endpoints the same way (answer/exchange_names.py `load_rdata`):
+
+    <label>.load._gslbd-exchange-eu.gslb...    TXT  "192.0.2.10=0.420" "192.0.2.11=0.950,out"
+
+A figure changes only when the used figure moves past the dead band (policy/load.py), so noise does
+not step the serial.
 
 The heartbeat is not part of the versioned content (it changes every peers.interval/2 and would make
 every poll a transfer): it rides in the additional section of every
@@ -33,7 +39,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gslbd.answer.exchange_names import LOCALTARGETS_PREFIX, VOTES_PREFIX
+from gslbd.answer.exchange_names import LOADS_PREFIX, LOCALTARGETS_PREFIX, VOTES_PREFIX
 
 A, NS, SOA, AAAA, TXT = 1, 2, 6, 28, 16
 SERIAL_MODULO = 2**32
@@ -54,6 +60,7 @@ def address_rdata(address: str) -> tuple[int, bytes]:
 
 
 VOTES_LABEL = "votes"  # the votes of service <label> are TXT at <label>.votes.<apex>
+LOAD_LABEL = "load"  # the load figures of service <label> are TXT at <label>.load.<apex>
 
 
 def content_of(
@@ -75,9 +82,9 @@ def publication_rrsets(
     key_label = label_of(name, origin)
     if key_label is not None:
         return rrsets_of(key_label, data, ttls.get(name, 0))
-    votes = votes_label_of(name, origin)
-    if votes is not None and data:
-        return {(votes, TXT): (0, tuple(sorted({txt_wire(v) for v in data})))}
+    txt = votes_label_of(name, origin) or load_label_of(name, origin)
+    if txt is not None and data:
+        return {(txt, TXT): (0, tuple(sorted({txt_wire(v) for v in data})))}
     return {}
 
 
@@ -86,8 +93,8 @@ def publication_keys(name: str, origin: str) -> tuple[Key, ...]:
     key_label = label_of(name, origin)
     if key_label is not None:
         return ((key_label, A), (key_label, AAAA))
-    votes = votes_label_of(name, origin)
-    return ((votes, TXT),) if votes is not None else ()
+    txt = votes_label_of(name, origin) or load_label_of(name, origin)
+    return ((txt, TXT),) if txt is not None else ()
 
 
 def txt_wire(text: str) -> bytes:
@@ -103,6 +110,15 @@ def votes_label_of(name: str, origin: str) -> str | None:
         return None
     label = name[len(VOTES_PREFIX) : -len(suffix)]
     return f"{label}.{VOTES_LABEL}" if label else None
+
+
+def load_label_of(name: str, origin: str) -> str | None:
+    """`app.load` for `loads-app.<origin>`; None for another name."""
+    suffix = "." + origin
+    if not name.startswith(LOADS_PREFIX) or not name.endswith(suffix):
+        return None
+    label = name[len(LOADS_PREFIX) : -len(suffix)]
+    return f"{label}.{LOAD_LABEL}" if label else None
 
 
 def rrsets_of(label: str, addresses: tuple[str, ...], ttl: int) -> dict[Key, RRset]:

@@ -11,7 +11,7 @@ Stable by construction (docs/policies/load.md, tests/unit/policy/test_load_fleet
     change of the reported load, half of the step is in the smoothed figure after one half-life;
   - a cap: the figure the answers use (`used`) moves towards the smoothed one by at most MAX_STEP per
     interval (`load.every`), and not at all while they differ by less than DEAD_BAND (no rebuild for
-    noise);
+    noise); it is kept to FIGURE_DIGITS decimals, exactly what peer sites are told;
   - hysteresis at `shed_load.high`: an endpoint whose used figure went above `high` leaves the answer
     and comes back only once it is below `high - RETURN_BAND x (high - low)`.
 An unreachable load URL keeps the last good figure for STALE_INTERVALS intervals; after that
@@ -45,6 +45,8 @@ DEAD_BAND = 0.005  # the used figure stays while the smoothed one is closer than
 RETURN_BAND = 0.25  # back below high - RETURN_BAND x (high - low) to come back after leaving above high
 STALE_INTERVALS = 3  # an unreachable URL keeps the last good figure this many intervals, then on_missing
 SCALE = 1000  # an endpoint's weight x SCALE is its weight at no load (integer weights, 0.1 % steps)
+FIGURE_DIGITS = 3  # the used figure is kept to 3 decimals: what the exchange zone publishes to peer
+# sites exactly (answer/exchange_names.py), so that every site draws by the same weights
 
 
 NO_LOAD = LoadState()
@@ -88,6 +90,7 @@ def observe(
         dt = now - state.at
         smoothed = state.smoothed + alpha(dt, source.half_life) * (figure - state.smoothed)
         used = _moved(state.used, smoothed, dt, source.every)
+    used = round(used, FIGURE_DIGITS)
     return LoadState(smoothed, used, now, now, out_of_answer(state.out, used, shed), figure, 0, "")
 
 

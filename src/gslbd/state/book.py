@@ -56,6 +56,8 @@ class HealthBook:
         self._frozen: dict[EndpointKey, bool] = {}
         self._since_heal: dict[EndpointKey, int] = {}
         self._loads: CowMap[EndpointKey, LoadState] = CowMap()  # load feedback (policy/load.py)
+        # the figures of endpoints learned from peer sites (their site publishes them), in _loads too
+        self._peer_loads: Mapping[EndpointKey, LoadState] = MappingProxyType({})
 
     @property
     def version(self) -> int:
@@ -259,12 +261,32 @@ class HealthBook:
         self._touch(key[0])
         return True
 
+    def set_peer_loads(self, loads: Mapping[EndpointKey, LoadState]) -> None:
+        """The load figures of the endpoints learned from peer sites (exchange/peerbook.py `loads`):
+        kept with this site's own (their keys never meet: a peer site's endpoints are not fetched
+        here); a service whose peer figures changed what its answers use is touched."""
+        before = self._peer_loads
+        gone = [k for k in before if k not in loads]
+        came = [(k, v) for k, v in loads.items() if before.get(k) != v]
+        if not gone and not came:
+            return
+        self._loads = self._loads.evolve(came, removals=gone)
+        for key in gone:
+            self._touch(key[0])
+        for key, state in came:
+            old = before.get(key)
+            if old is None or (old.used, old.out) != (state.used, state.out):
+                self._touch(key[0])
+        self._peer_loads = MappingProxyType(dict(loads))
+
     def load(self, key: EndpointKey) -> LoadState | None:
         return self._loads.get(key)
 
     def retain_loads(self, keys: Collection[EndpointKey]) -> None:
-        """Forget the load state of every endpoint not in `keys` (a reload removed it or its load)."""
-        gone = [k for k in self._loads if k not in keys]
+        """Forget the load state of every endpoint not in `keys` (a reload removed it or its load);
+        the peers' figures stay (the exchange replaces them)."""
+        peers = self._peer_loads
+        gone = [k for k in self._loads if k not in keys and k not in peers]
         if gone:
             self._loads = self._loads.evolve(removals=gone)
             for key in gone:
