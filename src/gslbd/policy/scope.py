@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from gslbd.policy.base import NoLocator
 from gslbd.policy.geo import GeoPlan
+from gslbd.policy.load import ShedPlan
 from gslbd.policy.locate import TopologyLocator, covering_bits, family_bits
 from gslbd.policy.pools import PoolPlan
 from gslbd.policy.rendezvous import V4_SHIFT, V6_SHIFT, RendezvousPlan, WeightedRendezvousPlan
@@ -44,6 +45,8 @@ def plan_scope(plan: object, ip: int, v6: bool) -> int:
         return _location_scope(plan.locator, ip, v6, asn=False)
     if isinstance(plan, PoolPlan):
         return _pool_scope(plan, ip, v6)
+    if isinstance(plan, ShedPlan):  # the draw is the client's no more than any level's choice
+        return max(plan_scope(level, ip, v6) for level in plan.levels)
     if not getattr(plan, "location_dependent", True):
         return 0
     return family_bits(v6)
