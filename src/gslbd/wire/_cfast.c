@@ -632,6 +632,7 @@ typedef struct {
 } choice_t;
 
 static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 ip, int v6); /* _shed.c */
+static int64_t shed_scope(const entry_t *e, u128 ip, int v6);                             /* _shed.c */
 
 typedef struct {
     const uint8_t *p; /* lower-case wire form of a name, ending with the root byte */
@@ -892,7 +893,10 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             entry_t *e = node->ent[idx];
             uint32_t pick = 0;
             choice_t level;
-            if (e->kind == K_SHED && (e = shed_level(e, ch, &level, ip, v6)) == NULL) return R_FALLBACK;
+            int64_t shed_at = -1; /* shed_load: the scope of every level (policy/scope.py), not the chosen one's */
+            if (e->kind == K_SHED && ((shed_at = shed_scope(e, ip, v6)) < 0 ||
+                                      (e = shed_level(e, ch, &level, ip, v6)) == NULL))
+                return R_FALLBACK;
             if (e != node->ent[idx]) ch = &level; /* shed_load: the level answers with the shed entry's seq */
             if (e->kind == K_PYTHON) return R_FALLBACK;
             if (e->neg && (flags & FB_NEG) && rj_exchange_marked(data, n)) return R_FALLBACK;
@@ -984,6 +988,10 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             vopt = sec + seclen;
             voptlen = e->var[pick].optlen;
             locdep = e->locdep;
+            if (shed_at >= 0) { /* a shed entry's answer is as location-dependent as the entry, at its scope */
+                locdep = node->ent[idx]->locdep;
+                pscope = (uint32_t)shed_at;
+            }
         }
     } else {
         /* REFUSED or NXDOMAIN: the exchange hook owns it when it names an exchange zone */

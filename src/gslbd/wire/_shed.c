@@ -41,6 +41,29 @@ static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 i
     return l;
 }
 
+/* The ECS scope of a shed entry's answer for (ip, v6): the largest of its levels' (policy/scope.py
+   plan_scope of a ShedPlan), since the draw, not the client, picks the level: a geo level's topology
+   scope, a hash level's /24 or /56, 0 for the others (location-independent plans); -1 (ask Python) where
+   a geo level cannot place the client. */
+static int64_t shed_scope(const entry_t *e, u128 ip, int v6) {
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < e->nlev; i++) {
+        const entry_t *l = shed_levels(e)[i];
+        uint32_t s = 0;
+        if (l->kind == K_GEO) {
+            uint32_t loc = lpm_find(l->lpm, ip, v6);
+            if (loc >= l->nloc) return -1;
+            const uint32_t *counts = (const uint32_t *)entry_params(l) + l->nclass;
+            int32_t c = ((const int32_t *)(counts + l->nclass))[loc];
+            if (c < 0 || (uint32_t)c >= l->nclass) return -1;
+            s = geo_scope(l->lpm, loc, ip, v6);
+        } else if (l->kind == K_HASH || l->kind == K_WHASH) {
+            s = v6 ? GEO_SHORT6 : GEO_SHORT4;
+        }
+        if (s > most) most = s;
+    }
+    return most;
+}
 /* Drops the levels' references (entry_decref of a shed entry). */
 static void shed_release(entry_t *e, totals_t *totals) {
     for (uint32_t i = 0; i < e->nlev; i++) entry_decref(shed_levels(e)[i], totals);
