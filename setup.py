@@ -30,6 +30,7 @@ setup(
                 "src/gslbd/wire/_geocache.c",
                 "src/gslbd/wire/_geocache_py.c",
                 "src/gslbd/wire/_shed.c",
+                "src/gslbd/wire/_pools.c",
             ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path, ECS scope and GeoIP cache, shed_load entries
             optional=True,
             extra_compile_args=STRICT,

@@ -109,6 +109,7 @@ typedef struct {
             const lpm_t *lpm;
             uint32_t nclass, nloc;
             uint64_t uid; /* the key of its clients in the GeoIP prefix cache (_geocache.c) */
+            uint32_t pooled_n; /* pools whose plans draw: then one entry per class (_pools.c), else 0 */
         };
     };
     variant_t var[];
@@ -324,9 +325,11 @@ static inline int counted(const entry_t *e) { return e->kind != K_NONE && e->kin
 /* Releases one reference to an entry; the last one adds its count to `totals` (NULL: an entry that never
    served) and frees it. */
 static void shed_release(entry_t *e, totals_t *totals); /* _shed.c */
+static void pool_release(entry_t *e, totals_t *totals); /* _pools.c */
 static void entry_decref(entry_t *e, totals_t *totals) {
     if (e == NULL || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (e->kind == K_SHED) shed_release(e, totals);
+    if (e->kind == K_GEO && e->pooled_n) pool_release(e, totals);
     if (counted(e) && totals != NULL) ATOMIC_ADD(&totals->policy[e->policy], ATOMIC_LOAD(&e->counter));
     for (uint32_t i = 0; i < e->nvar; i++) hblock_decref(e->var[i].hb);
     PyMem_RawFree(e);
@@ -633,6 +636,7 @@ typedef struct {
 
 static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 ip, int v6); /* _shed.c */
 static int64_t shed_scope(const entry_t *e, u128 ip, int v6);                             /* _shed.c */
+static inline entry_t **pool_inners(const entry_t *e);                                   /* _pools.c */
 
 typedef struct {
     const uint8_t *p; /* lower-case wire form of a name, ending with the root byte */
@@ -856,6 +860,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
     uint32_t voptlen = 0;
     int locdep = 0;
     uint32_t pscope = 128; /* the ECS scope the plan used (policy/scope.py), before the cap at the source */
+    uint32_t cscope = 0; /* a pooled geo entry: the scope of the client's class (_pools.c) */
     const uint8_t *dp[DENIAL_PIECES]; /* a signed denial's records, in pieces */
     uint32_t dl[DENIAL_PIECES];
     int dn = 0;
@@ -913,10 +918,15 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                         pscope = geo_scope(e->lpm, loc, ip, v6);
                     if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
                     seq = ch->seq >= 0 ? (uint64_t)ch->seq : ATOMIC_ADD(&e->counter, 1);
-                    pick = starts[c] + (uint32_t)(seq % counts[c]);
-                    goto picked;
-                }
-                if (ch->seq >= 0) seq = (uint64_t)ch->seq;
+                    if (e->pooled_n) { /* the class's pool plan picks with this seq (_pools.c) */
+                        e = pool_inners(e)[c];
+                        cscope = pscope;
+                        pscope = 0; /* a pool plan that does not hash adds nothing to the class's scope */
+                    } else {
+                        pick = starts[c] + (uint32_t)(seq % counts[c]);
+                        goto picked;
+                    }
+                } else if (ch->seq >= 0) seq = (uint64_t)ch->seq;
                 else seq = ATOMIC_ADD(&e->counter, 1);
                 switch (e->kind) {
                 case K_FIXED:
@@ -980,6 +990,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 }
             }
         picked:
+            if (pscope < cscope) pscope = cscope; /* a pool's: the class's scope or its plan's, larger */
             if (pick >= e->nvar) return R_FALLBACK;
             heads = e->var[pick].hb->heads;
             tcheads = e->var[pick].hb->tc;
@@ -1625,6 +1636,7 @@ static int same_variants(const void *entry, const void *variants) {
 }
 
 static entry_t *build_shed(PyObject *spec, bctx_t *c, long policy, int locdep); /* _shed.c */
+static int build_pool_inners(entry_t *e, PyObject *inner, bctx_t *c);            /* _pools.c */
 
 /* entry spec: (kind, policy, locdep, variants, param); a new reference, or the fixed entry with the same
    variants that this build or update made before (shared). */
@@ -1658,7 +1670,7 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
             return shared;
         }
     }
-    PyObject *bounds = NULL, *starts = NULL, *counts = NULL, *classes = NULL;
+    PyObject *bounds = NULL, *starts = NULL, *counts = NULL, *classes = NULL, *inner = NULL;
     Py_ssize_t n1 = 0, n2 = 0, n3 = 0;
     long which = -1;
     size_t extra = 0;
@@ -1683,9 +1695,11 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
         }
         extra = (size_t)n1 * (sizeof(uint64_t) + sizeof(double));
         break;
-    case K_GEO: {
-        PyObject *loc = item(param, 0, 4, "geo param");
+    case K_GEO: { /* (locator, starts, counts, class_of) or, pools that draw, with (..., inner) */
+        int pooled = PyTuple_Check(param) && PyTuple_GET_SIZE(param) == 5;
+        PyObject *loc = item(param, 0, pooled ? 5 : 4, "geo param");
         if (loc == NULL) return NULL;
+        if (pooled) inner = PyTuple_GET_ITEM(param, 4);
         which = PyLong_AsLong(loc);
         if (PyErr_Occurred()) return NULL;
         if (which < 0 || (uint32_t)which >= c->b->nlpm) break; /* a locator this table does not know */
@@ -1700,6 +1714,7 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
             return NULL;
         }
         extra = (size_t)(n1 + n2 + n3) * sizeof(uint32_t);
+        if (inner != NULL) extra = align8(extra) + (size_t)n1 * sizeof(entry_t *); /* pool_inners */
         break;
     }
     default:
@@ -1777,6 +1792,7 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
             if (PyErr_Occurred()) goto fail;
             class_of[i] = (int32_t)v;
         }
+        if (inner != NULL && build_pool_inners(e, inner, c) < 0) goto fail;
         break;
     default:
         break;
@@ -1785,6 +1801,7 @@ static entry_t *build_entry(PyObject *spec, bctx_t *c) {
     if (shareable && imap_put(&c->entries, content, e) < 0) goto fail;
     return e;
 fail:
+    if (e->kind == K_GEO && e->pooled_n) pool_release(e, NULL);
     e->kind = K_NONE; /* never served: nothing to count */
     entry_decref(e, NULL);
     return NULL;
@@ -2577,6 +2594,7 @@ static int parse_ip(PyObject *obj, int v6, u128 *out) {
 
 #include "_guard.c"
 #include "_shed.c" /* shed_load entries (issue 23) */
+#include "_pools.c" /* pools whose plans draw (issue 23) */
 #include "_tap.c" /* the dnstap ring the UdpLoop writes (issue 21) */
 #include "_geocache_py.c"
 

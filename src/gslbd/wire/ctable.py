@@ -13,7 +13,8 @@ holds them equal for the same choice), from a copy of the table that needs no Py
                 a candidate set (precomputed per location with `GeoPlan.classify_location`), then
                 seq % the set's rotations
                 PoolPlan (pools and rules) the same way (rules on the address or ASN: every client
-                through the GeoIP prefix cache); the ECS scope per location id (policy/scope.py)
+                through the GeoIP prefix cache); the ECS scope per location id (policy/scope.py); pools
+                whose plans draw or hash hold per class the pool plan's own entry (wire/_pools.c)
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
       whash     WeightedRendezvousPlan: the same hashes scored -weight/ln(u) in doubles
       shed      ShedPlan (shed_load): one uniform draw picks a level (bisect over the bands' bounds), each
@@ -305,20 +306,59 @@ def _plan_spec(
         return (K_HASH, policy, dependent, variants, plan.ids)
     if isinstance(plan, WeightedRendezvousPlan):
         return (K_WHASH, policy, dependent, variants, (plan.ids, tuple(map(float, plan.weights))))
-    if isinstance(plan, GeoPlan) or (isinstance(plan, PoolPlan) and plan.seq_picked):
-        which = locators.add(plan.locator)
-        if which >= 0:
-            # -1: only Python places the client (the GeoIP prefix cache, wire/_geocache.c): outside every
-            # topology network when a GeoIP/ASN database is set, every client of rules that test the
-            # address or the ASN
-            if isinstance(plan, PoolPlan) and not plan.by_location:
-                classes = [-1] * len(locators.locations[which])
-            else:
-                classes = [plan.classify_location(loc)[0] for loc in locators.locations[which]]
-                if locators.geoip[which]:
-                    classes[0] = -1
-            return (K_GEO, policy, dependent, variants, (which, plan.starts, plan.counts, tuple(classes)))
+    if isinstance(plan, GeoPlan | PoolPlan):
+        classes = _classes(plan, locators)
+        if classes is not None:
+            if isinstance(plan, PoolPlan) and not plan.seq_picked:
+                return _drawing_pools_spec(plan, policy, dependent, variants, locators, classes)
+            return (K_GEO, policy, dependent, variants, classes)
     return (K_PYTHON, policy, dependent, variants, None)
+
+
+def _classes(plan: GeoPlan | PoolPlan, locators: _Locators) -> tuple[Any, ...] | None:
+    """A geo entry's (locator, starts, counts, class per location id); None: C cannot locate its
+    clients. Class -1: only Python places the client (the GeoIP prefix cache, wire/_geocache.c):
+    outside every topology network when a GeoIP/ASN database is set, every client of rules that test
+    the address or the ASN."""
+    which = locators.add(plan.locator)
+    if which < 0:
+        return None
+    if isinstance(plan, PoolPlan) and not plan.by_location:
+        classes = [-1] * len(locators.locations[which])
+    else:
+        classes = [plan.classify_location(loc)[0] for loc in locators.locations[which]]
+        if locators.geoip[which]:
+            classes[0] = -1
+    return (which, plan.starts, plan.counts, tuple(classes))
+
+
+_POOL_INNER_KINDS = frozenset((K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_HASH, K_WHASH))
+
+
+def _drawing_pools_spec(
+    plan: PoolPlan,
+    policy: int,
+    dependent: bool,
+    variants: tuple[Any, ...],
+    locators: _Locators,
+    classes: tuple[Any, ...],
+) -> tuple[Any, ...]:
+    """Pools whose plans draw or hash (wire/_pools.c): a geo entry whose classes are found as for the
+    pools that rotate, with per class the pool's own entry over that class's slice of the variants (no
+    counter of its own, the geo entry's dependence on the client). A pool plan C does not answer (geo,
+    shed_load, ...) leaves the whole entry to Python."""
+    inner = tuple(
+        _plan_spec(p, _UNCOUNTED, dependent, variants[start : start + count], locators)
+        for p, start, count in zip(plan.inner, plan.starts, plan.counts, strict=True)
+    )
+    if any(spec[0] not in _POOL_INNER_KINDS or not spec[3] or _no_ids(spec) for spec in inner):
+        return (K_PYTHON, policy, dependent, variants, None)
+    return (K_GEO, policy, dependent, variants, (*classes, inner))
+
+
+def _no_ids(spec: tuple[Any, ...]) -> bool:
+    """A hash entry over no endpoint (C would leave it to Python, so the pools entry goes there whole)."""
+    return (spec[0] == K_HASH and not spec[4]) or (spec[0] == K_WHASH and not spec[4][0])
 
 
 def _node_spec(key: bytes, node: Node, policies: Mapping[int, str], locators: _Locators) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ import dns.rcode
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pools_world import pools_services
 from shed_world import shed_services, shed_snapshot
 from test_wire_dnssec import World, signed_config, signed_services_config
 from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
@@ -103,14 +104,24 @@ def shed_view() -> View:
     return build_view(config, shed_snapshot(shed), env)
 
 
+def pools_view() -> View:
+    """The wire tests' world plus pools whose plans draw or hash (tests/unit/wire/pools_world.py),
+    located by topology networks."""
+    config = replace(CONFIG, services=(*SERVICES, *pools_services()))
+    env = PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
+    return build_view(config, make_snapshot(), env)
+
+
 # The wire tests' world (chains, EDE, a SOA whose MNAME lies in the zone), with topology, with
-# dns.identity (NSID), the services world (HTTPS, SRV, a wildcard service) and shed_load on every policy.
+# dns.identity (NSID), the services world (HTTPS, SRV, a wildcard service), shed_load on every policy
+# and pools whose plans draw.
 VIEWS = {
     "plain": make_view(),
     "geo": geo_view(),
     "identity": VIEW_ID,
     "wild": services_responder().view,
     "shed": shed_view(),
+    "pools": pools_view(),
 }
 
 
