@@ -149,7 +149,12 @@ class Chain:
 
     def answer(self, ip: int, v6: bool, rng: random.Random, seq: int) -> Answer:
         index = self.pick(ip, v6, rng, seq) if self.pick is not None else 0
-        return self.answers[index]
+        answer = self.answers[index]
+        if answer.location_dependent and answer.scope is None:
+            # the scope of the one policy the chain passes through (its pick is that plan's), as the
+            # compiled tables take it (wire/fastpath.py); through several, the whole address
+            answer = replace(answer, scope=plan_scope(getattr(self.pick, "__self__", None), ip, v6))
+        return answer
 
 
 Outcome = Records | Negative | Dynamic | Chain | Referral

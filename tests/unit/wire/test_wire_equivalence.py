@@ -168,3 +168,23 @@ def test_fast_and_slow_paths_give_the_same_response(data: st.DataObject) -> None
             512 if edns is None else min(max(int(dns.message.from_wire(wire).payload), 512), max_udp_payload)
         )
         assert len(fast) <= limit
+
+
+def test_a_cname_to_a_hashed_service_echoes_the_hash_scope_on_both_paths() -> None:
+    # static CNAME -> policy: hash: the answer depends on the client's /24 only, whichever path writes it
+    wire = query("to-sticky." + ORIGIN, "A", edns=0, ecs="0.0.0.0/25")
+    table = compile_table(VIEW, max_udp_payload=1232, use_client_subnet=True)
+    fast = Responder(table, VIEW, random.Random(1), native=False).handle(wire, 1, False, False)
+    slow = slow_response(
+        wire,
+        VIEW,
+        1,
+        False,
+        max_udp_payload=1232,
+        use_client_subnet=True,
+        rng=random.Random(1),
+        tcp=False,
+        seq=0,
+    )
+    assert fast is not None and slow is not None
+    assert normalized(fast)["options"] == normalized(slow)["options"] == ["ECS 0.0.0.0/25 scope/24"]
