@@ -634,7 +634,7 @@ typedef struct {
     uint64_t *rng;    /* the caller's PRNG state */
 } choice_t;
 
-static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 ip, int v6); /* _shed.c */
+static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub); /* _shed.c */
 static int64_t shed_scope(const entry_t *e, u128 ip, int v6);                             /* _shed.c */
 static inline entry_t **pool_inners(const entry_t *e);                                   /* _pools.c */
 
@@ -900,7 +900,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             choice_t level;
             int64_t shed_at = -1; /* shed_load: the scope of every level (policy/scope.py), not the chosen one's */
             if (e->kind == K_SHED && ((shed_at = shed_scope(e, ip, v6)) < 0 ||
-                                      (e = shed_level(e, ch, &level, ip, v6)) == NULL))
+                                      (e = shed_level(e, ch, &level)) == NULL))
                 return R_FALLBACK;
             if (e != node->ent[idx]) ch = &level; /* shed_load: the level answers with the shed entry's seq */
             if (e->kind == K_PYTHON) return R_FALLBACK;

@@ -18,7 +18,7 @@ static inline const double *shed_bounds(const entry_t *e) {
 }
 
 /* The level entry answering this query (NULL: ask Python), `sub` the choice it answers with. */
-static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 ip, int v6) {
+static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub) {
     double u = ch->draw >= 0 ? ch->draw : draw_of(ch->rng);
     const double *bounds = shed_bounds(e);
     uint32_t lo = 0, hi = e->nlev - 1;
@@ -28,14 +28,9 @@ static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 i
         else lo = mid + 1;
     }
     entry_t *l = shed_levels(e)[lo];
+    /* a geo client C cannot place went to Python before this, uncounted: shed_scope, which plan_answer
+       calls first, declines it for every level */
     if (l->kind == K_PYTHON) return NULL;
-    if (l->kind == K_GEO) { /* as plan_answer: a client C cannot place goes to Python, uncounted */
-        uint32_t loc = lpm_find(l->lpm, ip, v6);
-        if (loc >= l->nloc) return NULL;
-        const uint32_t *counts = (const uint32_t *)entry_params(l) + l->nclass;
-        int32_t c = ((const int32_t *)(counts + l->nclass))[loc];
-        if (c < 0 || (uint32_t)c >= l->nclass) return NULL;
-    }
     *sub = *ch;
     sub->seq = ch->seq >= 0 ? ch->seq : (int64_t)(ATOMIC_ADD(&e->counter, 1) & INT64_MAX);
     return l;
@@ -46,17 +41,22 @@ static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, u128 i
    scope, a hash level's /24 or /56, 0 for the others (location-independent plans); -1 (ask Python) where
    a geo level cannot place the client. */
 static int64_t shed_scope(const entry_t *e, u128 ip, int v6) {
-    uint32_t most = 0;
+    uint32_t most = 0, loc = 0, at = 0;
+    const lpm_t *located = NULL; /* the levels share the service's locator: found once per query */
     for (uint32_t i = 0; i < e->nlev; i++) {
         const entry_t *l = shed_levels(e)[i];
         uint32_t s = 0;
         if (l->kind == K_GEO) {
-            uint32_t loc = lpm_find(l->lpm, ip, v6);
+            if (l->lpm != located) {
+                located = l->lpm;
+                loc = lpm_find(located, ip, v6);
+                at = loc < l->nloc ? geo_scope(located, loc, ip, v6) : 0;
+            }
             if (loc >= l->nloc) return -1;
             const uint32_t *counts = (const uint32_t *)entry_params(l) + l->nclass;
             int32_t c = ((const int32_t *)(counts + l->nclass))[loc];
             if (c < 0 || (uint32_t)c >= l->nclass) return -1;
-            s = geo_scope(l->lpm, loc, ip, v6);
+            s = at;
         } else if (l->kind == K_HASH || l->kind == K_WHASH) {
             s = v6 ? GEO_SHORT6 : GEO_SHORT4;
         }
