@@ -7,11 +7,9 @@ from __future__ import annotations
 import logging
 import random
 
-import dns.message
-import dns.rdatatype
 import pytest
 from exchange_support import APP, SERVICES, ZONE, config, env
-from test_exchange_votes import APEX, PEER, QUORUM, T0, US, frames, read
+from test_exchange_votes import APEX, PEER, QUORUM, T0, US, read, transferred
 
 from gslbd.answer.exchange_names import load_rdata, published, read_load, republished
 from gslbd.clock import FakeClock
@@ -86,12 +84,7 @@ def test_own_figures_are_transferred_and_a_moved_figure_comes_as_an_ixfr_of_one_
     responder.on_exchange = zones.handle
 
     data = responder.handle(transfer_query(APEX, AXFR, 1), PEER, False, True) or b""
-    records = {
-        (rrset.name.to_text(), dns.rdatatype.to_text(rrset.rdtype), rd.to_text())
-        for message in frames(data)
-        for rrset in dns.message.from_wire(message, xfr=True).answer
-        for rd in rrset
-    }
+    records = transferred(data)
     assert ("app.load." + APEX, "TXT", f'"{EU}=0.300"') in records
     copy = read(_Builder(APEX, ZONE, None), data, 1)
     assert copy.loads == {APP: (f"{EU}=0.300", f"{EU6}=0.950,out")}

@@ -44,6 +44,16 @@ def frames(data: bytes) -> list[bytes]:
     return out
 
 
+def transferred(data: bytes) -> set[tuple[str, str, str]]:
+    """(owner, type, rdata) of every record of a framed transfer."""
+    return {
+        (rrset.name.to_text(), dns.rdatatype.to_text(rrset.rdtype), rd.to_text())
+        for message in frames(data)
+        for rrset in dns.message.from_wire(message, xfr=True).answer
+        for rd in rrset
+    }
+
+
 def read(builder: _Builder, data: bytes, qid: int) -> ZoneCopy:
     for message in frames(data):
         builder.feed(message, qid, None)
@@ -63,12 +73,7 @@ def test_a_sites_votes_are_transferred_and_a_flipped_vote_comes_as_an_ixfr_of_on
     responder.on_exchange = zones.handle
 
     data = responder.handle(transfer_query(APEX, AXFR, 1), PEER, False, True) or b""
-    records = {
-        (rrset.name.to_text(), dns.rdatatype.to_text(rrset.rdtype), rd.to_text())
-        for message in frames(data)
-        for rrset in dns.message.from_wire(message, xfr=True).answer
-        for rd in rrset
-    }
+    records = transferred(data)
     assert ("app.votes." + APEX, "TXT", f'"{US}=down"') in records
     copy = read(_Builder(APEX, ZONE, None), data, 1)
     assert copy.votes == {APP: (f"{EU}=up", f"{US}=down")}
