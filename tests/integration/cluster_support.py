@@ -88,12 +88,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class CountingBackend(http.server.ThreadingHTTPServer):
-    """GET /health/<address>: 200, or 503 while <address> is in `failing`; probes counted per address."""
+    """GET /health/<address>: 200, or 503 while <address> is in `failing`; probes counted per address
+    (the path's last segment: any other key works the same)."""
 
     daemon_threads = True
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, address: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__((address, port), _Handler)
         self.port: int = self.server_address[1]
         self.failing: set[str] = set()
         self.probes: Counter[str] = Counter()

@@ -12,15 +12,13 @@ site when two sites see it down, and not when one does (even while its owner see
 from __future__ import annotations
 
 import contextlib
-import http.server
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cluster_support import CountingBackend
 from exchange_sites import ZONE, addresses, ms, site_config, wait_for
 from gslbd_harness import Running, free_port, start_gslbd
 from redis_support import RedisProcess, running_redis
@@ -42,63 +40,34 @@ VOTE_BOUND = (FALL + 1) * CHECK_INTERVAL + PEER_INTERVAL + PEER_TIMEOUT + 1.0
 RR = f"rr.{ZONE}"
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    server: _Backend
-    protocol_version = "HTTP/1.0"
-
-    def do_GET(self) -> None:
-        site = self.path.rsplit("/", 1)[-1]
-        farm = self.server.farm
-        with farm.lock:
-            farm.probes[(self.server.address, site)] += 1
-            healthy = (self.server.address, site) not in farm.failing
-        body = b"ok\n" if healthy else b"failing\n"
-        self.send_response(200 if healthy else 503)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-class _Backend(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, farm: Backends, address: str, port: int) -> None:
-        super().__init__((address, port), _Handler)
-        self.farm, self.address = farm, address
-
-
 class Backends:
-    """One HTTP server per endpoint address (all on `port`): GET /probe/<site> counts a probe of that
-    site and answers 503 while (address, site) is in `failing`, else 200."""
+    """One counting HTTP server per endpoint address (all on `port`, cluster_support.CountingBackend):
+    GET /probe/<site> counts a probe of that site and answers 503 while (address, site) is failing."""
 
     def __init__(self, port: int) -> None:
         self.port = port
-        self.lock = threading.Lock()
-        self.probes: Counter[tuple[str, str]] = Counter()
-        self.failing: set[tuple[str, str]] = set()
-        self.servers = [_Backend(self, address, port) for address in ENDPOINTS.values()]
-        for server in self.servers:
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.servers = {address: CountingBackend(address, port) for address in ENDPOINTS.values()}
 
     def counts(self) -> Counter[tuple[str, str]]:
-        with self.lock:
-            return Counter(self.probes)
+        out: Counter[tuple[str, str]] = Counter()
+        for address, server in self.servers.items():
+            with server.lock:
+                out.update({(address, site): n for site, n in server.probes.items()})
+        return out
 
     def fail(self, address: str, *sites: str) -> None:
-        with self.lock:
-            self.failing |= {(address, s) for s in sites}
+        server = self.servers[address]
+        with server.lock:
+            server.failing |= set(sites)
 
     def heal(self) -> None:
-        with self.lock:
-            self.failing.clear()
+        for server in self.servers.values():
+            with server.lock:
+                server.failing.clear()
 
     def close(self) -> None:
-        for server in self.servers:
-            server.shutdown()
-            server.server_close()
+        for server in self.servers.values():
+            server.close()
 
 
 def instance_config(site: str, host: str, port: int, backend_port: int, redis_url: str) -> str:
