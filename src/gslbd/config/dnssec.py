@@ -110,6 +110,10 @@ def read_key_pair(path: Path, origin: str, sign: bool = True) -> DnssecKey:
         private = base64.b64decode(fields.get("privatekey", ""), validate=True)
     except (binascii.Error, ValueError):
         raise DnssecKeyError(f"{str(private_file)!r}: PrivateKey is not base64") from None
+    if algorithm == 13 and 0 < len(private) < 32:
+        # an ECDSA key is an integer: BIND writes it without its leading zero bytes (about one key in
+        # 256 has a 31-byte PrivateKey), the DNSKEY's arithmetic is the same
+        private = private.rjust(32, b"\0")
     if len(private) != 32:
         raise DnssecKeyError(f"{str(private_file)!r}: PrivateKey must be 32 bytes, got {len(private)}")
     try:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from gslbd.config import check_config_text
-from gslbd.config.dnssec import generate_key_pair
+from gslbd.config.dnssec import generate_key_pair, read_key_pair
 
 ORIGIN = "gslb.example.com."
 
@@ -98,3 +100,28 @@ def test_a_zone_with_only_published_keys_is_rejected(tmp_path: Path, keys: tuple
     ksk, _ = keys
     [error] = errors(zone(f"    dnssec:\n      keys: [{{file: {ksk.name}, sign: false}}]\n"), tmp_path)
     assert "c.yaml:5: zones[0].dnssec.keys: no key signs" in error
+
+
+def test_an_ecdsa_private_key_written_without_its_leading_zero_byte_is_read(
+    tmp_path: Path, keys: tuple[Path, Path]
+) -> None:
+    # BIND writes an ECDSA key as its integer, without leading zeros: one key in 256 has 31 bytes
+    ksk, _ = keys
+    scalar = 0x00C0FFEE << 216  # a 31-byte integer: 32 bytes with a leading zero byte
+    public = ec.derive_private_key(scalar, ec.SECP256R1()).public_key().public_numbers()
+    raw = public.x.to_bytes(32, "big") + public.y.to_bytes(32, "big")
+    key_file = Path(f"{ksk}.key")
+    head, _, _ = key_file.read_text().rpartition(" ")
+    key_file.write_text(f"{head} {base64.b64encode(raw).decode()}\n")
+    short = base64.b64encode(scalar.to_bytes(31, "big")).decode()
+    private_file = Path(f"{ksk}.private")
+    private_file.write_text(
+        "\n".join(
+            f"PrivateKey: {short}" if ln.startswith("PrivateKey:") else ln
+            for ln in private_file.read_text().splitlines()
+        )
+        + "\n"
+    )
+    key = read_key_pair(ksk, ORIGIN)
+    assert key.private == scalar.to_bytes(32, "big")
+    assert base64.b64decode(key.public) == raw
