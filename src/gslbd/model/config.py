@@ -59,12 +59,21 @@ class CookieConfig:
     secret: bytes | None = field(default=None, repr=False)
 
 
+# `dns.threads` at most: a loop per core of the largest machines DNS servers run on (beyond the core
+# count the loops only contend for the guard's and the table slot's mutexes, docs/server.md *Threads*);
+# each loop holds 512 KiB of batch buffers and one socket per listen address.
+MAX_THREADS = 64
+
+
 @dataclass(frozen=True, slots=True)
 class DnsConfig:
     """DNS listeners. Durations are seconds."""
 
     listen: tuple[ListenAddress, ...] = (ListenAddress("0.0.0.0", 53),)
     workers: int = 1
+    # C UDP loops per listen address, each a thread on its own SO_REUSEPORT socket, all answering from
+    # the one table, signer and guard of this process (docs/server.md, *Threads*).
+    threads: int = 1
     max_udp_payload: int = 1232
     tcp_idle_timeout: float = 10.0
     lame_duck: float = 2.0  # after SIGTERM: /readyz fails while DNS still answers, for this long
