@@ -71,9 +71,6 @@ class DnsConfig:
 
     listen: tuple[ListenAddress, ...] = (ListenAddress("0.0.0.0", 53),)
     workers: int = 1
-    # C UDP loops per listen address, each a thread on its own SO_REUSEPORT socket, all answering from
-    # the one table, signer and guard of this process (docs/server.md, *Threads*).
-    threads: int = 1
     max_udp_payload: int = 1232
     tcp_idle_timeout: float = 10.0
     lame_duck: float = 2.0  # after SIGTERM: /readyz fails while DNS still answers, for this long
@@ -84,6 +81,9 @@ class DnsConfig:
     identity: str | None = None
     # CHAOS TXT version.bind./version.server.; None = hidden (REFUSED).
     version: str | None = None
+    # C UDP loops per listen address, each a thread on its own SO_REUSEPORT socket, all answering from
+    # the one table, signer and guard of this process (docs/server.md, *Threads*).
+    threads: int = 1
 
 
 @dataclass(frozen=True, slots=True)
