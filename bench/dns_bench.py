@@ -4,7 +4,7 @@
 Run on demand, not by the test suite (stdlib only; needs gdnsd, knotd, dnsperf, dig and taskset on PATH):
 
     /tmp/venv/bin/python bench/dns_bench.py --seconds 10 --json /tmp/bench.json
-    /tmp/venv/bin/python bench/dns_bench.py --scaling          # also: gslbd q/s with dns.workers 1 and 2
+    /tmp/venv/bin/python bench/dns_bench.py --scaling          # also: q/s by dns.workers, dns.threads 1, 2
     /tmp/venv/bin/python bench/dns_bench.py --dnssec           # gslbd signed vs unsigned, DO queries
 
 `--dnssec` (issue 11) measures gslbd against itself: the same config unsigned and with the zone signed
@@ -100,6 +100,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("tcp", "rr over TCP", ("-m", "tcp"), ("+tcp",), name="rr"),
 )
 NAMES = ("rr", "wt", "fo", "geo", "hash")
+SCALING_SHAPES = ((1, 1), (1, 2), (2, 1), (2, 2))  # (dns.workers, dns.threads) of --scaling
 
 GSLBD_CONFIG = """\
 version: 1
@@ -442,14 +443,24 @@ def check_answers(servers: Sequence[Server]) -> dict[str, dict[str, list[str]]]:
     return seen
 
 
-def start_servers(args: argparse.Namespace, workdir: Path, workers: int | None = None) -> list[Server]:
+def with_threads(config: str, threads: int) -> str:
+    """GSLBD_CONFIG text with `dns.threads` set (the other benches format GSLBD_CONFIG without it)."""
+    if threads == 1:
+        return config
+    return re.sub(r"workers: (\d+)\}", rf"workers: \1, threads: {threads}}}", config, count=1)
+
+
+def start_servers(
+    args: argparse.Namespace, workdir: Path, workers: int | None = None, threads: int | None = None
+) -> list[Server]:
     taken: set[int] = set()
     servers: list[Server] = []
     workers = args.workers if workers is None else workers
+    threads = args.threads if threads is None else threads
     try:
         port = free_port(taken)
         config = workdir / f"gslbd-{workers}.yaml"
-        config.write_text(GSLBD_CONFIG.format(port=port, workers=workers))
+        config.write_text(with_threads(GSLBD_CONFIG.format(port=port, workers=workers), threads))
         argv = [part.format(config=config, port=port) for part in shlex.split(args.gslbd_cmd)]
         servers.append(Server("gslbd", argv, port, workdir, args.server_cpus))
         if args.dnssec:  # the same zone signed: a key pair as `gslbd dnssec keygen` writes it
@@ -469,7 +480,7 @@ def start_servers(args: argparse.Namespace, workdir: Path, workers: int | None =
                 "    nameservers: [{{name: ns1.bench.example., address: 127.0.0.1}}]\n"
                 f"    dnssec: {{{{keys: [{key}]}}}}\n",
             )
-            config.write_text(signed.format(port=port, workers=workers))
+            config.write_text(with_threads(signed.format(port=port, workers=workers), threads))
             argv = [part.format(config=config, port=port) for part in shlex.split(args.gslbd_cmd)]
             servers.append(Server("signed", argv, port, workdir, args.server_cpus))
         if not args.gslbd_only and not args.dnssec:
@@ -649,17 +660,21 @@ def report(args: argparse.Namespace, result: Measurement) -> dict[str, dict[str,
 @dataclass(frozen=True)
 class Scaling:
     workers: int
+    threads: int
     qps: float
     cpu_s: float
     completed: int
 
 
 def scaling(args: argparse.Namespace, workdir: Path) -> list[Scaling]:
-    """gslbd alone, unthrottled rr, dns.workers 1 then 2, server and dnsperf (two threads) on every CPU."""
-    out = []
+    """gslbd alone, unthrottled rr, (dns.workers, dns.threads) (1, 1), (1, 2), (2, 1), (2, 2) in turn,
+    --scaling-rounds times (the median is reported), server and dnsperf (two threads) on every CPU."""
+    runs: dict[tuple[int, int], list[Scaling]] = {}
     scenario = SCENARIOS[0]
-    for workers in (1, 2):
-        sub = workdir / f"scaling-{workers}"
+    for n, (workers, threads) in enumerate(
+        [shape for _ in range(args.scaling_rounds) for shape in SCALING_SHAPES]
+    ):
+        sub = workdir / f"scaling-{workers}-{threads}-{n}"
         sub.mkdir()
         opts = Options(args.seconds, args.warmup, args.calibrate, args.outstanding, args.scaling_cpus, sub, 2)
         saved = args.server_cpus
@@ -667,7 +682,7 @@ def scaling(args: argparse.Namespace, workdir: Path) -> list[Scaling]:
         only = args.gslbd_only
         args.gslbd_only = True
         try:
-            servers = start_servers(args, sub, workers)
+            servers = start_servers(args, sub, workers, threads)
         finally:
             args.server_cpus, args.gslbd_only = saved, only
         try:
@@ -675,12 +690,17 @@ def scaling(args: argparse.Namespace, workdir: Path) -> list[Scaling]:
             run = dnsperf(servers[0], scenario, opts, args.seconds, 0)
         finally:
             servers[0].stop()
-        out.append(Scaling(workers, run.qps, run.cpu_s, run.completed))
+        runs.setdefault((workers, threads), []).append(
+            Scaling(workers, threads, run.qps, run.cpu_s, run.completed)
+        )
+    out = [sorted(found, key=lambda s: s.qps)[len(found) // 2] for found in runs.values()]
     print(f"\nscaling: gslbd rr unthrottled, server and dnsperf (2 threads) on CPUs {args.scaling_cpus}")
     for s in out:
+        spread = [f"{r.qps:.0f}" for r in runs[(s.workers, s.threads)]]
         print(
-            f"  workers {s.workers}: {s.qps:>9.0f} answers/s, "
+            f"  workers {s.workers} threads {s.threads}: {s.qps:>9.0f} answers/s, "
             f"{s.cpu_s / s.completed * 1e6:5.2f} µs server CPU per answer, x{s.qps / out[0].qps:.2f}"
+            f" (runs: {', '.join(spread)})"
         )
     return out
 
@@ -697,6 +717,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=10.0, help="length of each measured run (default 10)")
     p.add_argument("--gslbd-cmd", default=default_cmd, help="command line; {config} and {port} are filled in")
     p.add_argument("--workers", type=int, default=1, help="gslbd dns.workers, knot udp-workers (default 1)")
+    p.add_argument("--threads", type=int, default=1, help="gslbd dns.threads (default 1)")
     p.add_argument("--json", type=Path, help="also write every figure to this file")
     p.add_argument(
         "--rate", type=int, default=0, help="fixed queries/s (default: --load x slowest unthrottled)"
@@ -714,7 +735,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--gdnsd", default=shutil.which("gdnsd") or "/usr/sbin/gdnsd", help="gdnsd binary")
     p.add_argument("--scenarios", default="", help="comma-separated keys (default: all)")
     p.add_argument("--gslbd-only", action="store_true", help="measure gslbd alone (no reference servers)")
-    p.add_argument("--scaling", action="store_true", help="also measure q/s with dns.workers 1 and 2")
+    p.add_argument(
+        "--scaling", action="store_true", help="also measure q/s with dns.workers and dns.threads 1 and 2"
+    )
+    p.add_argument("--scaling-rounds", type=int, default=1, help="runs of each --scaling shape (median)")
     p.add_argument(
         "--dnssec", action="store_true", help="gslbd with its zone signed against unsigned, DO queries"
     )
@@ -760,7 +784,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ratios = report(args, result)
     met = _met(ratios)
     if grown:
-        print(f"\nscaling (workers 1 -> 2): x{grown[-1].qps / grown[0].qps:.2f} answers/s")
+        rates = {(s.workers, s.threads): s.qps for s in grown}
+        print(
+            f"\nscaling: threads 1 -> 2 x{rates[(1, 2)] / rates[(1, 1)]:.2f}, "
+            f"workers 1 -> 2 x{rates[(2, 1)] / rates[(1, 1)]:.2f} answers/s"
+        )
     if args.json:
         figures = {
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

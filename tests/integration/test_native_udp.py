@@ -22,7 +22,7 @@ import pytest
 from gslbd.answer import build_view
 from gslbd.clock import FakeClock
 from gslbd.config.dnssec import generate_key_pair, read_key_pair
-from gslbd.model.config import Config, ListenAddress, RrlConfig
+from gslbd.model.config import Config, DnsConfig, ListenAddress, RrlConfig
 from gslbd.model.dnssec import Dnssec
 from gslbd.model.service import Endpoint, Service
 from gslbd.model.zone import Nameserver, Soa, Zone
@@ -43,16 +43,16 @@ ORIGIN = "gslb.example.com."
 APP = f"app.{ORIGIN}"
 
 
-def responder(native: bool) -> Responder:
+def responder(native: bool, dns: DnsConfig | None = None) -> Responder:
+    """Round robin over three addresses at APP; `dns`: the listener settings (RRL, cookies)."""
     name = APP
     endpoints = tuple(Endpoint(name, f"192.0.2.{i}", EndpointKind.IPV4, "eu") for i in (1, 2, 3))
     service = Service(name, ORIGIN, "app", policy=PolicyName.ROUND_ROBIN, endpoints=endpoints)
     zone = Zone(
         ORIGIN, 30, 30, Soa(f"ns1.{ORIGIN}", "hostmaster.example.com.", 1), (Nameserver(f"ns1.{ORIGIN}"),)
     )
-    view = build_view(
-        Config(zones=(zone,), services=(service,)), Snapshot(), PolicyEnv(NoLocator(), {}, random.Random(1))
-    )
+    config = Config(zones=(zone,), services=(service,), dns=dns or DnsConfig())
+    view = build_view(config, Snapshot(), PolicyEnv(NoLocator(), {}, random.Random(1)))
     table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
     return Responder(table, view, random.Random(1), native=native)
 

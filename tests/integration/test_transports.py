@@ -8,6 +8,7 @@ given. The transports are what is under test here; the real responder is tested 
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 import struct
 import time
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 import uvloop
-from gslbd_harness import has_ipv6_loopback
+from gslbd_harness import free_port, has_ipv6_loopback
 
 from gslbd.model.config import ListenAddress
 from gslbd.server import listeners as listeners_module
@@ -319,22 +320,51 @@ def test_a_bind_error_leaves_nothing_listening() -> None:
     run("asyncio", body)
 
 
+@pytest.mark.parametrize("any_port", [True, False], ids=["any-port", "fixed-port"])
+def test_with_threads_a_second_server_on_the_address_is_still_refused(any_port: bool) -> None:
+    """`threads: 2` puts each address's UDP sockets in one SO_REUSEPORT group, but a second server on the
+    same address (threads or not) gets "address in use" as with one socket, not a share of the queries."""
+
+    async def body() -> None:
+        fixed = 0 if any_port else free_port()
+        first = Listeners([ListenAddress("127.0.0.1", fixed)], ByteHandler(), tcp_idle_timeout=1.0, threads=2)
+        await first.start()
+        try:
+            taken = first.bound[0].port
+            assert [b.proto for b in first.bound] == ["udp", "tcp"] and first.bound[1].port == taken
+            for threads in (1, 2):
+                second = Listeners(
+                    [ListenAddress("127.0.0.1", taken)], ByteHandler(), tcp_idle_timeout=1.0, threads=threads
+                )
+                with pytest.raises(OSError) as caught:
+                    await second.start()
+                assert caught.value.errno == errno.EADDRINUSE and second.bound == ()
+        finally:
+            await first.close()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:  # every socket of the group closed
+            again.bind(("127.0.0.1", taken))
+
+    run("asyncio", body)
+
+
 def test_any_port_skips_a_port_whose_tcp_side_is_already_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     """Port 0: UDP picks the port and TCP follows; an outgoing TCP connection may already hold that port
     (both use the ephemeral range), so the pair is tried again on another port instead of failing."""
     taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     taken.bind(("127.0.0.1", 0))
     taken_port = taken.getsockname()[1]
-    real_bind_udp = listeners_module.bind_udp
+    real_bind_udp = listeners_module.bind_udp_group
     offered: list[int] = []
 
-    def bind_udp_first_on_taken_port(addr: ListenAddress, *, reuse_port: bool = False) -> socket.socket:
+    def bind_udp_first_on_taken_port(
+        addr: ListenAddress, count: int, *, reuse_port: bool = False
+    ) -> list[socket.socket]:
         wanted = ListenAddress(addr.host, taken_port) if not offered else addr
-        sock = real_bind_udp(wanted, reuse_port=reuse_port)
-        offered.append(sock.getsockname()[1])
-        return sock
+        socks = real_bind_udp(wanted, count, reuse_port=reuse_port)
+        offered.append(socks[0].getsockname()[1])
+        return socks
 
-    monkeypatch.setattr(listeners_module, "bind_udp", bind_udp_first_on_taken_port)
+    monkeypatch.setattr(listeners_module, "bind_udp_group", bind_udp_first_on_taken_port)
 
     async def body() -> None:
         listeners = Listeners([ListenAddress("127.0.0.1", 0)], ByteHandler(), tcp_idle_timeout=1.0)

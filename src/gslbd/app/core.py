@@ -833,8 +833,12 @@ class App:
         scheduler and the cluster gate. Each is guarded: the new generation already serves. After an
         endpoint overlay change (not `reloaded`) the answers are built again only when that changed
         a verdict (a new probe that starts down): the change is one generation."""
-        if self.running and (config.dns.listen != old.dns.listen or config.dns.workers != old.dns.workers):
-            log.warning("dns.listen and dns.workers changes take effect at the next restart")
+        if self.running and (config.dns.listen, config.dns.workers, config.dns.threads) != (
+            old.dns.listen,
+            old.dns.workers,
+            old.dns.threads,
+        ):
+            log.warning("dns.listen, dns.workers and dns.threads changes take effect at the next restart")
         if self.running and config.api != old.api:
             log.warning("api changes take effect at the next restart")
         if self.running and config.cluster != old.cluster:

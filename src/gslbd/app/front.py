@@ -64,6 +64,7 @@ class DnsFront:
             tcp_idle_timeout=dns.tcp_idle_timeout,
             stats=self.stats,
             tcp_backlog=dns.tcp_backlog,
+            threads=dns.threads,
         )
         try:
             await listeners.start()

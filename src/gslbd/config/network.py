@@ -27,6 +27,7 @@ from gslbd.config.protect import read_cookies, read_rrl, warn_readable_secret_fi
 from gslbd.config.tsig import read_tsig
 from gslbd.config.urls import parse_redis_url
 from gslbd.model.config import (
+    MAX_THREADS,
     ApiConfig,
     ClusterConfig,
     DnsConfig,
@@ -107,6 +108,7 @@ def read_dns(r: MapReader | None) -> DnsConfig:
         (
             "listen",
             "workers",
+            "threads",
             "max_udp_payload",
             "tcp_idle_timeout",
             "lame_duck",
@@ -128,6 +130,7 @@ def read_dns(r: MapReader | None) -> DnsConfig:
     return DnsConfig(
         listen=listen,
         workers=r.get("workers", integer(1, 1024), 1),
+        threads=r.get("threads", integer(1, MAX_THREADS), 1),
         max_udp_payload=r.get("max_udp_payload", integer(512, 65535), 1232),
         tcp_idle_timeout=r.get("tcp_idle_timeout", duration(), 10.0),
         lame_duck=r.get("lame_duck", duration(positive=False), 2.0),

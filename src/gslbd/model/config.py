@@ -59,6 +59,12 @@ class CookieConfig:
     secret: bytes | None = field(default=None, repr=False)
 
 
+# `dns.threads` at most: a loop per core of the largest machines DNS servers run on (beyond the core
+# count the loops only contend for the guard's and the table slot's mutexes, docs/server.md *Threads*);
+# each loop holds 512 KiB of batch buffers and one socket per listen address.
+MAX_THREADS = 64
+
+
 @dataclass(frozen=True, slots=True)
 class DnsConfig:
     """DNS listeners. Durations are seconds."""
@@ -75,6 +81,9 @@ class DnsConfig:
     identity: str | None = None
     # CHAOS TXT version.bind./version.server.; None = hidden (REFUSED).
     version: str | None = None
+    # C UDP loops per listen address, each a thread on its own SO_REUSEPORT socket, all answering from
+    # the one table, signer and guard of this process (docs/server.md, *Threads*).
+    threads: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
-"""Binding listening sockets: one UDP and one TCP socket per listen address.
+"""Binding listening sockets: one UDP socket (`dns.threads` of them) and one TCP socket per listen address.
 
-Every socket gets SO_REUSEADDR and SO_REUSEPORT (so `dns.workers` processes can share an address and a
-restart never waits for TIME_WAIT); IPv6 sockets get IPV6_V6ONLY so "[::]:53" and "0.0.0.0:53" can be
+TCP sockets get SO_REUSEADDR (a restart never waits for TIME_WAIT); SO_REUSEPORT is set where an
+address is shared on purpose: by `dns.workers` processes, and by the `dns.threads` UDP sockets of one
+address (`bind_udp_group`); IPv6 sockets get IPV6_V6ONLY so "[::]:53" and "0.0.0.0:53" can be
 bound side by side. Sockets are non-blocking.
 """
 
@@ -58,6 +59,30 @@ def bind_udp(addr: ListenAddress, *, reuse_port: bool = False) -> socket.socket:
     with contextlib.suppress(OSError):  # the kernel caps it at net.core.rmem_max; the default works too
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UDP_RCVBUF)
     return sock
+
+
+def bind_udp_group(addr: ListenAddress, count: int, *, reuse_port: bool = False) -> list[socket.socket]:
+    """`count` bound UDP sockets on `addr`, all on one port in one SO_REUSEPORT group (the kernel spreads
+    the datagrams over them by the client's address and port): one per C UDP loop (`dns.threads`). One
+    socket is `bind_udp`'s. Unless `reuse_port` (workers: the group is shared with the sibling processes),
+    the address is first bound alone for a moment, so that another server already there is still refused
+    with "address in use" instead of quietly taking a share of the queries."""
+    if count <= 1:
+        return [bind_udp(addr, reuse_port=reuse_port)]
+    if not reuse_port:
+        probe = bind_udp(addr)
+        addr = ListenAddress(addr.host, bound_port(probe))
+        probe.close()
+    socks = [bind_udp(addr, reuse_port=True)]
+    try:
+        same = ListenAddress(addr.host, bound_port(socks[0]))
+        while len(socks) < count:
+            socks.append(bind_udp(same, reuse_port=True))
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
 
 
 def bind_tcp(addr: ListenAddress, *, reuse_port: bool = False) -> socket.socket:

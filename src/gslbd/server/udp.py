@@ -12,6 +12,9 @@ the dnstap wrapper (server/dnstap/tap.py); the C loop then answers with the Resp
 every exchange of each batch, those Python answered included, into the dnstap sink's C ring
 (`_untapped`). Without the C table, the Python loops below.
 
+`dns.threads: N`: a listener has N sockets of one SO_REUSEPORT group (`siblings`) and one C loop per
+socket, each in its own thread, all over the one slot (table), guard and dnstap ring.
+
 asyncio's datagram transport allocates a 256 KiB buffer for every datagram it reads (an mmap/munmap
 per query), so it is not used. With the C helper `gslbd.server._mmsg` (built at install time where a
 compiler is available) each UDP socket gets a receiving thread of its own that blocks in `recvmmsg`
@@ -33,7 +36,8 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 try:
@@ -47,7 +51,7 @@ except ImportError:  # not compiled here: the Python loops answer
 from gslbd.server.dnstap.tap import DnstapHandler
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
-from gslbd.server.stats import ServerStats
+from gslbd.server.stats import ServerStats, UdpReading
 from gslbd.wire.guard import AnyGuard
 
 log = logging.getLogger(__name__)
@@ -69,16 +73,25 @@ class UdpListener:
         *,
         batched: bool | None = None,
         native: bool | None = None,
+        siblings: Sequence[socket.socket] = (),
     ) -> None:
         """`batched`: use recvmmsg/sendmmsg (default: when the C helper is available). `native`: answer
-        in the C loop from the handler's C table (default: when the handler has one)."""
+        in the C loop from the handler's C table (default: when the handler has one). `siblings`: more
+        sockets of `sock`'s SO_REUSEPORT group (`dns.threads`), each answered by a C loop of its own;
+        without the C loop they are closed (the kernel then gives `sock` all the datagrams)."""
         self._sock = sock
         self._batched = (_mmsg is not None) if batched is None else (batched and _mmsg is not None)
         answerer, tap = _untapped(handler)
         slot = getattr(answerer, "slot", None)
         has_table = _cfast is not None and isinstance(slot, _cfast.Slot)
         self._slot: Any = slot if has_table and (native is None or native) and batched is not False else None
-        self._native: Any = None  # the C loop, while it runs
+        self._siblings = list(siblings) if self._slot is not None else []
+        if len(self._siblings) < len(siblings):
+            for extra in siblings:
+                extra.close()
+            log.warning("dns.threads needs the C table: one thread answers UDP on %s", self.sockname)
+        self._natives: list[Any] = []  # the C loops (one per socket), while they run
+        self._threads: list[threading.Thread] = []
         self._thread: threading.Thread | None = None
         self._stopping = False
         # The C loop answers with the Responder itself and logs into the dnstap ring (`tap`) on its own.
@@ -102,23 +115,26 @@ class UdpListener:
         self._loop = loop
         if self._slot is not None:
             assert _cfast is not None
-            self._sock.setblocking(True)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _RCVTIMEO)
-            native = _cfast.UdpLoop(
-                self._sock.fileno(),
-                self._slot,
-                self._handler.handle,
-                self._log_failure,
-                native_seed(),
-                _guard_of(self._handler),
-                self._tap,
-            )
-            self._stats.add_udp_source(lambda: _reading(native.counters()))
-            self._native = native
-            self._thread = threading.Thread(
-                target=native.run, name=f"gslbd-udp-{self.sockname[1]}", daemon=True
-            )
-            self._thread.start()
+            # One C loop per socket of the group, each with its own random state and counters (summed
+            # by `stats`); they share the slot (table), the guard and the dnstap ring (docs/wire.md).
+            for n, sock in enumerate([self._sock, *self._siblings]):
+                sock.setblocking(True)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _RCVTIMEO)
+                native = _cfast.UdpLoop(
+                    sock.fileno(),
+                    self._slot,
+                    self._handler.handle,
+                    self._log_failure,
+                    native_seed(),
+                    _guard_of(self._handler),
+                    self._tap,
+                )
+                self._stats.add_udp_source(partial(_native_reading, native))
+                self._natives.append(native)
+                name = f"gslbd-udp-{self.sockname[1]}" + (f"-{n}" if self._siblings else "")
+                thread = threading.Thread(target=native.run, name=name, daemon=True)
+                self._threads.append(thread)
+                thread.start()
         elif self._batched:
             # Blocking receives in a thread of our own, the GIL released while waiting: no epoll
             # round trip per wake-up. SO_RCVTIMEO bounds each wait so that close() is noticed.
@@ -134,16 +150,25 @@ class UdpListener:
     def close(self) -> None:
         """Stop answering and close the socket."""
         self._stopping = True
-        if self._native is not None:
-            self._native.stop()
+        for native in self._natives:
+            native.stop()
+        for thread in self._threads:
+            thread.join()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        elif self._loop is not None and self._sock.fileno() >= 0:
+        elif not self._threads and self._loop is not None and self._sock.fileno() >= 0:
             self._loop.remove_reader(self._sock.fileno())
         self._loop = None
-        self._native = None
+        self._natives = []
+        self._threads = []
         self._sock.close()
+        for sibling in self._siblings:
+            sibling.close()
+
+    def loop_counters(self) -> list[UdpReading]:
+        """Each C loop's counters (one per socket, in `ServerStats`' form); empty without the C loop."""
+        return [_native_reading(native) for native in self._natives]
 
     def _serve_batched(self) -> None:
         """The receiving thread: up to 64 datagrams per recvmmsg, all replies in one sendmmsg."""
@@ -273,10 +298,9 @@ def native_seed() -> int:
     return int.from_bytes(os.urandom(8), "big")
 
 
-def _reading(
-    counters: tuple[int, int, int, int, int, int, int, int, int, tuple[int, ...]],
-) -> tuple[dict[str, int], int, list[int]]:
+def _native_reading(native: Any) -> UdpReading:
     """A C loop's counters as `ServerStats` sums them."""
+    counters: tuple[int, int, int, int, int, int, int, int, int, tuple[int, ...]] = native.counters()
     queries, responses, dropped, send_errors, recv_errors, errors, oversized, by_c, _, rcodes = counters
     events = {
         "udp_queries": queries,

@@ -535,6 +535,7 @@ async def _serve(conn: Connection, index: int) -> None:
             reuse_port=True,
             stats=stats,
             tcp_backlog=config.dns.tcp_backlog,
+            threads=config.dns.threads,
         )
         await listeners.start()
         drop_privileges(config.run_as)  # bound: nothing more needs root (a no-op when not root)

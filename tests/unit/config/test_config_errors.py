@@ -342,6 +342,16 @@ INVALID: list[tuple[str, str, list[str]]] = [
         ["c.yaml:5: dns.workers: expected an integer, got the string 'two'"],
     ),
     (
+        "dns.threads past the limit",
+        ZONE + "dns:\n  threads: 65\n",
+        ["c.yaml:5: dns.threads: must be between 1 and 64, got 65"],
+    ),
+    (
+        "dns.threads zero",
+        ZONE + "dns:\n  workers: 2\n  threads: 0\n",
+        ["c.yaml:6: dns.threads: must be between 1 and 64, got 0"],
+    ),
+    (
         "section of the wrong shape",
         ZONE + "services: {name: app}\n",
         ["c.yaml:4: services: expected a list, got a mapping"],

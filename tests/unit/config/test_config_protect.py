@@ -1,4 +1,4 @@
-"""`dns.rrl`, `dns.cookies` and `dns.tcp_backlog`: values, defaults and errors with file:line."""
+"""`dns.rrl`, `dns.cookies`, `dns.tcp_backlog`, `dns.threads`: values, defaults, errors with file:line."""
 
 from __future__ import annotations
 
@@ -27,6 +27,14 @@ def test_rrl_and_cookies_are_off_when_absent_and_the_backlog_defaults_to_1024() 
     assert not errors
     dns = config.dns  # type: ignore[attr-defined]
     assert (dns.rrl, dns.cookies, dns.tcp_backlog) == (None, None, 1024)
+
+
+def test_dns_threads_defaults_to_one_and_is_read_beside_workers() -> None:
+    config, errors = load("dns: {listen: ['127.0.0.1:53']}\n")
+    assert not errors and config.dns.threads == 1  # type: ignore[attr-defined]
+    config, errors = load("dns: {workers: 2, threads: 64}\n")
+    assert not errors
+    assert (config.dns.workers, config.dns.threads) == (2, 64)  # type: ignore[attr-defined]
 
 
 def test_rrl_values_and_defaults() -> None:
