@@ -1,6 +1,7 @@
 """shed_load answered by the C table (wire/_shed.c): for the same draw C writes the bytes the Python
 ShedPlan answers, over every policy and any shed factors, with and without pools; over many queries
-each endpoint is in the share of the answers its factor says; a load change recompiles and copies into C only the touched service."""
+each endpoint is in the share of the answers its factor says; a load change recompiles and copies into
+C only the touched service."""
 
 from __future__ import annotations
 
