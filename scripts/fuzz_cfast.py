@@ -1,8 +1,8 @@
 """A brute-force fuzz loop for the C table (run by scripts/fuzz-c under ASan/UBSan; not a test).
 
 Feeds millions of mutated queries (bit flips, byte sets, cuts, insertions, splices of other queries, taken
-from the wire tests' seeds and the shed_load services') to `Table.answer` over the C table's worlds (the
-wire tests' world, a geo world, shed_load on every policy...), and compares
+from the wire tests' seeds, the shed_load services' and the pools services') to `Table.answer` over the C
+table's worlds (the wire tests' world, a geo world, shed_load on every policy, pools...), and compares
 every `--compare`-th answer with the Python fast path for the same choice (C may leave to Python only what
 it leaves by design, as the wire property tests allow); and to `Table.reject` (what the C
 UDP loop answers to a datagram that cannot be a valid query), comparing every `--compare`-th rejection with
@@ -26,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "unit" / "wire"))
 
+from pools_world import POOLS_SEEDS  # noqa: E402
 from shed_world import SHED_SEEDS  # noqa: E402
 from test_ctable import VIEWS, FixedDraw, left_to_python  # noqa: E402
 from test_wire_fuzz import SEEDS as WIRE_SEEDS  # noqa: E402
@@ -35,7 +36,9 @@ from gslbd.wire import ctable as ct  # noqa: E402
 from gslbd.wire.compile import AnswerTable  # noqa: E402
 from gslbd.wire.slowpath import slow_response  # noqa: E402
 
-SEEDS = WIRE_SEEDS + SHED_SEEDS  # the wire tests' queries and the shed_load services' (shed entries)
+# the wire tests' queries, the shed_load services' (shed entries) and the pools services' (pooled geo
+# entries with geo, drawing and hashing pools, shed entries over them)
+SEEDS = WIRE_SEEDS + SHED_SEEDS + POOLS_SEEDS
 
 
 def mutate(rng: random.Random, packet: bytes) -> bytes:

@@ -15,8 +15,8 @@ Every distinct pool reached is planned once per health change; a query only clas
 (cached per plan, as geo does) and lets that pool's plan pick. Rules that do not test the client
 address are decided per location, so the C table precomputes them per topology network as it does
 geo (`classify_location`); rules with `networks` or `asn` are placed by this plan in Python once per
-client prefix, and C keeps that (wire/_geocache.c); a pool's plan that draws or hashes is its own C
-entry per class (wire/_pools.c). policy/scope.py gives the ECS scope per rule kind.
+client prefix, and C keeps that (wire/_geocache.c); a pool's plan that draws, hashes or is geo is its
+own C entry per class (wire/_pools.c). policy/scope.py gives the ECS scope per rule kind.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ class PoolPlan:
     @property
     def seq_picked(self) -> bool:
         """Whether every pool's plan picks by the query counter alone: then the C table answers it as it
-        answers geo, from a class per client (else with each class's plan as its own entry)."""
+        answers geo, from a class per client (else with each class's plan as its own entry: drawing,
+        hashing and geo plans)."""
         return all(isinstance(p, FixedPlan | RotationPlan) for p in self.inner)
 
     @property
@@ -107,7 +108,7 @@ class PoolPlan:
         """Whether a client's class follows from its location alone (no rule tests the address or the
         ASN): then C precomputes the class per topology network; with rules that test the address or
         the ASN, C keeps each client prefix's class once Python has placed it. Whatever the pools'
-        plans (those that draw or hash answer in C as their own entries, wire/_pools.c)."""
+        plans (those that draw, hash or are geo answer in C as their own entries, wire/_pools.c)."""
         return not any(r.networks or r.asns for r in self.rules)
 
     def pick(self, ip: int, v6: bool, rng: random.Random, seq: int) -> int:

@@ -634,9 +634,17 @@ typedef struct {
     uint64_t *rng;    /* the caller's PRNG state */
 } choice_t;
 
-static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub); /* _shed.c */
-static int64_t shed_scope(const entry_t *e, u128 ip, int v6);                             /* _shed.c */
-static inline entry_t **pool_inners(const entry_t *e);                                   /* _pools.c */
+typedef struct {
+    int32_t cls;    /* the client's class in a geo entry */
+    int32_t sub;    /* a pooled entry whose class's pool plan is geo: the class in that entry, else -1 */
+    uint32_t scope; /* the ECS scope of the placement (policy/scope.py), the pool plan's own included */
+} placed_t;
+
+static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, int32_t *index); /* _shed.c */
+static int64_t shed_scope(const base_t *b, const entry_t *e, u128 ip, int v6);             /* _shed.c */
+static inline entry_t **pool_inners(const entry_t *e);                                    /* _pools.c */
+static int geo_locate(const base_t *b, const entry_t *e, uint32_t loc, u128 ip, int v6, int32_t level, int count,
+                      placed_t *out); /* _pools.c */
 
 typedef struct {
     const uint8_t *p; /* lower-case wire form of a name, ending with the root byte */
@@ -898,9 +906,10 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             entry_t *e = node->ent[idx];
             uint32_t pick = 0;
             choice_t level;
+            int32_t level_at = -1; /* shed_load: the index of the level that answers */
             int64_t shed_at = -1; /* shed_load: the scope of every level (policy/scope.py), not the chosen one's */
-            if (e->kind == K_SHED && ((shed_at = shed_scope(e, ip, v6)) < 0 ||
-                                      (e = shed_level(e, ch, &level)) == NULL))
+            if (e->kind == K_SHED && ((shed_at = shed_scope(b, e, ip, v6)) < 0 ||
+                                      (e = shed_level(e, ch, &level, &level_at)) == NULL))
                 return R_FALLBACK;
             if (e != node->ent[idx]) ch = &level; /* shed_load: the level answers with the shed entry's seq */
             if (e->kind == K_PYTHON) return R_FALLBACK;
@@ -908,22 +917,21 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
             if (e->kind != K_NONE) {
                 uint64_t seq;
                 if (e->kind == K_GEO) { /* locate before counting: a client C cannot place goes to Python */
+                    /* only Python places a client of class -1: the GeoIP prefix cache, else Python (_geocache.c) */
                     uint32_t loc = lpm_find(e->lpm, ip, v6);
-                    if (loc >= e->nloc) return R_FALLBACK;
-                    const uint32_t *starts = entry_params(e), *counts = starts + e->nclass;
-                    int32_t c = ((const int32_t *)(counts + e->nclass))[loc];
-                    if (c < 0) /* only Python places it: the GeoIP prefix cache, else Python (_geocache.c) */
-                        c = geo_cached(e->lpm, (uint32_t)(e->lpm - b->lpms), e->uid, ip, v6, &pscope);
-                    else
-                        pscope = geo_scope(e->lpm, loc, ip, v6);
-                    if (c < 0 || (uint32_t)c >= e->nclass) return R_FALLBACK;
+                    placed_t at;
+                    if (loc >= e->nloc || geo_locate(b, e, loc, ip, v6, level_at, 1, &at) < 0) return R_FALLBACK;
                     seq = ch->seq >= 0 ? (uint64_t)ch->seq : ATOMIC_ADD(&e->counter, 1);
                     if (e->pooled_n) { /* the class's pool plan picks with this seq (_pools.c) */
-                        e = pool_inners(e)[c];
-                        cscope = pscope;
-                        pscope = 0; /* a pool plan that does not hash adds nothing to the class's scope */
-                    } else {
+                        e = pool_inners(e)[at.cls];
+                        cscope = at.scope; /* the class's and its pool plan's (a hash's /24, a geo's own) */
+                        pscope = 0;
+                    }
+                    const uint32_t *starts = entry_params(e), *counts = starts + e->nclass;
+                    if (e->kind == K_GEO) { /* a geo entry, or a pool's geo plan: seq % the class's rotations */
+                        int32_t c = at.sub >= 0 ? at.sub : at.cls;
                         pick = starts[c] + (uint32_t)(seq % counts[c]);
+                        if (at.sub < 0) pscope = at.scope;
                         goto picked;
                     }
                 } else if (ch->seq >= 0) seq = (uint64_t)ch->seq;
@@ -2790,7 +2798,7 @@ static PyMethodDef table_methods[] = {
     {"shared_shards", (PyCFunction)table_shared_shards, METH_O, "shared_shards(other) -> index shards shared"},
     {"seed", (PyCFunction)table_seed, METH_O, "seed(n): the state of answer()'s random draws"},
     {"set_guard", (PyCFunction)table_set_guard, METH_O, "set_guard(guard): cookies and RRL on every answer"},
-    {"geo_missed", (PyCFunction)table_geo_missed, METH_NOARGS, "geo_missed() -> (locator, uid, ip, v6) | None"},
+    {"geo_missed", (PyCFunction)table_geo_missed, METH_NOARGS, "geo_missed() -> (locator, uid, ip, v6, path) | None"},
     {"geo_fill", (PyCFunction)table_geo_fill, METH_VARARGS, "geo_fill(locator, uid, ip, v6, class, scope)"},
     {NULL, NULL, 0, NULL},
 };

@@ -60,6 +60,8 @@ static __thread struct {
     uint64_t uid;
     u128 ip;
     int v6;
+    int32_t path[2]; /* where the geo entry missed lies below the node's entry (-1: not that deep): a
+                        shed entry's level, then a pooled geo entry's class (its pool's own geo entry) */
 } geo_last;
 
 static void geox_free(geox_t *g) {
@@ -106,8 +108,11 @@ static inline u128 geo_masked(u128 ip, uint32_t bits, uint32_t plen) {
     return drop >= 128 ? 0 : (ip >> drop) << drop;
 }
 
-/* The cached class of (uid, client): >= 0 with *scope set, -1 on a miss (recorded for Python). */
-static int32_t geo_cached(const lpm_t *l, uint32_t which, uint64_t uid, u128 ip, int v6, uint32_t *scope) {
+/* The cached class of (uid, client): >= 0 with *scope set, -1 on a miss (recorded for Python, with the
+   entry's `path` below the node's entry). A hit is counted when `count` is set (shed_scope looks the
+   levels up before the chosen level's lookup counts it). */
+static int32_t geo_cached(const lpm_t *l, uint32_t which, uint64_t uid, u128 ip, int v6, const int32_t path[2],
+                          int count, uint32_t *scope) {
     geox_t *g = l->gx;
     gslot_t *slots = g != NULL ? __atomic_load_n(&g->slots, __ATOMIC_ACQUIRE) : NULL;
     if (slots != NULL) {
@@ -129,7 +134,7 @@ static int32_t geo_cached(const lpm_t *l, uint32_t which, uint64_t uid, u128 ip,
         }
         pthread_mutex_unlock(&g->mu);
         if (found >= 0) {
-            ATOMIC_ADD(&geo_hits, 1);
+            if (count) ATOMIC_ADD(&geo_hits, 1);
             return found;
         }
     }
@@ -139,6 +144,8 @@ static int32_t geo_cached(const lpm_t *l, uint32_t which, uint64_t uid, u128 ip,
     geo_last.uid = uid;
     geo_last.ip = ip;
     geo_last.v6 = v6;
+    geo_last.path[0] = path[0];
+    geo_last.path[1] = path[1];
     return -1;
 }
 

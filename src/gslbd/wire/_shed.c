@@ -7,8 +7,10 @@
    of the draw. Per query: one uniform draw u (the caller's PRNG, or the test's draw) picks the level,
    bisect_right(bounds, u) as ShedPlan.pick does; then the level answers as an entry of its kind, with the
    shed entry's counter as its `seq` (the level entries have no counter of their own and no policy id: the
-   shed entry counts the answers for the metric). A level C cannot answer (a plan kind it does not know, a
-   geo client only GeoIP can place) sends the query to Python before anything is counted.
+   shed entry counts the answers for the metric). A level C cannot answer (a plan kind it does not know)
+   sends the query to Python before anything is counted; so does a client some level cannot place yet
+   (shed_scope: the GeoIP prefix cache learns it level by level). A level may be a pools entry whose
+   pools' plans draw, hash or are geo (_pools.c): the levels of a service with pools and shed_load.
 
    Spec: (K_SHED, policy, locdep, (), (bounds, levels)) with `levels` entry specs of plan kinds. */
 
@@ -17,8 +19,9 @@ static inline const double *shed_bounds(const entry_t *e) {
     return (const double *)(shed_levels(e) + e->nlev);
 }
 
-/* The level entry answering this query (NULL: ask Python), `sub` the choice it answers with. */
-static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub) {
+/* The level entry answering this query (NULL: ask Python), `sub` the choice it answers with, `index` its
+   place among the levels. */
+static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub, int32_t *index) {
     double u = ch->draw >= 0 ? ch->draw : draw_of(ch->rng);
     const double *bounds = shed_bounds(e);
     uint32_t lo = 0, hi = e->nlev - 1;
@@ -28,20 +31,22 @@ static entry_t *shed_level(entry_t *e, const choice_t *ch, choice_t *sub) {
         else lo = mid + 1;
     }
     entry_t *l = shed_levels(e)[lo];
-    /* a geo client C cannot place went to Python before this, uncounted: shed_scope, which plan_answer
-       calls first, declines it for every level */
     if (l->kind == K_PYTHON) return NULL;
     *sub = *ch;
     sub->seq = ch->seq >= 0 ? ch->seq : (int64_t)(ATOMIC_ADD(&e->counter, 1) & INT64_MAX);
+    *index = (int32_t)lo;
     return l;
 }
 
 /* The ECS scope of a shed entry's answer for (ip, v6): the largest of its levels' (policy/scope.py
-   plan_scope of a ShedPlan), since the draw, not the client, picks the level: a geo level's topology
-   scope, a hash level's /24 or /56, 0 for the others (location-independent plans); -1 (ask Python) where
-   a geo level cannot place the client. */
-static int64_t shed_scope(const entry_t *e, u128 ip, int v6) {
-    uint32_t most = 0, loc = 0, at = 0;
+   plan_scope of a ShedPlan), since the draw, not the client, picks the level: a geo or pools level's
+   placement (its class's scope and its pool plan's, geo_locate), a hash level's /24 or /56, 0 for the
+   others (location-independent plans); -1 (ask Python) where a level cannot place the client yet: a
+   client only Python places (GeoIP, pools rules on the address) misses in the prefix cache with the
+   level's path, and Python fills it (CTable.learn), one level per query, before anything is counted.
+   A hit here is not counted: the chosen level's lookup in plan_answer counts it. */
+static int64_t shed_scope(const base_t *b, const entry_t *e, u128 ip, int v6) {
+    uint32_t most = 0, loc = 0;
     const lpm_t *located = NULL; /* the levels share the service's locator: found once per query */
     for (uint32_t i = 0; i < e->nlev; i++) {
         const entry_t *l = shed_levels(e)[i];
@@ -50,13 +55,10 @@ static int64_t shed_scope(const entry_t *e, u128 ip, int v6) {
             if (l->lpm != located) {
                 located = l->lpm;
                 loc = lpm_find(located, ip, v6);
-                at = loc < l->nloc ? geo_scope(located, loc, ip, v6) : 0;
             }
-            if (loc >= l->nloc) return -1;
-            const uint32_t *counts = (const uint32_t *)entry_params(l) + l->nclass;
-            int32_t c = ((const int32_t *)(counts + l->nclass))[loc];
-            if (c < 0 || (uint32_t)c >= l->nclass) return -1;
-            s = at;
+            placed_t at;
+            if (loc >= l->nloc || geo_locate(b, l, loc, ip, v6, (int32_t)i, 0, &at) < 0) return -1;
+            s = at.scope;
         } else if (l->kind == K_HASH || l->kind == K_WHASH) {
             s = v6 ? GEO_SHORT6 : GEO_SHORT4;
         }

@@ -14,12 +14,12 @@ holds them equal for the same choice), from a copy of the table that needs no Py
                 seq % the set's rotations
                 PoolPlan (pools and rules) the same way (rules on the address or ASN: every client
                 through the GeoIP prefix cache); the ECS scope per location id (policy/scope.py); pools
-                whose plans draw or hash hold per class the pool plan's own entry (wire/_pools.c)
+                whose plans draw, hash or are geo hold per class the pool plan's own entry (wire/_pools.c)
       hash      RendezvousPlan: splitmix64 rendezvous over the endpoint ids, as policy/rendezvous.py
       whash     WeightedRendezvousPlan: the same hashes scored -weight/ln(u) in doubles
       shed      ShedPlan (shed_load): one uniform draw picks a level (bisect over the bands' bounds), each
-                level the policy's own entry (any kind above) over its slice of the variants, answering
-                with the shed entry's `seq` (wire/_shed.c)
+                level the policy's own entry (any kind above, pools included) over its slice of the
+                variants, answering with the shed entry's `seq` (wire/_shed.c)
       python    anything else (a plan type C does not know): the query is answered in Python
   - per variant its EDNS options after ECS (an Extended DNS Error, RFC 8914);
   - per zone the NXDOMAIN heads and the SOA's parts: C writes the record per query, its names compressed
@@ -213,8 +213,10 @@ class CTable:
         missed = self.native.geo_missed()
         if missed is None:
             return
-        which, uid, ip, v6 = missed
+        which, uid, ip, v6, path = missed
         plan = _plan_of(self.source, data)
+        for index in path:  # the shed level, the pool's class whose own geo entry missed
+            plan = _below(plan, index)
         found = client_class(plan, ip, v6) if plan is not None else None
         if found is not None:
             self.native.geo_fill(which, uid, ip, v6, found[0], found[1])
@@ -236,6 +238,15 @@ def _plan_of(table: AnswerTable, data: bytes) -> object | None:
         return None
     entry = node.types.get(int.from_bytes(data[end + 1 : end + 3], "big"), node.default)
     return getattr(entry.pick, "__self__", None)
+
+
+def _below(plan: object, index: int) -> object | None:
+    """The plan at `index` below `plan` as C's entries nest them: a shed level, a pool's plan."""
+    if isinstance(plan, ShedPlan) and index < len(plan.levels):
+        return plan.levels[index]
+    if isinstance(plan, PoolPlan) and index < len(plan.inner):
+        return plan.inner[index]
+    return None
 
 
 def geo_counts() -> dict[str, int]:
@@ -332,7 +343,7 @@ def _classes(plan: GeoPlan | PoolPlan, locators: _Locators) -> tuple[Any, ...] |
     return (which, plan.starts, plan.counts, tuple(classes))
 
 
-_POOL_INNER_KINDS = frozenset((K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_HASH, K_WHASH))
+_POOL_INNER_KINDS = frozenset((K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_HASH, K_WHASH, K_GEO))
 
 
 def _drawing_pools_spec(
@@ -343,16 +354,19 @@ def _drawing_pools_spec(
     locators: _Locators,
     classes: tuple[Any, ...],
 ) -> tuple[Any, ...]:
-    """Pools whose plans draw or hash (wire/_pools.c): a geo entry whose classes are found as for the
-    pools that rotate, with per class the pool's own entry over that class's slice of the variants (no
-    counter of its own, the geo entry's dependence on the client). A pool plan C does not answer (geo,
-    shed_load, ...) leaves the whole entry to Python."""
+    """Pools whose plans draw, hash or are geo (wire/_pools.c): a geo entry whose classes are found as for
+    the pools that rotate, with per class the pool's own entry over that class's slice of the variants (no
+    counter of its own, the geo entry's dependence on the client; a geo plan's entry on the pools'
+    locator). A pool plan C does not answer (a locator C cannot export, ...) leaves the whole entry to
+    Python."""
     inner = tuple(
         _plan_spec(p, _UNCOUNTED, dependent, variants[start : start + count], locators)
         for p, start, count in zip(plan.inner, plan.starts, plan.counts, strict=True)
     )
     if any(spec[0] not in _POOL_INNER_KINDS or not spec[3] or _no_ids(spec) for spec in inner):
         return (K_PYTHON, policy, dependent, variants, None)
+    if any(spec[0] == K_GEO and (len(spec[4]) != 4 or spec[4][0] != classes[0]) for spec in inner):
+        return (K_PYTHON, policy, dependent, variants, None)  # geo in C only on the pools' own locator
     return (K_GEO, policy, dependent, variants, (*classes, inner))
 
 

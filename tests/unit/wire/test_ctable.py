@@ -22,7 +22,7 @@ import dns.rcode
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from pools_world import pools_services
+from pools_world import pools_services, shed_figures
 from shed_world import shed_services, shed_snapshot
 from test_wire_dnssec import World, signed_config, signed_services_config
 from test_wire_equivalence import LABEL, PAYLOADS, QTYPES, VIEW_ID, names, random_case, sources
@@ -105,11 +105,14 @@ def shed_view() -> View:
 
 
 def pools_view() -> View:
-    """The wire tests' world plus pools whose plans draw or hash (tests/unit/wire/pools_world.py),
-    located by topology networks."""
-    config = replace(CONFIG, services=(*SERVICES, *pools_services()))
+    """The wire tests' world plus pools whose plans draw, hash or are geo, with and without shed_load
+    (tests/unit/wire/pools_world.py), located by topology networks."""
+    pools = pools_services()
+    config = replace(CONFIG, services=(*SERVICES, *pools))
     env = PolicyEnv(TopologyLocator(Topology(networks=NETWORKS), SITES), SITES, random.Random(1))
-    return build_view(config, make_snapshot(), env)
+    snapshot = make_snapshot()
+    loads = {k: v for s in pools if s.shed_load is not None for k, v in shed_figures(s).items()}
+    return build_view(config, replace(snapshot, loads={**snapshot.loads, **loads}), env)
 
 
 # The wire tests' world (chains, EDE, a SOA whose MNAME lies in the zone), with topology, with

@@ -1,12 +1,14 @@
 """GeoIP clients outside the topology networks, pools whose rules test the address, and the ECS scope:
-Python places such a client once, the C table keeps its class and scope per client prefix
-(wire/_geocache.c) and answers the next queries from that prefix with the bytes Python writes; every path
-echoes the scope the plan used (policy/scope.py, RFC 7871 7.2.1)."""
+Python places such a client once (per plan C nests: the pools, a pool's geo plan, each shed level), the
+C table keeps its class and scope per client prefix (wire/_geocache.c) and answers the next queries from
+that prefix with the bytes Python writes; every path echoes the scope the plan used (policy/scope.py,
+RFC 7871 7.2.1)."""
 
 from __future__ import annotations
 
 import ipaddress
 import random
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mmdb_writer import MMDBWriter
 from netaddr import IPSet
+from pools_world import SHED, shed_figures
 from test_ctable import NETWORKS, SITES, FixedDraw, counter_values, used_count
 from wire_support import CONFIG, ORIGIN, SERVICES, make_snapshot, query, svc
 
 from gslbd.answer import View, build_view
-from gslbd.model.service import Pool, Rule
+from gslbd.model.load import LoadState
+from gslbd.model.service import EndpointKey, Pool, Rule
 from gslbd.model.topology import Topology
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator
@@ -58,8 +62,9 @@ def city_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-def geoip_view(db: str, *extra: Any) -> View:
-    """The wire world plus a geo service over eu, us and ap; topology networks, then the GeoIP database."""
+def geoip_view(db: str, *extra: Any, loads: Mapping[EndpointKey, LoadState] | None = None) -> View:
+    """The wire world plus a geo service over eu, us and ap; topology networks, then the GeoIP database;
+    `loads`: load figures (shed_load)."""
     geo = svc("g3", "192.0.2.51", "192.0.2.52", "192.0.2.53", "2001:db8::51", policy=PolicyName.GEO)
     sites = ("eu", "us", "ap", "eu")
     placed = replace(
@@ -67,7 +72,10 @@ def geoip_view(db: str, *extra: Any) -> View:
     )
     config = replace(CONFIG, services=(*SERVICES, placed, *extra))
     locator = TopologyLocator(Topology(networks=NETWORKS, geoip_database=db), SITES)
-    return build_view(config, make_snapshot(), PolicyEnv(locator, SITES, random.Random(1)))
+    snapshot = make_snapshot()
+    if loads:
+        snapshot = replace(snapshot, loads={**snapshot.loads, **loads})
+    return build_view(config, snapshot, PolicyEnv(locator, SITES, random.Random(1)))
 
 
 def v4(text: str) -> int:
@@ -163,7 +171,7 @@ def test_the_cache_starts_empty_for_a_new_locator(city_db: str) -> None:
             None,
         ]
     ),
-    name=st.sampled_from(["g3", "gp", "sticky", "app"]),
+    name=st.sampled_from(["g3", "gp", "gpg", "gps", "gpsh", "sticky", "app"]),
     repeats=st.integers(1, 3),
     use_client_subnet=st.booleans(),
 )
@@ -177,12 +185,16 @@ def test_c_answers_geoip_and_pools_clients_with_the_bytes_and_scope_of_both_pyth
     assert native is not None
     wire = query(f"{name}.{ORIGIN}", edns=0, ecs=client)
     source = v4("81.2.69.3")
-    responder.handle(wire, source, False)  # places the client once when only Python can
+    for _ in range(PLACEMENTS):  # places the client once per plan that only Python can place it in
+        responder.handle(wire, source, False)
+        if native.native.answer(wire, source, False, False, 0, 0.5) is not None:
+            break
     for _ in range(repeats):
         before = counter_values(table)
         python = fast_answer(table, wire, source, False, False, FixedDraw(0.5))
         seq = used_count(before, counter_values(table))
-        assert native.native.answer(wire, source, False, False, seq, 0.5) == python
+        c = native.native.answer(wire, source, False, False, seq, 0.5)
+        assert c is not None and c == python
         slow = slow_response(
             wire,
             view,
@@ -200,20 +212,45 @@ def test_c_answers_geoip_and_pools_clients_with_the_bytes_and_scope_of_both_pyth
 
 
 _WORLDS: dict[str, View] = {}
+# a pools plan, its levels with shed_load, the geo plan of the pool: each places a GeoIP client once
+PLACEMENTS = 8
 
 
 def _world(db: str) -> View:
-    """The GeoIP world with a pools service whose rules test a network and a country (built once)."""
+    """The GeoIP world with pools services whose rules test a network and a country (built once): gp
+    round_robin in each pool, gpg geo (GeoIP clients located again inside pool rest), gps geo with
+    shed_load and gpsh hash with shed_load (shed levels that are pools plans)."""
     if db not in _WORLDS:
-        service = svc("gp", "192.0.2.61", "192.0.2.62", "192.0.2.63")
-        placed = tuple(replace(e, site=s) for e, s in zip(service.endpoints, ("eu", "us", "ap"), strict=True))
         pools = (Pool("europe", sites=("eu",), fallback="rest"), Pool("rest", sites=("us", "ap")))
         rules = (
             Rule("europe", networks=(ipaddress.ip_network("10.1.0.0/16"),)),
             Rule("europe", countries=("FR",)),
             Rule("rest"),
         )
-        _WORLDS[db] = geoip_view(db, replace(service, endpoints=placed, pools=pools, rules=rules))
+        services = []
+        for label, policy, shed, first in (
+            ("gp", PolicyName.ROUND_ROBIN, False, 61),
+            ("gpg", PolicyName.GEO, False, 81),
+            ("gps", PolicyName.GEO, True, 91),
+            ("gpsh", PolicyName.HASH, True, 101),
+        ):
+            addresses = tuple(f"192.0.2.{first + i}" for i in range(6))
+            service = svc(label, *addresses, policy=policy)
+            sites = ("eu", "us", "ap", "eu", "us", "ap")
+            placed = tuple(replace(e, site=s) for e, s in zip(service.endpoints, sites, strict=False))
+            if label == "gp":  # the three first only
+                placed = placed[:3]
+            services.append(
+                replace(
+                    service,
+                    endpoints=placed,
+                    pools=pools,
+                    rules=rules,
+                    shed_load=SHED if shed else None,
+                )
+            )
+        loads = {k: v for s in services if s.shed_load is not None for k, v in shed_figures(s).items()}
+        _WORLDS[db] = geoip_view(db, *services, loads=loads)
     return _WORLDS[db]
 
 
@@ -258,3 +295,30 @@ def test_the_ecs_scope_is_what_the_plan_used_on_every_path(
     assert ecs_scope(fast_answer(table, wire, source, False, False, random.Random(1))) == scope
     responder.handle(wire, source, False)  # C places it now, or has from the start
     assert ecs_scope(responder.native.native.answer(wire, source, False, False)) == scope
+
+
+def test_a_geoip_client_of_a_geo_pool_is_placed_by_the_pools_then_by_the_pools_geo_plan(
+    city_db: str,
+) -> None:
+    """gpg: Tokyo is not FR, so rule 3 sends it to pool rest (us, ap), where geo locates it again (ap):
+    two prefix cache misses, each filled by Python with its own plan (the miss's path names the pool),
+    then C answers the /24 with Python's bytes."""
+    view = _world(city_db)
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    responder = Responder(table, view, random.Random(1), native=True)
+    native = responder.native
+    assert native is not None
+    wire = query(f"gpg.{ORIGIN}", edns=0)
+    tokyo = v4("175.16.199.9")
+    before = counts()
+    for _ in range(2):  # C leaves it to Python, which answers and fills the plan that missed
+        out = responder.handle(wire, tokyo, False)
+        assert out is not None and b"\xc0\x00\x02\x53" in out  # 192.0.2.83, ap
+    # the pools' class (a miss, then a hit), the pool's geo plan (a miss): each filled once
+    assert delta(before) == {"hit": 1, "miss": 2, "fill": 2}
+    before = counts()
+    for host in ("175.16.199.9", "175.16.199.200"):
+        out = native.native.answer(wire, v4(host), False, False)
+        assert out is not None
+        assert out == fast_answer(table, wire, v4(host), False, False, random.Random(1))
+    assert delta(before) == {"hit": 4, "miss": 0, "fill": 0}

@@ -1,6 +1,7 @@
 """shed_load answered by the C table (wire/_shed.c): for the same draw C writes the bytes the Python
-ShedPlan answers, over every policy and any shed factors; over many queries each endpoint is in the share
-of the answers its factor says; a load change recompiles and copies into C only the touched service."""
+ShedPlan answers, over every policy and any shed factors, with and without pools; over many queries
+each endpoint is in the share of the answers its factor says; a load change recompiles and copies into
+C only the touched service."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import dns.rdatatype
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pools_world import BY_NETWORK, BY_SITE, pools_of
 from shed_world import SHED, SHED_SEEDS, V4, V6, load_state, shed_service, shed_services, shed_snapshot
 from test_ctable import (
     NETWORKS,
@@ -30,7 +32,7 @@ from wire_support import CONFIG, ORIGIN, query
 from gslbd.answer import build_view
 from gslbd.clock import FakeClock
 from gslbd.model.config import Config
-from gslbd.model.service import Service
+from gslbd.model.service import Rule, Service
 from gslbd.model.topology import Topology
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.load import ShedPlan, shed_factor
@@ -75,11 +77,22 @@ def table_of(services: tuple[Service, ...], snapshot: Snapshot) -> AnswerTable:
 def python_and_c(
     table: AnswerTable, native: ct.CTable, wire: bytes, ip: int, v6: bool, draw: float
 ) -> tuple[bytes | None, bytes | None]:
-    """Python's answer and C's for the same choice (the count Python used, the same draw)."""
+    """Python's answer and C's for the same choice (the count Python used, the same draw); a client
+    only Python places (pools rules on the address) is placed by each level that misses it, as the
+    responder does (learn after each query C left to Python), a bounded number of times."""
     before = counter_values(table)
     python = fast_answer(table, wire, ip, v6, False, FixedDraw(draw))
     seq = used_count(before, counter_values(table))
-    return python, native.native.answer(wire, ip, v6, False, seq, draw)
+    c = native.native.answer(wire, ip, v6, False, seq, draw)
+    for _ in range(LEARN_LIMIT):
+        if c is not None:
+            break
+        native.learn(wire)
+        c = native.native.answer(wire, ip, v6, False, seq, draw)
+    return python, c
+
+
+LEARN_LIMIT = 16  # a level's pools, then its pool's geo plan, per shed level
 
 
 def plan_of(table: AnswerTable, name: str, rtype: int) -> object:
@@ -94,18 +107,26 @@ def plan_of(table: AnswerTable, name: str, rtype: int) -> object:
     figures=st.lists(FIGURE, min_size=1, max_size=8),
     draws=st.lists(st.floats(0.0, 1.0, exclude_max=True), min_size=1, max_size=6),
     max_answers=st.sampled_from([1, 2, 8]),
+    rules=st.sampled_from(((), BY_SITE, BY_NETWORK)),
+    min_healthy=st.sampled_from((1, 2)),
 )
 def test_c_answers_shed_load_with_the_python_bytes_for_the_same_draw(
     policy: tuple[PolicyName, bool, tuple[tuple[str, int], ...] | None],
     figures: list[float],
     draws: list[float],
     max_answers: int,
+    rules: tuple[Rule, ...],
+    min_healthy: int,
 ) -> None:
+    """`rules`: the service has pools (tests/unit/wire/pools_world.py), so each shed level is a pools
+    plan over the level's candidates (rules per location, or on the address: learnt per level)."""
     name, uneven, weights = policy
     addresses = (*V4, *V6)[: len(figures)]
     service = shed_service(
         "s", name, addresses, ORIGIN, uneven=uneven, weights=weights, max_answers=max_answers
     )
+    if rules:
+        service = replace(service, pools=pools_of(min_healthy), rules=rules)
     loads = {e.endpoint_key: load_state(f) for e, f in zip(service.endpoints, figures, strict=True)}
     table = table_of((service,), Snapshot(loads=loads))
     native = ct.build_ctable(table)
