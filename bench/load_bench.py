@@ -5,14 +5,20 @@ N services (`policy: weighted`, `weight_from: load`, two endpoints each with a l
 goes through the pure core (policy/load.py `observe`) into the health book as the app does; the book says
 which services a change touched and the AnswerBuilder rebuilds only those, exactly as for verdicts. Rows:
 
-    full build             every name built from nothing (what a load update must not cost)
-    load, every service    a new figure at every endpoint that moves the used figure: all N rebuilt
-    verdicts, every svc    one endpoint of every service goes down: all N rebuilt (the reference)
-    load, 1 % of services  new figures at N/100 services
+    full build             every name built from nothing (what a load update must not cost); past
+                           EAGER_NAMES names the services' names are compiled later, by `fill`
+    load, N % of services  a new figure at every endpoint of N % of the services that moves the used
+                           figure: those services rebuilt
+    verdicts, every svc    one endpoint of every service goes down: all rebuilt (the reference)
     load, in the dead band figures that move the smoothed figure by less than the dead band: nothing
                            rebuilt (`touched` is empty)
 
-with, where the C extension is built, the C table's update after each (`update_ctable`).
+Columns: the build (view and table), the C table's update after it (`update_ctable`, where the C
+extension is built), the services rebuilt, and `fill`: what compiling the names a full build left out
+costs afterwards (server/build.py `fill` until the table is whole, then the C copy of the whole table),
+spread over the event loop's turns in the server. Each size runs twice: `before`, every build updating
+the table name by name (`full_share` 1: never compiled anew), and `after`, with the default
+`FULL_SHARE` (a build that rebuilt more than that share of the services compiles the table anew).
 
     python bench/load_bench.py                    # 10,000 services
     python bench/load_bench.py --services 1000 20000
@@ -31,7 +37,7 @@ from gslbd.config import load_config_text
 from gslbd.model.config import Config
 from gslbd.policy.load import NO_LOAD, observe
 from gslbd.policy.locate import build_env
-from gslbd.server.build import AnswerBuilder
+from gslbd.server.build import FILL_SECONDS, FULL_SHARE, AnswerBuilder
 from gslbd.state.book import HealthBook
 from gslbd.state.status import EndpointStatus
 from gslbd.wire import ctable
@@ -58,40 +64,55 @@ def make_config(services: int) -> Config:
     return load_config_text("\n".join(lines) + "\n")
 
 
-def run(services: int, repeats: int) -> list[tuple[str, float, float, int]]:
-    """(row, median build ms, median C update ms, services rebuilt) per row."""
+Row = tuple[str, float, float, int, float]
+
+
+def run(services: int, repeats: int, full_share: float) -> list[Row]:
+    """(row, median build ms, median C update ms, services rebuilt, median fill ms) per row."""
     config = make_config(services)
     env = build_env(config, random.Random(1))
     rng = random.Random(7)
-    fulls = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        AnswerBuilder().build(config, HealthBook().snapshot(), env)
-        fulls.append(time.perf_counter() - began)
     book = HealthBook()
-    builder = AnswerBuilder()
+    builder = AnswerBuilder(full_share=full_share)
     _, table = builder.build(config, book.snapshot(), env)
     book.take_touched()
     native = ctable.build_ctable(table) if ctable.AVAILABLE else None
     now = [0.0]
 
-    def step(change: Callable[[], None]) -> tuple[float, float, int]:
-        nonlocal native, table
+    def c_update() -> float:
+        nonlocal native
+        if native is None:
+            return 0.0
+        began = time.perf_counter()
+        native = ctable.update_ctable(native, table)
+        return time.perf_counter() - began
+
+    def filled() -> float:
+        """Compile what the build left out (as the server's turns do) and copy the whole table to C."""
+        nonlocal table
+        if not table.partial:
+            return 0.0
+        began = time.perf_counter()
+        while (more := builder.fill(FILL_SECONDS)) is not None:
+            table = more
+        return time.perf_counter() - began + c_update()
+
+    def step(change: Callable[[], None]) -> tuple[float, float, int, float]:
+        nonlocal table
         change()
         touched = book.take_touched()
         began = time.perf_counter()
         _, table = builder.build(config, book.snapshot(), env, touched)
         spent = time.perf_counter() - began
-        c_spent = 0.0
-        if native is not None:
-            began = time.perf_counter()
-            native = ctable.update_ctable(native, table)
-            c_spent = time.perf_counter() - began
-        return spent, c_spent, len(builder.last_change.services)
+        return spent, c_update(), len(builder.last_change.services), filled()
 
-    def loads(chosen: list[int], spread: float) -> Callable[[], None]:
+    def loads(share: float, spread: float) -> Callable[[], None]:
+        everyone = range(services)
+
         def change() -> None:
             now[0] += 5.0
+            count = max(1, round(services * share))
+            chosen = everyone if count >= services else rng.sample(everyone, count)
             for i in chosen:
                 service = config.services[i]
                 for endpoint in service.endpoints:
@@ -110,28 +131,49 @@ def run(services: int, repeats: int) -> list[tuple[str, float, float, int]]:
         for service in config.services:
             book.record(service.endpoints[0].key, EndpointStatus(healthy=verdict[0]))
 
-    everyone = list(range(services))
+    def full() -> tuple[float, float, int, float]:
+        nonlocal table
+        fresh = AnswerBuilder(full_share=full_share)
+        began = time.perf_counter()
+        _, table = fresh.build(config, book.snapshot(), env)
+        spent = time.perf_counter() - began
+        c_spent = 0.0
+        if ctable.AVAILABLE:
+            began = time.perf_counter()
+            ctable.build_ctable(table)
+            c_spent = time.perf_counter() - began
+        fill = 0.0
+        if table.partial:
+            began = time.perf_counter()
+            while (more := fresh.fill(FILL_SECONDS)) is not None:
+                table = more
+            fill = time.perf_counter() - began
+            if ctable.AVAILABLE:
+                began = time.perf_counter()
+                ctable.build_ctable(table)
+                fill += time.perf_counter() - began
+        return spent, c_spent, services, fill
 
-    def some() -> None:
-        loads(rng.sample(everyone, max(1, services // 100)), 0.3)()
-
-    rows: list[tuple[str, Callable[[], None]]] = [
-        ("load, every service", loads(everyone, 0.3)),
-        ("verdicts, every svc", verdicts),
-        ("load, 1 % of services", some),
-        ("load, in the dead band", loads(everyone, 0.0)),
+    rows: list[tuple[str, Callable[[], tuple[float, float, int, float]]]] = [
+        ("full build", full),
+        ("load, 100 % of services", lambda: step(loads(1.0, 0.3))),
+        ("load, 50 % of services", lambda: step(loads(0.5, 0.3))),
+        ("load, 10 % of services", lambda: step(loads(0.1, 0.3))),
+        ("load, 1 % of services", lambda: step(loads(0.01, 0.3))),
+        ("verdicts, every service", lambda: step(verdicts)),
+        ("load, in the dead band", lambda: step(loads(1.0, 0.0))),
     ]
-    loads(everyone, 0.0)()  # every endpoint has a figure before the rows start
-    step(lambda: None)
-    out = [("full build", statistics.median(fulls) * 1000, 0.0, services)]
-    for name, change in rows:
-        figures = [step(change) for _ in range(repeats)]
+    step(loads(1.0, 0.0))  # every endpoint has a figure before the rows start (and the table is whole)
+    out: list[Row] = []
+    for name, measure in rows:
+        figures = [measure() for _ in range(repeats)]
         out.append(
             (
                 name,
                 statistics.median(f[0] for f in figures) * 1000,
                 statistics.median(f[1] for f in figures) * 1000,
                 figures[-1][2],
+                statistics.median(f[3] for f in figures) * 1000,
             )
         )
     return out
@@ -146,10 +188,14 @@ def main() -> None:
     args = parser.parse_args()
     gc.freeze()  # as `gslbd serve` does after start
     for n in args.services:
-        print(f"{n} services, 2 endpoints each (weight_from: load), median of {args.repeats}")
-        print(f"  {'':<24}{'build':>11}  {'C update':>10}  {'services rebuilt':>16}")
-        for name, build, c_update, rebuilt in run(n, args.repeats):
-            print(f"  {name:<24}{build:>8.1f} ms  {c_update:>7.1f} ms  {rebuilt:>16}")
+        for label, share in (("before", 1.0), ("after", FULL_SHARE)):
+            print(
+                f"{n} services, 2 endpoints each (weight_from: load), median of {args.repeats}, "
+                f"{label}: full_share {share}"
+            )
+            print(f"  {'':<26}{'build':>11}  {'C update':>10}  {'rebuilt':>8}  {'then fill':>10}")
+            for name, build, c_update, rebuilt, fill in run(n, args.repeats, share):
+                print(f"  {name:<26}{build:>8.1f} ms  {c_update:>7.1f} ms  {rebuilt:>8}  {fill:>7.1f} ms")
 
 
 if __name__ == "__main__":

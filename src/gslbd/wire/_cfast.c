@@ -2720,11 +2720,39 @@ static PyObject *table_seed(TableObject *self, PyObject *arg) {
 
 static PyObject *table_len(TableObject *self, UNUSED PyObject *unused) { return PyLong_FromUnsignedLong(self->t->nnodes); }
 
+typedef struct {
+    uint64_t entries, refs, entry_bytes;
+} esums_t;
+
+/* Counts one reference to `e` and, the first time `e` is seen, the entry, its bytes, its variants' header
+   blocks (into `blocks`) and the entries it holds: a shed entry's levels (_shed.c) and a pooled geo
+   entry's classes (_pools.c), each a reference of its own. -1: out of memory. */
+static int layout_entry(const entry_t *e, esums_t *sums, imap_t *seen, imap_t *blocks) {
+    sums->refs++;
+    if (imap_get(seen, (uint64_t)(uintptr_t)e, NULL, NULL) != NULL) return 0;
+    if (imap_put(seen, (uint64_t)(uintptr_t)e, (void *)(uintptr_t)e) < 0) return -1;
+    sums->entries++;
+    sums->entry_bytes += e->size;
+    for (uint32_t v = 0; v < e->nvar; v++) {
+        const hblock_t *hb = e->var[v].hb;
+        if (imap_get(blocks, (uint64_t)(uintptr_t)hb, NULL, NULL) != NULL) continue;
+        if (imap_put(blocks, (uint64_t)(uintptr_t)hb, (void *)(uintptr_t)hb) < 0) return -1;
+    }
+    uint32_t inner = e->kind == K_SHED ? e->nlev : e->kind == K_GEO ? e->pooled_n : 0;
+    entry_t *const *held = e->kind == K_SHED ? shed_levels(e) : inner ? pool_inners(e) : NULL;
+    for (uint32_t i = 0; i < inner; i++) { /* a shed level may be a pooled geo entry: recursive */
+        if (layout_entry(held[i], sums, seen, blocks) < 0) return -1;
+    }
+    return 0;
+}
+
 /* table.layout() -> (names, shards, index bytes, node bytes, entries, entry references, entry bytes,
-   header blocks): what the table (with its signed nodes) holds, each shared block counted once. */
+   header blocks): what the table (with its signed nodes) holds, each shared block counted once; the
+   entries inside shed and pooled entries count as entries (and their references as references). */
 static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
-    uint64_t names = 0, shards = 0, index = 0, node_bytes = 0, entries = 0, refs = 0, entry_bytes = 0;
+    uint64_t names = 0, shards = 0, index = 0, node_bytes = 0;
     uint64_t ntblocks = 0;
+    esums_t sums = {0, 0, 0};
     imap_t seen, blocks;
     memset(&seen, 0, sizeof(seen));
     memset(&blocks, 0, sizeof(blocks));
@@ -2745,17 +2773,7 @@ static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
                     ntblocks++;
                 }
                 for (uint32_t j = 0; j < n->nent; j++) {
-                    entry_t *e = n->ent[j];
-                    refs++;
-                    if (imap_get(&seen, (uint64_t)(uintptr_t)e, NULL, NULL) != NULL) continue;
-                    if (imap_put(&seen, (uint64_t)(uintptr_t)e, e) < 0) goto fail;
-                    entries++;
-                    entry_bytes += e->size;
-                    for (uint32_t v = 0; v < e->nvar; v++) {
-                        const hblock_t *hb = e->var[v].hb;
-                        if (imap_get(&blocks, (uint64_t)(uintptr_t)hb, NULL, NULL) != NULL) continue;
-                        if (imap_put(&blocks, (uint64_t)(uintptr_t)hb, (void *)(uintptr_t)hb) < 0) goto fail;
-                    }
+                    if (layout_entry(n->ent[j], &sums, &seen, &blocks) < 0) goto fail;
                 }
             }
         }
@@ -2764,8 +2782,9 @@ static PyObject *table_layout(TableObject *self, UNUSED PyObject *unused) {
     imap_clear(&seen);
     imap_clear(&blocks);
     return Py_BuildValue("KKKKKKKK", (unsigned long long)names, (unsigned long long)shards,
-                         (unsigned long long)index, (unsigned long long)node_bytes, (unsigned long long)entries,
-                         (unsigned long long)refs, (unsigned long long)entry_bytes, (unsigned long long)nblocks);
+                         (unsigned long long)index, (unsigned long long)node_bytes, (unsigned long long)sums.entries,
+                         (unsigned long long)sums.refs, (unsigned long long)sums.entry_bytes,
+                         (unsigned long long)nblocks);
 fail:
     imap_clear(&seen);
     imap_clear(&blocks);

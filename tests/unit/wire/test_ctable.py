@@ -13,6 +13,7 @@ import sysconfig
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import dns.edns
 import dns.flags
@@ -400,6 +401,31 @@ def _python_and_c(table: AnswerTable, native: ct.CTable, wire: bytes) -> tuple[b
     return python, native.native.answer(wire, 0x0A000001, False, False, seq, 0.5)
 
 
+def layout_entries(table: AnswerTable) -> int:
+    """The entries the C copy of `table` holds, as `Table.layout()` counts them: one per distinct fixed
+    answer's bytes (shared by the names), one per plan's entry of a name (its counter is the name's), and
+    the entries a plan's entry holds: a shed entry's levels, a drawing pools entry's classes."""
+    fixed: set[object] = set()
+    planned = 0
+    for node in table.names.values():
+        distinct = {id(e): e for e in (*node.types.values(), node.default)}.values()
+        fixed.update(e.variants for e in distinct if e.pick is None)
+        planned += sum(1 + held_entries(ct._entry_spec(e, 0, ct._Locators())) for e in distinct if e.pick)
+    return len(fixed) + planned
+
+
+def held_entries(spec: tuple[Any, ...]) -> int:
+    """The entries inside the C entry of `spec` (wire/_shed.c levels, wire/_pools.c classes)."""
+    kind, param = spec[0], spec[4]
+    if kind == ct.K_SHED:
+        inner = param[1]
+    elif kind == ct.K_GEO and len(param) == 5:  # (locator, starts, counts, class_of, inner): drawing pools
+        inner = param[4]
+    else:
+        return 0
+    return sum(1 + held_entries(level) for level in inner)
+
+
 def test_names_that_share_a_fixed_entry_answer_right_after_one_is_removed_or_updated() -> None:
     """The compiler shares fixed entries (NODATA, the SOA...) between names; C holds one entry for them,
     whose last holder frees it. Removing one holder and updating another leaves the others' answers."""
@@ -409,13 +435,7 @@ def test_names_that_share_a_fixed_entry_answer_right_after_one_is_removed_or_upd
     nodes = [table.names[wire_key(f"{label}.{ORIGIN}")] for label in names]
     assert len({id(n.types.get(txt, n.default)) for n in nodes}) == 1
     native = ct.build_ctable(table)
-    fixed: set[object] = set()
-    planned = 0  # a plan's entry is the name's own in C (its counter is the name's)
-    for node in table.names.values():
-        distinct = {id(e): e for e in (*node.types.values(), node.default)}.values()
-        fixed.update(e.variants for e in distinct if e.pick is None)
-        planned += sum(e.pick is not None for e in distinct)
-    assert native.native.layout()[4] == len(fixed) + planned  # one C entry per fixed answer's bytes
+    assert native.native.layout()[4] == layout_entries(table)  # one C entry per fixed answer's bytes
     before = {
         label: native.native.answer(query(f"{label}.{ORIGIN}", "TXT"), 1, False, False) for label in names
     }

@@ -31,6 +31,7 @@ from test_ctable import (
     FixedDraw,
     counter_values,
     entry_kind,
+    layout_entries,
     left_to_python,
     used_count,
 )
@@ -207,3 +208,16 @@ def test_mutated_queries_of_pools_services_get_the_python_answer_or_go_to_python
     with contextlib.suppress(IndexError):
         python = fast_answer(table, packet, ip, v6, tcp, FixedDraw(draw))
     assert c == python or (c is None and left_to_python(table, packet))
+
+
+def test_layout_counts_the_class_entries_a_drawing_pools_entry_holds() -> None:
+    """`Table.layout()` counts a drawing pools entry's classes (one entry each, wire/_pools.c) as entries."""
+    table = table_of(pools_service(PolicyName.WEIGHTED, True, BY_SITE, 1))
+    pooled = [
+        spec
+        for node in table.names.values()
+        for entry in node.types.values()
+        if (spec := ct._entry_spec(entry, 0, ct._Locators()))[0] == ct.K_GEO and len(spec[4]) == 5
+    ]
+    assert pooled
+    assert ct.build_ctable(table).native.layout()[4] == layout_entries(table)

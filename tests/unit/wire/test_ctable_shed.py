@@ -23,6 +23,7 @@ from test_ctable import (
     FixedDraw,
     counter_values,
     entry_kind,
+    layout_entries,
     left_to_python,
     used_count,
 )
@@ -224,3 +225,17 @@ def test_mutated_queries_of_shed_services_get_the_python_answer_or_go_to_python(
     with contextlib.suppress(IndexError):
         python = fast_answer(table, packet, ip, v6, tcp, FixedDraw(draw))
     assert c == python or (c is None and left_to_python(table, packet))
+
+
+def test_layout_counts_the_level_entries_a_shed_entry_holds() -> None:
+    """`Table.layout()` counts a shed entry's levels as entries (each its own block in C) and as
+    references: the C copy of the shed services holds one entry per level besides the shed entry."""
+    services = shed_services(ORIGIN)
+    table = table_of(services, shed_snapshot(services))
+    distinct = {id(e): e for n in table.names.values() for e in n.types.values() if e.pick is not None}
+    specs = [ct._entry_spec(e, 0, ct._Locators()) for e in distinct.values()]
+    levels = sum(len(spec[4][1]) for spec in specs if spec[0] == ct.K_SHED)
+    assert levels > len(services)  # several shed entries, each of more than one level
+    _, _, _, _, entries, refs, entry_bytes, _ = ct.build_ctable(table).native.layout()
+    assert entries == layout_entries(table)  # which counts the levels: without them `levels` fewer
+    assert refs >= entries + levels - len(specs) and entry_bytes > 0
