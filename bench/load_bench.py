@@ -16,9 +16,8 @@ which services a change touched and the AnswerBuilder rebuilds only those, exact
 Columns: the build (view and table), the C table's update after it (`update_ctable`, where the C
 extension is built), the services rebuilt, and `fill`: what compiling the names a full build left out
 costs afterwards (server/build.py `fill` until the table is whole, then the C copy of the whole table),
-spread over the event loop's turns in the server. Each size runs twice: `before`, every build updating
-the table name by name (`full_share` 1: never compiled anew), and `after`, with the default
-`FULL_SHARE` (a build that rebuilt more than that share of the services compiles the table anew).
+spread over the event loop's turns in the server. Compare a fleet-wide update with the full build's
+build + fill: the update compiles every name it rebuilt at once, the full build only part of them.
 
     python bench/load_bench.py                    # 10,000 services
     python bench/load_bench.py --services 1000 20000
@@ -37,7 +36,7 @@ from gslbd.config import load_config_text
 from gslbd.model.config import Config
 from gslbd.policy.load import NO_LOAD, observe
 from gslbd.policy.locate import build_env
-from gslbd.server.build import FILL_SECONDS, FULL_SHARE, AnswerBuilder
+from gslbd.server.build import FILL_SECONDS, AnswerBuilder
 from gslbd.state.book import HealthBook
 from gslbd.state.status import EndpointStatus
 from gslbd.wire import ctable
@@ -67,13 +66,13 @@ def make_config(services: int) -> Config:
 Row = tuple[str, float, float, int, float]
 
 
-def run(services: int, repeats: int, full_share: float) -> list[Row]:
+def run(services: int, repeats: int) -> list[Row]:
     """(row, median build ms, median C update ms, services rebuilt, median fill ms) per row."""
     config = make_config(services)
     env = build_env(config, random.Random(1))
     rng = random.Random(7)
     book = HealthBook()
-    builder = AnswerBuilder(full_share=full_share)
+    builder = AnswerBuilder()
     _, table = builder.build(config, book.snapshot(), env)
     book.take_touched()
     native = ctable.build_ctable(table) if ctable.AVAILABLE else None
@@ -133,7 +132,7 @@ def run(services: int, repeats: int, full_share: float) -> list[Row]:
 
     def full() -> tuple[float, float, int, float]:
         nonlocal table
-        fresh = AnswerBuilder(full_share=full_share)
+        fresh = AnswerBuilder()
         began = time.perf_counter()
         _, table = fresh.build(config, book.snapshot(), env)
         spent = time.perf_counter() - began
@@ -188,14 +187,10 @@ def main() -> None:
     args = parser.parse_args()
     gc.freeze()  # as `gslbd serve` does after start
     for n in args.services:
-        for label, share in (("before", 1.0), ("after", FULL_SHARE)):
-            print(
-                f"{n} services, 2 endpoints each (weight_from: load), median of {args.repeats}, "
-                f"{label}: full_share {share}"
-            )
-            print(f"  {'':<26}{'build':>11}  {'C update':>10}  {'rebuilt':>8}  {'then fill':>10}")
-            for name, build, c_update, rebuilt, fill in run(n, args.repeats, share):
-                print(f"  {name:<26}{build:>8.1f} ms  {c_update:>7.1f} ms  {rebuilt:>8}  {fill:>7.1f} ms")
+        print(f"{n} services, 2 endpoints each (weight_from: load), median of {args.repeats}")
+        print(f"  {'':<26}{'build':>11}  {'C update':>10}  {'rebuilt':>8}  {'then fill':>10}")
+        for name, build, c_update, rebuilt, fill in run(n, args.repeats):
+            print(f"  {name:<26}{build:>8.1f} ms  {c_update:>7.1f} ms  {rebuilt:>8}  {fill:>7.1f} ms")
 
 
 if __name__ == "__main__":

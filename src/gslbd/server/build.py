@@ -3,10 +3,7 @@
 Both the main process (App) and every worker process build their answers here, so they cannot differ.
 An `AnswerBuilder` remembers what it built last: for a new snapshot under the same config it rebuilds
 only the names whose inputs changed (answer/build.py) and recompiles only those (wire.update_table);
-a new config, or the first build, compiles everything. So does a build of a view compiled in steps
-(below) that rebuilt more than `FULL_SHARE` of the services (a fleet-wide load or verdict update):
-updating most names one by one costs what compiling every name does, which a full build spreads over
-`fill` steps. (A smaller view is always updated: compiling it whole costs as much as updating every name.)
+a new config, or the first build, compiles everything.
 
 A large view is compiled in steps: the first build of an unsigned view with more than `EAGER_NAMES`
 names compiles the names services do not own (apexes, static records, heartbeats, empty
@@ -41,9 +38,6 @@ EAGER_NAMES = 20_000
 FILL_SECONDS = 0.02
 # Names compiled between two looks at the clock in `fill`.
 _FILL_BATCH = 64
-# A build that rebuilt more than this share of the services compiles the table anew (as a full build
-# does) instead of updating it name by name: bench/load_bench.py, docs/benchmarks.md (2026-12-03).
-FULL_SHARE = 0.25
 
 
 class AnswerBuilder:
@@ -55,10 +49,8 @@ class AnswerBuilder:
         signer: Signer | None = None,
         worker: int = 0,
         eager_names: int = EAGER_NAMES,
-        full_share: float = FULL_SHARE,
     ) -> None:
         self._eager_names = eager_names
-        self._full_share = full_share  # past this share of rebuilt services the table is compiled anew
         self._pending: list[str] = []  # names `fill` still has to compile, taken from the end
         self._grouped = True  # whether `_pending` is in shard order
         self._filled: tuple[str, ...] = ()  # the deferred services the last `fill` built
@@ -85,9 +77,7 @@ class AnswerBuilder:
 
     @property
     def last_full(self) -> bool:
-        """Whether the last build rebuilt everything (the first build, a new config). A build that
-        rebuilt more than `FULL_SHARE` of the services compiles the table anew too, though its change
-        is incremental: its table's `derived_from` is 0."""
+        """Whether the last build compiled everything."""
         return self.last_change.full
 
     def build(
@@ -107,10 +97,9 @@ class AnswerBuilder:
         # signs anew the RRsets whose signatures it dropped and reuses all others.
         resign = self._resign or self.resign_due()
         self._resign = False
-        steps = self.signer is None and len(view.names) > self._eager_names  # a full build defers names
-        if self._table is None or change.full or resign or (steps and self._fleet_wide(change, config)):
+        if self._table is None or change.full or resign:
             deferred: Collection[str] = ()
-            if steps:
+            if self.signer is None and len(view.names) > self._eager_names:
                 deferred = dict.fromkeys(self._views.service_owned())
             table = compile_table(
                 view,
@@ -129,11 +118,6 @@ class AnswerBuilder:
         self._table = table
         self._view = view
         return view, table
-
-    def _fleet_wide(self, change: Change, config: Config) -> bool:
-        """Whether an incremental `change` rebuilt more than `FULL_SHARE` of the config's services. (Only
-        asked of a view compiled in steps: a whole compilation costs what updating every name does.)"""
-        return len(change.services) > self._full_share * len(config.services)
 
     @property
     def filled(self) -> tuple[str, ...]:

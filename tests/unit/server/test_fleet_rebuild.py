@@ -1,6 +1,6 @@
-"""A build that rebuilt more than FULL_SHARE of the services compiles the table anew (server/build.py):
-the table it ends with (once `fill` has compiled what it left out) answers every name exactly as the
-table updated name by name does, and the answer counters carry on across it."""
+"""A fleet-wide load update (every service rebuilt) updates the table name by name (server/build.py): the
+table it ends with is whole (no name left to `fill`, so none to the slow path) and answers every name
+exactly as a table built from nothing for the same snapshot does, and the answer counters carry on."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from gslbd.config import load_config_text
 from gslbd.model.config import Config
 from gslbd.policy.load import NO_LOAD, observe
 from gslbd.policy.locate import build_env
-from gslbd.server.build import FULL_SHARE, AnswerBuilder
+from gslbd.server.build import AnswerBuilder
 from gslbd.state.book import HealthBook
 from gslbd.wire import AnswerTable, Responder
 from gslbd.wire.compile import Node
@@ -68,60 +68,51 @@ def whole(builder: AnswerBuilder) -> AnswerTable:
 
 
 def answers(node: Node) -> tuple[object, ...]:
-    """What a node answers: per type (and the default) the variants' bytes and whether a plan picks."""
+    """What a node answers: per type (and the default) the variants' bytes and the plan that picks."""
     entries = [*sorted(node.types.items()), (-1, node.default)]
-    return tuple((code, e.pick is None, e.variants, e.location_dependent) for code, e in entries)
+    return tuple(
+        (code, repr(getattr(e.pick, "__self__", e.pick)), e.variants, e.location_dependent)  # the plan's weights
+        for code, e in entries
+    )
 
 
-def test_a_fleet_wide_load_change_compiles_the_table_anew_with_the_same_answers_as_an_update() -> None:
+def test_a_fleet_wide_load_change_updates_the_whole_table_to_the_answers_of_a_fresh_build() -> None:
     book = HealthBook()
     report(book, range(SERVICES), 0.3, 5.0)
-    snapshot = book.snapshot()
+    builder = AnswerBuilder(eager_names=EAGER)
+    builder.build(CONFIG, book.snapshot(), ENV)
     book.take_touched()
-    updating = AnswerBuilder(eager_names=EAGER, full_share=1.0)  # never compiles anew: name by name
-    falling = AnswerBuilder(eager_names=EAGER)
-    for builder in (updating, falling):
-        builder.build(CONFIG, snapshot, ENV)
-        whole(builder)
+    old = whole(builder)
 
-    # A change at a share of the services below the threshold: both update the table.
-    few = max(1, int(SERVICES * FULL_SHARE) - 1)
-    report(book, range(few), 0.7, 10.0)
+    report(book, range(SERVICES), 0.6, 10.0)
     snapshot, touched = book.snapshot(), book.take_touched()
-    for builder in (updating, falling):
-        before = builder.table
-        assert before is not None
-        _, table = builder.build(CONFIG, snapshot, ENV, touched)
-        assert len(builder.last_change.services) == few
-        assert table.derived_from == before.serial and not table.partial
+    _, updated = builder.build(CONFIG, snapshot, ENV, touched)
+    assert len(builder.last_change.services) == SERVICES and not builder.last_change.full
+    assert updated.derived_from == old.serial and not updated.partial
+    assert builder.fill(1.0) is None  # nothing was left out: no name goes to the slow path
 
-    # Above it: the falling builder compiles anew (and leaves the services' names to `fill`).
-    report(book, range(SERVICES), 0.6, 15.0)
-    snapshot, touched = book.snapshot(), book.take_touched()
-    old = updating.table
-    assert old is not None
-    _, updated = updating.build(CONFIG, snapshot, ENV, touched)
-    assert updated.derived_from == old.serial
-    _, anew = falling.build(CONFIG, snapshot, ENV, touched)
-    assert len(falling.last_change.services) == SERVICES > FULL_SHARE * SERVICES
-    assert not falling.last_change.full  # the view's change is what it was: every service, incrementally
-    assert anew.derived_from == 0 and anew.partial
-    filled = whole(falling)
-    assert filled.names.keys() == updated.names.keys()
+    fresh = AnswerBuilder(eager_names=EAGER)
+    fresh.build(CONFIG, snapshot, ENV)
+    rebuilt = whole(fresh)
+    assert rebuilt.names.keys() == updated.names.keys()
     assert len(updated.names) > SERVICES
+    moved = 0
     for key, node in updated.names.items():
-        assert answers(filled.names[key]) == answers(node), key
-    assert filled.policy_counters.keys() == updated.policy_counters.keys()
+        assert answers(rebuilt.names[key]) == answers(node), key
+        moved += answers(old.names[key]) != answers(node)
+    assert moved >= SERVICES // 2  # every weighted service (weight_from: load) got new weights
+    assert rebuilt.policy_counters.keys() == updated.policy_counters.keys()
 
 
-def test_the_answer_counters_carry_on_across_a_table_compiled_anew() -> None:
+def test_the_answer_counters_carry_on_across_a_fleet_wide_update() -> None:
     book = HealthBook()
     report(book, range(SERVICES), 0.3, 5.0)
     builder = AnswerBuilder(eager_names=EAGER)
     view, _ = builder.build(CONFIG, book.snapshot(), ENV)
     book.take_touched()
     table = whole(builder)
-    responder = Responder(table, view, random.Random(3), native=False)
+    assert builder.view is not None
+    responder = Responder(table, builder.view, random.Random(3), native=False)
     queries = [dns.message.make_query(f"s{i}.gslb.example.com.", "A").to_wire() for i in range(SERVICES)]
     for wire in queries:
         assert responder.handle(wire, 0x0A000001, False) is not None
@@ -129,13 +120,8 @@ def test_the_answer_counters_carry_on_across_a_table_compiled_anew() -> None:
     assert sum(counted.values()) == SERVICES
 
     report(book, range(SERVICES), 0.6, 10.0)
-    view, anew = builder.build(CONFIG, book.snapshot(), ENV, book.take_touched())
-    assert anew.derived_from == 0
-    responder.swap(anew, view)
-    assert responder.policy_answers() == counted
-    filled = whole(builder)
-    assert builder.view is not None
-    responder.swap(filled, builder.view, lag=True)
+    view, updated = builder.build(CONFIG, book.snapshot(), ENV, book.take_touched())
+    responder.swap(updated, view)
     assert responder.policy_answers() == counted
     for wire in queries:
         responder.handle(wire, 0x0A000001, False)
