@@ -71,7 +71,7 @@ def answers(node: Node) -> tuple[object, ...]:
     """What a node answers: per type (and the default) the variants' bytes and the plan that picks."""
     entries = [*sorted(node.types.items()), (-1, node.default)]
     return tuple(
-        (code, repr(getattr(e.pick, "__self__", e.pick)), e.variants, e.location_dependent)  # the plan's weights
+        (code, repr(getattr(e.pick, "__self__", e.pick)), e.variants, e.location_dependent)  # weights
         for code, e in entries
     )
 
