@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pools_world import ADDRESSES, BY_NETWORK, BY_SITE, POLICIES, pools_service, weight_of
-from test_ctable import NETWORKS, SITES, FixedDraw, counter_values, entry_kind, used_count
-from wire_support import CONFIG, ORIGIN, SERVICES, make_snapshot, query
+from test_ctable import NETWORKS, SITES
+from wire_support import CONFIG, ORIGIN, SERVICES, FixedDraw, entry_kind, make_snapshot, oracle, query
 
-from gslbd.answer import build_view
+from gslbd.answer import View, build_view
 from gslbd.model.service import Rule, Service
 from gslbd.model.topology import Topology
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator
 from gslbd.types import PolicyName
-from gslbd.wire import compile_table, fast_answer
+from gslbd.wire import compile_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.compile import AnswerTable
 
@@ -43,9 +43,9 @@ CLIENTS = (
 ECS = (None, "10.1.0.0/16", "10.1.2.0/24", "10.5.0.0/16", "203.0.113.0/24", "2001:db8:1::/48")
 
 
-def table_of(service: Service, use_client_subnet: bool = True) -> AnswerTable:
+def table_of(service: Service, use_client_subnet: bool = True) -> tuple[View, AnswerTable]:
     view = build_view(replace(CONFIG, services=(*SERVICES, service)), make_snapshot(), ENV)
-    return compile_table(view, max_udp_payload=1232, use_client_subnet=use_client_subnet)
+    return view, compile_table(view, max_udp_payload=1232, use_client_subnet=use_client_subnet)
 
 
 def c_answer(native: ct.CTable, wire: bytes, ip: int, v6: bool, seq: int, draw: float) -> bytes | None:
@@ -77,28 +77,26 @@ def test_c_answers_drawing_pools_with_the_python_bytes_for_the_same_seq_and_draw
     repeats: int,
 ) -> None:
     """min_healthy 3 sends europe's clients down its fallback chain; the ECS scope is in the bytes."""
-    table = table_of(pools_service(*policy, rules, min_healthy))
+    view, table = table_of(pools_service(*policy, rules, min_healthy))
     native = ct.build_ctable(table)
     wire = query(f"pd.{ORIGIN}", rtype, edns=0, ecs=ecs)
     assert entry_kind(table, wire) == ct.K_GEO  # answered by C, not left to Python
     for ip, v6 in CLIENTS:
         for draw in draws:
-            for _ in range(repeats):  # seqs 0, 1, 2 ...: a rotation inside the variant would show
-                before = counter_values(table)
-                python = fast_answer(table, wire, ip, v6, False, FixedDraw(draw))
-                seq = used_count(before, counter_values(table))
+            for seq in range(repeats):  # seqs 0, 1, 2 ...: a rotation inside the variant would show
+                python = oracle(view, table, wire, ip, v6, seq=seq, rng=FixedDraw(draw))
                 assert python is not None
                 assert c_answer(native, wire, ip, v6, seq, draw) == python
 
 
 def test_a_pool_whose_plan_c_does_not_answer_leaves_the_service_to_python() -> None:
     """policy: geo inside the pools: the pool's plan is not one C holds as a class's entry."""
-    table = table_of(pools_service(PolicyName.GEO, False, BY_SITE, 1))
+    _, table = table_of(pools_service(PolicyName.GEO, False, BY_SITE, 1))
     assert entry_kind(table, query(f"pd.{ORIGIN}", edns=0)) == ct.K_PYTHON
 
 
 def test_each_endpoint_of_a_weighted_pool_gets_its_weight_share_of_c_answers() -> None:
-    table = table_of(pools_service(PolicyName.WEIGHTED, True, BY_SITE, 1))
+    _, table = table_of(pools_service(PolicyName.WEIGHTED, True, BY_SITE, 1))
     native = ct.build_ctable(table)
     native.native.seed(20261203)
     wire = query(f"pd.{ORIGIN}")
