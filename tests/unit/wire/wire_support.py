@@ -341,3 +341,15 @@ class FixedDraw(random.Random):
 
     def random(self) -> float:
         return self.value
+
+
+def next_count(table: AnswerTable, wire: bytes) -> int:
+    """The `seq` a new responder's slow path takes for `wire` (Responder._policy_seq): the next count of the
+    table entry that answers the question, read without advancing it; 0 (the responder's own sequence)
+    when no entry with a plan answers it."""
+    question = dns.message.from_wire(wire).question[0]
+    node = table.names.get(wire_key(question.name.to_text()))
+    if node is None:
+        return 0
+    entry = node.types.get(question.rdtype, node.default)
+    return int(repr(entry.counter)[6:-1]) if entry.pick is not None else 0
