@@ -292,7 +292,7 @@ def left_to_python(table: AnswerTable, wire: bytes) -> bool:
     if table.names.get(key) is not None:
         return entry_kind(table, wire) == ct.K_PYTHON
     suffixes = [key[at:] for at in label_offsets(key)[1:]]
-    return any(s in table.wildcard_parents or s in table.delegated for s in suffixes)
+    return any(b"\x01*" + s in table.names or s in table.delegated for s in suffixes)
 
 
 def label_offsets(key: bytes) -> list[int]:
