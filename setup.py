@@ -1,25 +1,36 @@
-"""Build the optional C parts; everything else is in pyproject.toml.
+"""Build the C parts; everything else is in pyproject.toml.
 
-- `gslbd.server._mmsg`: batched UDP receive/send (recvmmsg/sendmmsg) for the Python UDP loop;
 - `gslbd.wire._cfast`: the answer table in C and the UDP loop that answers from it without the GIL
-  (wire/ctable.py, server/udp.py);
+  (wire/ctable.py, server/udp.py). Required where a C compiler exists: a failed build fails the
+  install loudly. Without a compiler gslbd installs without it, answers every query in pure Python
+  (slowly) and says so at start (wire/ctable.py `python_only_notice`);
 - `gslbd.config._cshape`: the common shape of a service read in C (config/fast.py), for large services
-  files;
+  files (optional);
 - `gslbd.config._cyaml`: a configuration read by libyaml straight into values (config/yaml_fast.py),
-  for large inline `services:` lists; it needs libyaml's header (Debian: libyaml-dev).
+  for large inline `services:` lists; it needs libyaml's header (Debian: libyaml-dev) (optional).
 
-All are compiled with -Wall -Wextra -Werror. `optional=True`: where they cannot be compiled (no
-compiler, no recvmmsg), gslbd installs without them and answers in Python (tests/unit/wire/test_ctable.py
-fails where a compiler exists but the build did not succeed).
+All are compiled with -Wall -Wextra -Werror. `optional=True`: where they cannot be compiled, gslbd
+installs without them (tests/unit/wire/test_ctable.py also fails where a compiler exists but `_cfast`
+is missing).
 """
 
+import os
+import shutil
+import sysconfig
+
 from setuptools import Extension, setup
+
+
+def compiler_present() -> bool:
+    """Whether the C compiler the build would use is here (CC, else the one Python was built with)."""
+    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shutil.which(compiler.split()[0]) is not None
+
 
 STRICT = ["-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"]
 
 setup(
     ext_modules=[
-        Extension("gslbd.server._mmsg", ["src/gslbd/server/_mmsg.c"], optional=True, extra_compile_args=STRICT),
         Extension(
             "gslbd.wire._cfast",
             ["src/gslbd/wire/_cfast.c"],
@@ -32,7 +43,7 @@ setup(
                 "src/gslbd/wire/_shed.c",
                 "src/gslbd/wire/_pools.c",
             ],  # included by _cfast.c: guard stages, dnstap ring, the TCP path, ECS scope and GeoIP cache, shed_load entries
-            optional=True,
+            optional=not compiler_present(),  # required where it can be built
             extra_compile_args=STRICT,
             libraries=["m"],  # log() of the weighted hash
         ),

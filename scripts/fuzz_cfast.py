@@ -3,8 +3,8 @@
 Feeds millions of mutated queries (bit flips, byte sets, cuts, insertions, splices of other queries, taken
 from the wire tests' seeds, the shed_load services' and the pools services') to `Table.answer` over the C
 table's worlds (the wire tests' world, a geo world, shed_load on every policy, pools...), and compares
-every `--compare`-th answer with the Python fast path for the same choice (C may leave to Python only what
-it leaves by design, as the wire property tests allow); and to `Table.reject` (what the C
+every `--compare`-th answer C gives with the slow path's (the oracle, tests/unit/wire/wire_support.py
+`oracle`) for the same choice (what C leaves, Python answers); and to `Table.reject` (what the C
 UDP loop answers to a datagram that cannot be a valid query), comparing every `--compare`-th rejection with
 the slow path's answer (dnspython), and checking that nothing C answers is also rejected; and, every 16th
 packet, a TCP stream of several of them (with cut and wrong length prefixes) to `TcpAnswerer.answer` (the
@@ -17,7 +17,6 @@ C TCP path, server/tcp.py), checking its framing, IDs and counts. Exits 1 on the
 from __future__ import annotations
 
 import argparse
-import contextlib
 import random
 import sys
 import time
@@ -28,12 +27,12 @@ sys.path.insert(0, str(HERE.parent / "tests" / "unit" / "wire"))
 
 from pools_world import POOLS_SEEDS  # noqa: E402
 from shed_world import SHED_SEEDS  # noqa: E402
-from test_ctable import VIEWS, FixedDraw, left_to_python  # noqa: E402
+from test_ctable import VIEWS  # noqa: E402
 from test_wire_fuzz import SEEDS as WIRE_SEEDS  # noqa: E402
+from wire_support import FixedDraw, oracle  # noqa: E402
 
-from gslbd.wire import _cfast, compile_table, fast_answer  # noqa: E402
+from gslbd.wire import _cfast, compile_table  # noqa: E402
 from gslbd.wire import ctable as ct  # noqa: E402
-from gslbd.wire.compile import AnswerTable  # noqa: E402
 from gslbd.wire.slowpath import slow_response  # noqa: E402
 
 # the wire tests' queries, the shed_load services' (shed entries) and the pools services' (pooled geo
@@ -87,15 +86,6 @@ def check_stream(answerer: object, rng: random.Random, ip: int, v6: bool) -> str
         if not isinstance(pending, bytes):
             return None
         pos = after
-
-
-def by_design(table: AnswerTable, packet: bytes) -> bool:
-    """Whether C leaves `packet` to Python by design (a K_PYTHON entry: HTTPS at a name whose A and AAAA
-    have a policy, whose pick is no plan C knows), as the wire property tests allow (test_ctable.py)."""
-    try:
-        return bool(left_to_python(table, packet))
-    except Exception:  # a question dnspython cannot read, a name the table lacks: not by design
-        return False
 
 
 def main() -> int:
@@ -162,16 +152,10 @@ def main() -> int:
                 if reject != (slow if slow is not None else False):
                     print(f"C rejects {packet.hex()} unlike the slow path", file=sys.stderr)
                     return 1
-        if n % args.compare == 0:
-            python = None
-            with contextlib.suppress(IndexError):
-                python = fast_answer(table, packet, ip, v6, tcp, FixedDraw(draw))
-            # Python's counters advance, the C answer used seq 0: compare only fixed answers and NXDOMAIN.
-            if out is not None and python is not None and out[3] & 15 in (3, 5) and out != python:
+        if n % args.compare == 0 and out is not None:  # C used seq 0 and `draw`: the same choice
+            python = oracle(view, table, packet, ip, v6, tcp, seq=0, rng=FixedDraw(draw))
+            if out != python:
                 print(f"mismatch on {packet.hex()} from {ip:#x} v6={v6} tcp={tcp}", file=sys.stderr)
-                return 1
-            if (out is None) != (python is None) and not (out is None and by_design(table, packet)):
-                print(f"C and Python disagree on answering {packet.hex()}", file=sys.stderr)
                 return 1
     took = time.monotonic() - started
     print(

@@ -20,7 +20,7 @@ from gslbd.metrics import REGISTRY
 from gslbd.server import build as answer_build
 from gslbd.state.status import EndpointStatus
 from gslbd.types import AdminState
-from gslbd.wire import wire_key
+from gslbd.wire import ctable, wire_key
 
 TEXT = CONFIG.replace("@LISTEN@", '["127.0.0.1:0"]')
 
@@ -165,3 +165,32 @@ def test_a_large_view_is_compiled_in_steps_on_the_event_loop_after_start(
             await app.stop()
 
     asyncio.run(body())
+
+
+@pytest.mark.parametrize("built", [True, False], ids=["c-table", "pure-python"])
+def test_without_the_c_extension_the_start_says_once_that_it_answers_in_pure_python(
+    built: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    if built and not ctable.AVAILABLE:
+        pytest.skip("gslbd.wire._cfast is not compiled here")
+    monkeypatch.setattr(ctable, "AVAILABLE", built)
+    monkeypatch.delenv(ctable.ENV_SWITCH, raising=False)
+
+    async def body() -> None:
+        app = App(load_config_text(TEXT), FakeClock(), random.Random(7))
+        await app.start()
+        try:
+            reply = await asyncio.to_thread(ask, port_of(app), f"app.{ZONE}")  # answered either way
+            assert addresses(reply) == ["192.0.2.1", "192.0.2.2"]
+            assert (app.responder.native is not None) == built
+        finally:
+            await app.stop()
+
+    with caplog.at_level("WARNING", logger="gslbd.app.core"):
+        asyncio.run(body())
+    said = [r.getMessage() for r in caplog.records if "pure Python" in r.getMessage()]
+    expected = (
+        "the C extension gslbd.wire._cfast is not built here (no C compiler when gslbd was installed): "
+        "every query is answered in pure Python, slowly; install a C compiler and reinstall gslbd"
+    )
+    assert said == ([] if built else [expected])

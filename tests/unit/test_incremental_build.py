@@ -484,7 +484,7 @@ def test_the_next_fill_step_compiles_the_names_clients_asked_for_first(kind: str
     name = f"localtargets-{service}" if kind == "localtargets" else service
 
     builder, generation = started()
-    responder = Responder(generation.table, generation.view, random.Random(3), native=False)
+    responder = Responder(generation.table, generation.view, random.Random(3))  # C first, where built
     assert wire_key(name) not in generation.table.names
     before = responder.slow_count
     assert responder.handle(dns.message.make_query(name, "A").to_wire(), 0x0A000001, False) is not None
@@ -495,7 +495,10 @@ def test_the_next_fill_step_compiles_the_names_clients_asked_for_first(kind: str
     assert filled is not None and wire_key(name) in filled.table.names
     responder.swap(filled.table, filled.view)
     responder.handle(dns.message.make_query(name, "A").to_wire(), 0x0A000001, False)
-    assert responder.slow_count == before + 1  # answered by the fast path now
+    if responder.native is not None:
+        assert responder.slow_count == before + 1  # answered by the C table now
+    else:
+        assert responder.slow_count == before + 2  # without C the slow path answers everything
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -98,6 +98,7 @@ from gslbd.state.status import ProbeResult
 from gslbd.state.store import FileStateStore, KeptVerdict, StateStore, with_changes
 from gslbd.types import AdminState
 from gslbd.wire import AnswerTable, Responder
+from gslbd.wire.ctable import python_only_notice
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +288,8 @@ class App:
             # NOTIFY is answered by the one rule from the first answer (a peer's first poll comes when
             # the exchange starts below), never NOTIMP while the rest starts
             self.responder.on_notify = self._notify_hook if self.exchange.enabled else None
+            if (notice := python_only_notice()) is not None:  # once, before the first answer
+                log.warning(notice)
             await self._front.bind(self._generation)
             # DNS answers from here on; the API (and aiohttp, imported for it only now: a start at
             # 100,000 services answers that much sooner) follows, unless a start-up sync needed it.

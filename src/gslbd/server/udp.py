@@ -10,22 +10,20 @@ loop applies it to every answer C makes; only a guard in Python (no C guard) mak
 and C's answers to malformed datagrams to Python (`_guard_of`). With `log.dnstap` the listener is given
 the dnstap wrapper (server/dnstap/tap.py); the C loop then answers with the Responder inside it and writes
 every exchange of each batch, those Python answered included, into the dnstap sink's C ring
-(`_untapped`). Without the C table, the Python loops below.
+(`_untapped`). A handler without a C table (a Responder with `native=False`, a test's handler) gets an
+empty slot: the C loop passes every datagram to it. The handler only reads the answer table the control
+plane swaps with one attribute store, so it is safe to call from that thread; the Responder's NOTIFY
+hook hands work to the event loop (app/core.py).
 
 `dns.threads: N`: a listener has N sockets of one SO_REUSEPORT group (`siblings`) and one C loop per
 socket, each in its own thread, all over the one slot (table), guard and dnstap ring.
 
-asyncio's datagram transport allocates a 256 KiB buffer for every datagram it reads (an mmap/munmap
-per query), so it is not used. With the C helper `gslbd.server._mmsg` (built at install time where a
-compiler is available) each UDP socket gets a receiving thread of its own that blocks in `recvmmsg`
-with the GIL released, takes up to 64 datagrams per system call, answers them with the handler and sends
-all replies with one `sendmmsg`: no epoll round trip per wake-up, as in C servers. The handler is the
-Responder, which only reads the answer table the control plane swaps with one attribute store, so it is
-safe to call from that thread; its NOTIFY hook hands work to the event loop (app/core.py). Without the
-helper, the socket is registered with `loop.add_reader` and each wake-up reads up to `BATCH` datagrams
-into one preallocated buffer with `recvfrom_into` and sends each reply with `sendto`. A reply that
-cannot be sent (full socket buffer, unreachable client) is dropped and counted; an exception while
-answering one datagram is counted and the listener goes on.
+Only where the C extension is not built (or with `native=False`) the socket is registered with
+`loop.add_reader` and each wake-up reads up to `BATCH` datagrams into one preallocated buffer with
+`recvfrom_into` and sends each reply with `sendto` (asyncio's datagram transport allocates a 256 KiB
+buffer for every datagram it reads, so it is not used). A reply that cannot be sent (full socket buffer,
+unreachable client) is dropped and counted; an exception while answering one datagram is counted and the
+listener goes on.
 """
 
 from __future__ import annotations
@@ -41,12 +39,8 @@ from functools import partial
 from typing import Any
 
 try:
-    from gslbd.server import _mmsg
-except ImportError:  # not compiled here: one system call per datagram
-    _mmsg = None  # type: ignore[assignment]
-try:
     from gslbd.wire import _cfast
-except ImportError:  # not compiled here: the Python loops answer
+except ImportError:  # not compiled here: the asyncio reader answers
     _cfast = None  # type: ignore[assignment]
 from gslbd.server.dnstap.tap import DnstapHandler
 from gslbd.server.handler import Handler
@@ -57,7 +51,7 @@ from gslbd.wire.guard import AnyGuard
 log = logging.getLogger(__name__)
 
 BATCH = 64  # datagrams handled per wakeup before yielding to the loop
-# How long one blocking batched receive waits at most (struct timeval: 0.2 s): bounds close().
+# How long one blocking receive of the C loop waits at most (struct timeval: 0.2 s): bounds close().
 _RCVTIMEO = struct.pack("ll", 0, 200_000)
 MAX_DATAGRAM = 65535
 
@@ -71,28 +65,28 @@ class UdpListener:
         handler: Handler,
         stats: ServerStats,
         *,
-        batched: bool | None = None,
         native: bool | None = None,
         siblings: Sequence[socket.socket] = (),
     ) -> None:
-        """`batched`: use recvmmsg/sendmmsg (default: when the C helper is available). `native`: answer
-        in the C loop from the handler's C table (default: when the handler has one). `siblings`: more
-        sockets of `sock`'s SO_REUSEPORT group (`dns.threads`), each answered by a C loop of its own;
-        without the C loop they are closed (the kernel then gives `sock` all the datagrams)."""
+        """`native`: answer in the C loop, from the handler's C table when it has one (default: wherever
+        the C extension is built); False: the asyncio reader. `siblings`: more sockets of `sock`'s
+        SO_REUSEPORT group (`dns.threads`), each answered by a C loop of its own; without the C loop they
+        are closed (the kernel then gives `sock` all the datagrams)."""
         self._sock = sock
-        self._batched = (_mmsg is not None) if batched is None else (batched and _mmsg is not None)
         answerer, tap = _untapped(handler)
-        slot = getattr(answerer, "slot", None)
-        has_table = _cfast is not None and isinstance(slot, _cfast.Slot)
-        self._slot: Any = slot if has_table and (native is None or native) and batched is not False else None
+        slot: Any = None
+        if _cfast is not None and native is not False:
+            slot = getattr(answerer, "slot", None)
+            if not isinstance(slot, _cfast.Slot):  # no C table: the C loop passes every datagram on
+                slot = _cfast.Slot()
+        self._slot: Any = slot
         self._siblings = list(siblings) if self._slot is not None else []
         if len(self._siblings) < len(siblings):
             for extra in siblings:
                 extra.close()
-            log.warning("dns.threads needs the C table: one thread answers UDP on %s", self.sockname)
+            log.warning("dns.threads needs the C extension: one thread answers UDP on %s", self.sockname)
         self._natives: list[Any] = []  # the C loops (one per socket), while they run
         self._threads: list[threading.Thread] = []
-        self._thread: threading.Thread | None = None
         self._stopping = False
         # The C loop answers with the Responder itself and logs into the dnstap ring (`tap`) on its own.
         self._handler = answerer if self._slot is not None else handler
@@ -111,7 +105,7 @@ class UdpListener:
         return (name[0], name[1])
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start answering: a receiving thread (batched), or a reader on the loop."""
+        """Start answering: a receiving thread running the C loop, or a reader on the loop."""
         self._loop = loop
         if self._slot is not None:
             assert _cfast is not None
@@ -135,15 +129,6 @@ class UdpListener:
                 thread = threading.Thread(target=native.run, name=name, daemon=True)
                 self._threads.append(thread)
                 thread.start()
-        elif self._batched:
-            # Blocking receives in a thread of our own, the GIL released while waiting: no epoll
-            # round trip per wake-up. SO_RCVTIMEO bounds each wait so that close() is noticed.
-            self._sock.setblocking(True)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _RCVTIMEO)
-            self._thread = threading.Thread(
-                target=self._serve_batched, name=f"gslbd-udp-{self.sockname[1]}", daemon=True
-            )
-            self._thread.start()
         else:
             loop.add_reader(self._sock.fileno(), self._on_readable)
 
@@ -154,10 +139,7 @@ class UdpListener:
             native.stop()
         for thread in self._threads:
             thread.join()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        elif not self._threads and self._loop is not None and self._sock.fileno() >= 0:
+        if not self._threads and self._loop is not None and self._sock.fileno() >= 0:
             self._loop.remove_reader(self._sock.fileno())
         self._loop = None
         self._natives = []
@@ -169,48 +151,6 @@ class UdpListener:
     def loop_counters(self) -> list[UdpReading]:
         """Each C loop's counters (one per socket, in `ServerStats`' form); empty without the C loop."""
         return [_native_reading(native) for native in self._natives]
-
-    def _serve_batched(self) -> None:
-        """The receiving thread: up to 64 datagrams per recvmmsg, all replies in one sendmmsg."""
-        assert _mmsg is not None and self._counters is not None
-        recv_batch = _mmsg.recv_batch
-        send_batch = _mmsg.send_batch
-        fd = self._sock.fileno()
-        buffer = bytearray(_mmsg.BATCH * _mmsg.BUFSIZE)
-        limit = _mmsg.BATCH
-        counters = self._counters  # this thread's own: no increment is lost to another thread
-        rcodes = counters.rcodes
-        while not self._stopping:
-            try:
-                batch = recv_batch(fd, limit, buffer, True)
-            except OSError:
-                counters.udp_recv_errors += 1
-                continue
-            if not batch:
-                continue  # the receive timeout passed: look at _stopping again
-            handle = self._handler.handle
-            counters.udp_queries += len(batch)
-            replies: list[tuple[bytes, bytes]] = []
-            for data, peer, ip, v6, cut in batch:
-                if cut:
-                    counters.udp_oversized += 1
-                    reply = formerr(data)
-                else:
-                    try:
-                        reply = handle(data, ip, v6, False)
-                    except Exception:
-                        self._handler_failed()
-                        continue
-                if reply is None:
-                    counters.udp_dropped += 1
-                    continue
-                replies.append((reply, peer))
-                if len(reply) > 3:
-                    rcodes[reply[3] & 15] += 1
-            if replies:
-                sent = send_batch(fd, replies)
-                counters.udp_responses += sent
-                counters.udp_send_errors += len(replies) - sent
 
     def _handler_failed(self) -> None:
         assert self._counters is not None
@@ -261,14 +201,6 @@ class UdpListener:
             counters.udp_responses += 1
             if len(reply) > 3:
                 rcodes[reply[3] & 15] += 1
-
-
-def formerr(data: bytes) -> bytes | None:
-    """The answer to a datagram longer than the receive buffer (its start in `data`): FORMERR with the
-    query's ID, opcode and RD, no question (the rest was never read); None (drop) when it is no query."""
-    if len(data) < 12 or data[2] & 0x80:
-        return None
-    return data[:2] + bytes((0x80 | (data[2] & 0x79), 1)) + bytes(8)
 
 
 def _untapped(handler: Handler) -> tuple[Handler, Any]:

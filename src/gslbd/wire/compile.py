@@ -44,7 +44,6 @@ from gslbd.answer import (
     Rr,
     View,
     negative_soa,
-    referral_answer,
     render,
 )
 from gslbd.cow import CowMap
@@ -103,13 +102,11 @@ class Node(NamedTuple):
 
 
 class ZoneEntry(NamedTuple):
-    """A served zone's NXDOMAIN: header tails and the SOA record, compressed per query (`nx_soa`).
+    """A served zone's NXDOMAIN: header tails and the parts of the SOA record, which C writes per query
+    with its names compressed as dnspython compresses them (wire/ctable.py `_soa_parts`).
 
     `mname` and `rname` are the SOA's names as label lists (wire form, as written); `numbers` the
-    five 32-bit fields; `risky` the lower-case wire forms of the suffixes of MNAME and RNAME that lie
-    below the origin: when the query's own name has such a suffix the names compress against it, so
-    the cached form (which depends only on where the origin and the SOA start) does not apply.
-    `tails` caches the record by (origin offset, record offset); it is filled on first use."""
+    five 32-bit fields."""
 
     heads: Heads
     tc_heads: Heads
@@ -118,25 +115,17 @@ class ZoneEntry(NamedTuple):
     mname: tuple[bytes, ...]
     rname: tuple[bytes, ...]
     numbers: bytes
-    risky: frozenset[bytes]
-    tails: dict[tuple[int, int], bytes]
 
 
 class SignedZone(NamedTuple):
-    """A signed zone's answer to a DO query for a nonexistent name: header tails (RFC 9824 compact
-    denial: NOERROR, four authority records), the SOA and its RRSIGs as records after their owner
-    (`soa_at[offset]`: with a pointer to the zone's suffix at `offset` before each), the compact
-    denials made before (`denials`, the signer's cache: the NSEC at the query name with its RRSIGs),
-    and `denial(qname, offset)` for any other name: (heads, tc_heads, records after the question),
-    a fresh compact denial within the zone's signing budget, else NXDOMAIN from the zone's pre-signed
-    NSEC chain (wire/denial.py)."""
+    """A signed zone's answer to a DO query for a nonexistent name, as the C table writes it: header tails
+    (RFC 9824 compact denial: NOERROR, four authority records), the SOA and its RRSIGs as records after
+    their owner (`soa_tails`), and the denier (wire/denial.py: the zone's pre-signed NSEC chain and
+    signing budget, which C reads through `Denier.native_parts`)."""
 
     heads: Heads
     tc_heads: Heads
     soa_tails: tuple[bytes, ...]
-    soa_at: tuple[bytes, ...]  # by the zone suffix's offset in the query: each tail after a pointer there
-    denials: Mapping[bytes, bytes]  # the compact denials of the names asked before (the signer's cache)
-    denial: Callable[[bytes, int], tuple[Heads, Heads, bytes]]  # denier.answer
     denier: Denier
 
 
@@ -172,18 +161,12 @@ class AnswerTable:
     # it goes into our OPT record when the query asked for it (b"" when there is no identity).
     identity: str | None = None
     nsid: bytes = b""
-    # The wire keys of the parents of wildcard names (`*.apps.<zone>` -> key of `apps.<zone>`): the fast
-    # path leaves a nonexistent name below one of them to the slow path, which synthesizes the answer.
-    wildcard_parents: frozenset[bytes] = frozenset()
-    # The wire keys of zone cuts and DNAME owners (answer/dname.py): the fast path leaves a nonexistent
-    # name below one of them to the slow path, which answers the referral or the DNAME's synthesis.
+    # The wire keys of zone cuts and DNAME owners (answer/dname.py): C leaves a nonexistent name below
+    # one of them to the slow path, which answers the referral or the DNAME's synthesis.
     # Derived from the zones' static records, so an update (same config) keeps it.
     delegated: frozenset[bytes] = frozenset()
-    # The referral of each zone cut by its wire key: the fast path answers a nonexistent name below a cut
-    # of an unsigned query with it (`compile_answer`, cached by the name's shape).
-    referrals: Mapping[bytes, Answer] = field(default_factory=dict)
-    # Some names of the view are not compiled yet (server/build.py compiles a large view in steps): the
-    # fast path leaves every name it does not find to the slow path, which answers from the view.
+    # Some names of the view are not compiled yet (server/build.py compiles a large view in steps): C
+    # leaves every name it does not hold to the slow path, which answers from the view.
     partial: bool = False
 
     def counters(self) -> Iterator[tuple[str, Iterator[int]]]:
@@ -391,19 +374,13 @@ def compile_node(data: NameData, refused: Entry) -> Node:
 
 
 def compile_zone(origin: str, view: View) -> ZoneEntry:
-    """A zone's NXDOMAIN: the SOA with the negative TTL; its names are compressed per query (`nx_soa`)."""
+    """A zone's NXDOMAIN: the SOA with the negative TTL; its names are compressed per query (in C)."""
     zone = view.zones[origin]
     soa = negative_soa(zone)
     rd = rdata("SOA", soa.rdata)
     mname = _name_labels(rd.mname)  # type: ignore[attr-defined]
     rname = _name_labels(rd.rname)  # type: ignore[attr-defined]
     origin_key = _wire_key(origin)
-    risky = frozenset(
-        key
-        for labels in (mname, rname)
-        for key in _suffix_keys(labels)
-        if len(key) > len(origin_key) and key.endswith(origin_key)
-    )
     s = zone.soa
     return ZoneEntry(
         heads(Rcode.NXDOMAIN, authoritative=True, counts=(0, 1, 0)),
@@ -413,74 +390,12 @@ def compile_zone(origin: str, view: View) -> ZoneEntry:
         mname,
         rname,
         struct.pack("!IIIII", s.serial, s.refresh, s.retry, s.expire, s.minimum),
-        risky,
-        {},
     )
 
 
 def _name_labels(name: dns.name.Name) -> tuple[bytes, ...]:
     """A name's labels in wire form (length byte + label), without the root."""
     return tuple(bytes((len(label),)) + label for label in name.labels if label)
-
-
-def _suffix_keys(labels: tuple[bytes, ...]) -> Iterator[bytes]:
-    """The lower-case wire forms of a name's suffixes (the root left out), longest first."""
-    for i in range(len(labels)):
-        yield b"".join(labels[i:]).lower() + b"\x00"
-
-
-_MAX_CACHED_TAILS = 4096
-
-
-def nx_soa(zone: ZoneEntry, key: bytes, offset: int, rest: int) -> bytes:
-    """The SOA record of an NXDOMAIN answer, written where the question (lower-case wire form `key`,
-    at offset 12, ending at `rest` with its type and class) is followed by it, the zone's origin
-    starting at `offset` inside the question. Names are compressed exactly as dnspython compresses
-    them (the longest suffix already written, the question's suffixes first), so the fast path and
-    the slow path write the same bytes."""
-    cache_key = (offset, rest)
-    risky = zone.risky
-    if risky:
-        at = 0
-        while at < offset - 12:
-            if key[at:] in risky:
-                return _nx_soa(zone, key, rest)
-            at += key[at] + 1
-    found = zone.tails.get(cache_key)
-    if found is None:
-        found = _nx_soa(zone, key, rest)
-        if len(zone.tails) < _MAX_CACHED_TAILS:
-            zone.tails[cache_key] = found
-    return found
-
-
-def _nx_soa(zone: ZoneEntry, key: bytes, rest: int) -> bytes:
-    known: dict[bytes, int] = {}
-    at = 0
-    while key[at]:
-        known.setdefault(key[at:], 12 + at)
-        at += key[at] + 1
-    owner = struct.pack("!H", 0xC000 | known[zone.origin])
-    pos = rest + 2 + 10
-    names = []
-    for labels in (zone.mname, zone.rname):
-        out = []
-        for i, suffix in enumerate(_suffix_keys(labels)):
-            found = known.get(suffix)
-            if found is not None:
-                out.append(struct.pack("!H", 0xC000 | found))
-                pos += 2
-                break
-            if pos <= 0x3FFF:
-                known[suffix] = pos
-            out.append(labels[i])
-            pos += len(labels[i])
-        else:
-            out.append(b"\x00")
-            pos += 1
-        names.append(b"".join(out))
-    rdata_wire = names[0] + names[1] + zone.numbers
-    return owner + zone.rr_head + struct.pack("!H", len(rdata_wire)) + rdata_wire
 
 
 def opt_record(payload: int, do: bool, rdlen: int | None) -> bytes:
@@ -561,21 +476,9 @@ def compile_table(
         refused_transfer=refused_transfer,
         identity=identity,
         nsid=nsid_option(identity),
-        wildcard_parents=_wildcard_parents(names),
         delegated=delegated_keys(view),
-        referrals=_referrals(view),
         partial=bool(defer),
     )
-
-
-def _referrals(view: View) -> dict[bytes, Answer]:
-    """The referral answer of every zone cut of the view, by the cut's wire key."""
-    out: dict[bytes, Answer] = {}
-    for key in delegated_keys(view):
-        data = view.names.get(key_name(key))
-        if data is not None and data.referral is not None and data.referral.cut == data.name:
-            out[key] = referral_answer(data.referral)
-    return out
 
 
 def delegated_keys(view: View) -> frozenset[bytes]:
@@ -586,10 +489,6 @@ def delegated_keys(view: View) -> frozenset[bytes]:
         for r in zone.records
         if r.rtype == "DNAME" or (r.rtype == "NS" and r.name != zone.origin)
     )
-
-
-def _wildcard_parents(names: Mapping[bytes, Node]) -> frozenset[bytes]:
-    return frozenset(key[2:] for key in names if key.startswith(b"\x01*"))
 
 
 def update_table(
@@ -627,9 +526,6 @@ def update_table(
     old = table.policy_counters
     retired = tuple(pc for key in (*names, *dropped) for pc in old.get(key, ()))
     new_names = table.names.evolve(names, (k for k in dropped if k not in names))
-    wildcards = set(table.wildcard_parents)
-    wildcards.update(key[2:] for key in names if key.startswith(b"\x01*"))
-    wildcards.difference_update(key[2:] for key in dropped if key.startswith(b"\x01*") and key not in names)
     return replace(
         table,
         signed_zones=_updated_chains(table, view, changed, removed),
@@ -639,7 +535,6 @@ def update_table(
         serial=next(_SERIALS),
         derived_from=table.serial,
         retired=retired,
-        wildcard_parents=frozenset(wildcards),
         partial=table.partial if partial is None else partial,
     )
 
@@ -833,7 +728,7 @@ def _updated_chains(
         )
         if chain is not denier.chain:
             new = denier.with_chain(chain)
-            out[key] = signed_zone._replace(denial=new.answer, denier=new)
+            out[key] = signed_zone._replace(denier=new)
     return out if any(out[k] is not table.signed_zones[k] for k in out) else table.signed_zones
 
 
@@ -854,9 +749,6 @@ def compile_signed_zone(
     tails += [struct.pack("!HHIH", RRSIG, IN, soa.ttl, len(sig)) + sig for sig in sigs]
     ttl = soa.ttl
     nscount = len(tails) + 1 + len(sigs)
-    soa_at = tuple(
-        b"".join(struct.pack("!H", 0xC000 | offset) + tail for tail in tails) for offset in range(12 + 256)
-    )
     compact = (
         heads(Rcode.NOERROR, authoritative=True, counts=(0, nscount, 0)),
         tc_heads(Rcode.NOERROR, authoritative=True),
@@ -870,5 +762,5 @@ def compile_signed_zone(
         heads(Rcode.NXDOMAIN, authoritative=True, counts=(0, len(tails) + 2 * per_link, 0)),
         tc_heads(Rcode.NXDOMAIN, authoritative=True),
     )
-    denier = Denier(signer, keys, ttl, soa_at, compact, nxdomain, chain)
-    return SignedZone(compact[0], compact[1], tuple(tails), soa_at, signer.denial_wire, denier.answer, denier)
+    denier = Denier(signer, keys, nxdomain, chain)
+    return SignedZone(compact[0], compact[1], tuple(tails), denier)

@@ -107,6 +107,19 @@ def enabled() -> bool:
     return AVAILABLE and os.environ.get(ENV_SWITCH, "1") != "0"
 
 
+def python_only_notice() -> str | None:
+    """What gslbd logs once at start when it answers without the C table (every query through the
+    dnspython slow path, the asyncio UDP reader): why, and what to do; None when C answers."""
+    if not AVAILABLE:
+        return (
+            "the C extension gslbd.wire._cfast is not built here (no C compiler when gslbd was installed): "
+            "every query is answered in pure Python, slowly; install a C compiler and reinstall gslbd"
+        )
+    if not enabled():
+        return f"{ENV_SWITCH}=0: every query is answered in pure Python, slowly"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Fallback:
     """What the C table must leave to Python because a feature in Python changes the answer."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import NamedTuple, cast
 
@@ -37,8 +37,6 @@ from gslbd.wire.render import IN
 Key = tuple[bytes, ...]
 Heads = tuple[bytes, bytes, bytes, bytes]
 # Compression pointers to every offset a zone's suffix can have in a question.
-POINTERS = tuple(struct.pack("!H", 0xC000 | offset) for offset in range(12 + 256))
-_SECTIONS_MAX = 1 << 16  # denial sections kept per chain, by (links, zone offset)
 _WILD = b"*"
 
 
@@ -87,19 +85,16 @@ class NsecChain:
     """The signed NSEC chain of one zone; never changed after it is made (`updated` makes another).
     `keys` and `links` are in canonical order; the apex (key `()`) is first. `flat` holds the keys
     as bytes that compare the same way (each label followed by a zero byte: names of the view have
-    no zero byte in a label), for the one-label lookup of the query path."""
+    no zero byte in a label), for C's lookup (`Denier.native_parts`)."""
 
     __slots__ = (
-        "_sections",
         "flat",
         "keys",
-        "leaf_parents",
         "links",
         "origin",
         "origin_len",
         "sig_count",
         "ttl",
-        "wild_apex",
     )
 
     def __init__(
@@ -112,13 +107,6 @@ class NsecChain:
         self.flat = flat if flat is not None else [b"".join(label + b"\0" for label in key) for key in keys]
         self.links = links
         self.sig_count = len(links[0].sigs)
-        # The link covering `*.<origin>` (-1 when that wildcard exists): the closest encloser of a
-        # nonexistent name one label below the apex is the apex.
-        self.wild_apex = self._covering((_WILD,))
-        self._sections: dict[int, bytes] = {}
-        # Names of the chain with nothing below them, by wire form, as `cover` meets them: the links
-        # that deny any name one label below (their own, for the name and the wildcard alike).
-        self.leaf_parents: dict[bytes, tuple[int, int]] = {}
 
     def _covering(self, key: Key) -> int:
         i = bisect_right(self.keys, key) - 1
@@ -161,10 +149,6 @@ class NsecChain:
         j = bisect_right(chain, wild) - 1
         if chain[j] == wild:
             return None
-        if i == j and cut == len(before) and not after.startswith(before):
-            # The closest encloser is the name before in the chain, with nothing below it (a service,
-            # say): every name one label below this one's parent is denied by that name's own link.
-            self.leaf_parents[qname[qname[0] + 1 :]] = (i, i)
         return i, j
 
     def _cover_key(self, key: Key) -> tuple[int, int] | None:
@@ -179,21 +163,6 @@ class NsecChain:
         depth = max(_common(key, keys[i]), _common(key, after))
         j = self._covering((*key[:depth], _WILD))
         return None if j < 0 else (i, j)
-
-    def sections(self, i: int, j: int, offset: int) -> bytes:
-        """The NSEC and RRSIG records of links `i` and `j` (once when the same), owners compressed
-        against the origin at `offset` in the question."""
-        cache_key = (i * len(self.links) + j) * 512 + offset
-        out = self._sections.get(cache_key)
-        if out is None:
-            pointer = POINTERS[offset]
-            out = pointer.join(self.links[i].parts)
-            if j != i:
-                out += pointer.join(self.links[j].parts)
-            if len(self._sections) >= _SECTIONS_MAX:
-                self._sections.clear()
-            self._sections[cache_key] = out
-        return out
 
     def updated(
         self, signer: Signer, zone: ZoneKeys, changes: Mapping[Key, tuple[int, ...] | None]
@@ -342,34 +311,22 @@ def _in_zone(view: View, name: str, origin: str) -> bool:
 
 
 class Denier:
-    """A signed zone's answer to a DO query for a nonexistent name that has no cached compact denial:
-    a fresh compact denial while the zone's budget lasts, else NXDOMAIN from the chain (`answer`, which
-    the fast path calls)."""
+    """A signed zone's denial of nonexistent names past its signing budget: the NSEC chain and the
+    NXDOMAIN heads C answers from (`native_parts`), and the slow path's choice (`chain_denial`)."""
 
-    __slots__ = ("_answers", "_budget", "_compact", "_nx", "_signer", "_soa_at", "_ttl", "_zone", "chain")
+    __slots__ = ("_budget", "_nx", "_signer", "_zone", "chain")
 
     def __init__(
-        self,
-        signer: Signer,
-        zone: ZoneKeys,
-        ttl: int,
-        soa_at: Sequence[bytes],
-        compact: tuple[Heads, Heads],
-        nxdomain: tuple[Heads, Heads, Heads],
-        chain: NsecChain,
+        self, signer: Signer, zone: ZoneKeys, nxdomain: tuple[Heads, Heads, Heads], chain: NsecChain
     ) -> None:
         self._signer = signer
         self._zone = zone
-        self._ttl = ttl
-        self._soa_at = soa_at
-        self._compact = compact
         self._nx = nxdomain  # one link, two links, truncated
         self._budget = signer.budgets[zone.origin]
         self.chain = chain
-        self._answers: dict[int, tuple[Heads, Heads, bytes]] = {}  # by links and zone offset
 
     def native_parts(self) -> tuple[object, ...] | None:
-        """What the C table needs to answer past the budget as `answer` does (wire/ctable.py): the
+        """What the C table needs to answer past the budget as the slow path does (wire/ctable.py): the
         NXDOMAIN heads (one link, two, truncated), the chain's keys and each link's parts, the budget's
         gate and the signer's compact denials; None without the C extension."""
         gate = self._budget.gate
@@ -389,41 +346,11 @@ class Denier:
 
     def with_chain(self, chain: NsecChain) -> Denier:
         """The same denier over another chain (an incremental table update)."""
-        return Denier(self._signer, self._zone, self._ttl, self._soa_at, self._compact, self._nx, chain)
-
-    def answer(self, qname: bytes, offset: int) -> tuple[Heads, Heads, bytes]:
-        """The answer to a DO query for the nonexistent `qname` (lower-case wire form) whose zone
-        suffix is at `offset` in the question: (heads, tc_heads, records after the question)."""
-        budget = self._budget
-        if budget.wall() < budget.empty_until or not budget.take():
-            # NsecChain.cover and .sections, the one-label case written out (the flood's path).
-            chain = self.chain
-            end = len(qname) - chain.origin_len
-            label = qname[1:end]
-            if qname[0] + 1 == end and 0 not in label:
-                flat = label + b"\0"
-                i = bisect_right(chain.flat, flat) - 1
-                j = chain.wild_apex
-                found = None if chain.flat[i] == flat or j < 0 else (i, j)
-            else:
-                found = chain.leaf_parents.get(qname[qname[0] + 1 :]) or chain.cover(qname)
-            if found is not None:
-                i, j = found
-                out = self._answers.get((i * len(chain.links) + j) * 512 + offset)
-                if out is None:
-                    nx = self._nx
-                    out = (nx[i != j], nx[2], self._soa_at[offset] + chain.sections(i, j, offset))
-                    if len(self._answers) >= _SECTIONS_MAX:
-                        self._answers.clear()
-                    self._answers[(i * len(chain.links) + j) * 512 + offset] = out
-                return out
-        # Within the budget (or a name the chain cannot deny): a compact denial, signed now.
-        records = self._signer.denial_records(self._zone, qname, self._ttl)
-        return self._compact[0], self._compact[1], self._soa_at[offset] + records
+        return Denier(self._signer, self._zone, self._nx, chain)
 
     def chain_denial(self, qname: bytes) -> list[Link] | None:
         """The links that deny `qname` when the budget is spent; None when a compact denial is made
-        (the slow path's choice, the same as the fast path's)."""
+        (the slow path's choice, the same as C's)."""
         if qname in self._signer.denial_wire or self._budget.take():
             return None
         return self.chain_links(qname)

@@ -1,12 +1,11 @@
-"""The query path: a hand-written parser over precompiled answers, and the slow path for the rest.
+"""The query path: `Responder`, the one entry point the server calls for a query packet.
 
-`Responder.handle` is the one entry point the server calls. It tries `fast_answer`, which takes the
-common shapes of query (one question of class IN, no records but an optional OPT of version 0 with
-valid options) and answers them with bytes from the `AnswerTable`: the query's ID, a precompiled
-header tail, the query's own question bytes (so the letter case is kept), precompiled records and,
-when the query had EDNS, our OPT record (with the ECS option echoed). Everything else, and anything
-it is unsure about, returns None and goes to the dnspython slow path, which has the complete
-behaviour. No dnspython, no logging and no object beyond the response bytes on the fast path.
+`Responder.handle` asks the C table first (wire/ctable.py, wire/_cfast.c), which answers the common
+shapes of query from precompiled bytes; what it leaves (or everything, where the C extension is not
+built) is answered by the dnspython slow path (wire/slowpath.py), which has the complete behaviour and
+is the oracle the C table is held to byte for byte. Before the slow path: a message whose structure
+breaks is answered from its bytes (wire/precheck.py), and the exchange hook is asked about this site's
+exchange zone (wire/transfer.py). Cookies and RRL (the guard) apply to every response.
 """
 
 from __future__ import annotations
@@ -19,274 +18,23 @@ import time
 from dataclasses import replace
 
 from gslbd.answer import View
-from gslbd.cow import MASK as SHARD_MASK
-from gslbd.policy.scope import echoed, plan_scope
 from gslbd.wire import ctable
 from gslbd.wire.cguard import NativeGuard
-from gslbd.wire.compile import AnswerTable, Entry, Heads, compile_answer, count_answers, key_name, nx_soa
+from gslbd.wire.compile import AnswerTable, count_answers, key_name
 from gslbd.wire.ctable import CTable, Fallback
 from gslbd.wire.guard import AnyGuard, guard_for
-from gslbd.wire.names import BadName, read_name
 from gslbd.wire.notify import NotifyHook
-from gslbd.wire.precheck import error_response, scan
+from gslbd.wire.precheck import Scan, error_response, scan
 from gslbd.wire.slowpath import slow_response
 from gslbd.wire.transfer import ExchangeHook
 
 log = logging.getLogger(__name__)
 
-# Header bytes 4..10 of a plain query: QDCOUNT=1, ANCOUNT=0, NSCOUNT=0.
-_COUNTS = b"\x00\x01\x00\x00\x00\x00"
-_AR0 = b"\x00\x00"
-_AR1 = b"\x00\x01"
-_NO_ANSWERS = b"\x00\x00"  # ANCOUNT of a response without answer records
-_NAME_MAX_END = 12 + 255
-# Single bytes, prebuilt.
-_BYTE = tuple(bytes((value,)) for value in range(256))
-# EDNS options dnspython validates strictly (the fast path leaves queries carrying them to it).
-_STRICT_OPTIONS = frozenset((15, 18, 22, 23, 24, 25))
-_ECS = 8
-_COOKIE = 10
-_NSID = 3
-_ZONE_TRANSFERS = (251, 252)
-_NXNAME = 128  # RFC 9824's meta-type
-_META_TYPES = (46, 47)  # RRSIG, NSEC
-_CO = 0x40  # Compact Answers OK: the high byte of the OPT flags holds DO (0x80) and CO (0x40)
-
-
-_CD = 0x10  # Checking Disabled, in the second byte of the header flags
-_CO_FLAGS = b"\xc0"  # DO and CO, the high byte of the OPT flags
 # Names the slow path answered while the table was partial, kept for the next fill step to compile first
 # (server/build.py): at most this many between two steps.
 WANTED_MAX = 4096
-_CO_HEADS: dict[Heads, Heads] = {}
-
-
-def _question_key(data: bytes) -> bytes | None:
-    """The question name's table key (its wire form in lower case), or None when it cannot be read."""
-    try:
-        return read_name(data, 12)[0].lower()
-    except BadName:
-        return None
-
-
-def co_heads(heads: Heads) -> Heads:
-    """Header tails `heads` with rcode NXDOMAIN (a compact denial to a CO query, RFC 9824 4)."""
-    found = _CO_HEADS.get(heads)
-    if found is None:
-        if len(_CO_HEADS) > 64:  # one pair per signed zone and table: a few
-            _CO_HEADS.clear()
-        a, b, c, d = (h[:1] + bytes((h[1] & 0xF0 | 3,)) + h[2:] for h in heads)
-        found = _CO_HEADS[heads] = (a, b, c, d)
-    return found
-
-
-def _nxdomain_entry(entry: Entry) -> bool:
-    """Whether some variant of an (unsigned) entry is NXDOMAIN (all_down: nxdomain)."""
-    return any(v.heads[0][1] & 0xF == 3 for v in entry.variants)
-
-
-def fast_answer(
-    table: AnswerTable, data: bytes, src_ip: int, src_v6: bool, tcp: bool, rng: random.Random
-) -> bytes | None:
-    """The response from the precompiled table, or None when this query needs the slow path.
-
-    May raise IndexError on a truncated packet (the caller falls back to the slow path)."""
-    n = len(data)
-    if n < 17 or data[2] & 0xFA or data[4:10] != _COUNTS:  # QR, opcode, TC; QD=1, AN=NS=0
-        return None
-    arcount = data[10:12]
-    if arcount == _AR0:
-        has_opt = False
-    elif arcount == _AR1:
-        has_opt = True
-    else:
-        return None
-
-    # The question name. A known name is found with one lookup: its wire form ends at the first
-    # zero byte; an unknown one is walked label by label to find its zone.
-    shards = table.names.shards
-    qend = data.find(0, 12) + 1
-    if qend == 0:
-        return None
-    key = data[12:qend].lower()
-    node = shards[hash(key) & SHARD_MASK].get(key)
-    if node is None:
-        suffixes = []  # offsets of the name's proper suffixes, longest first
-        pos = 12
-        length = data[12]
-        while length:
-            if length > 63:
-                return None
-            pos += length + 1
-            suffixes.append(pos)
-            length = data[pos]
-        if pos >= _NAME_MAX_END:
-            return None
-        if pos + 1 != qend:  # a zero byte inside a label
-            qend = pos + 1
-            key = data[12:qend].lower()
-            node = shards[hash(key) & SHARD_MASK].get(key)
-        if node is None and table.partial:
-            return None  # maybe a name not compiled yet: the slow path answers from the view
-    if data[qend + 2] or data[qend + 3] != 1:  # class IN
-        return None
-    qtype = data[qend] << 8 | data[qend + 1]
-    if qtype == _NXNAME:
-        return None  # RFC 9824 3.5: FORMERR, from the slow path
-    rest = qend + 4
-
-    # EDNS: an OPT record of version 0 that ends the packet; ECS validated as RFC 7871 (and dnspython).
-    ecs_at = 0
-    ecs_end = 0
-    ecs_src = 0
-    do = 0
-    co = 0
-    co_echo = False  # a compact denial of a nonexistent name to a CO query: NXDOMAIN, CO echoed
-    scope_bits = 0  # the ECS scope echoed: what the plan used, at most the source prefix
-    nsid = b""
-    ip = src_ip
-    v6 = src_v6
-    if has_opt:
-        if data[rest] or data[rest + 1] or data[rest + 2] != 41 or data[rest + 6]:
-            return None
-        payload = data[rest + 3] << 8 | data[rest + 4]
-        do = data[rest + 7] >> 7
-        # RFC 9824 Compact Answers OK: it changes only signed answers (DO set) of a signed table.
-        co = do and data[rest + 7] & _CO and table.signer is not None
-        end = rest + 11 + (data[rest + 9] << 8 | data[rest + 10])
-        if end != n:
-            return None
-        at = rest + 11
-        while at < end:
-            code = data[at] << 8 | data[at + 1]
-            after = at + 4 + (data[at + 2] << 8 | data[at + 3])
-            if after > end:
-                return None
-            if code == _ECS:
-                if ecs_end:
-                    return None
-                family = data[at + 5]
-                source = data[at + 6]
-                if data[at + 4] or family not in (1, 2):
-                    return None
-                bits = 32 if family == 1 else 128
-                if source > bits or data[at + 7] > bits or after - at - 8 != (source + 7) >> 3:
-                    return None
-                if source & 7 and data[after - 1] & (0xFF >> (source & 7)):
-                    return None
-                ecs_at = at
-                ecs_end = after
-                ecs_src = source
-                if source and table.use_client_subnet:
-                    ip = int.from_bytes(data[at + 8 : after], "big") << (bits - ((source + 7) & ~7))
-                    v6 = family == 2
-            elif code == _COOKIE:
-                size = after - at - 4
-                if size != 8 and not 16 <= size <= 40:
-                    return None
-            elif code == _NSID:
-                nsid = table.nsid
-            elif code in _STRICT_OPTIONS:
-                return None
-            at = after
-    elif rest != n:
-        return None
-
-    # The answer.
-    if do and qtype in _META_TYPES and table.signer is not None:
-        return None  # NSEC, RRSIG: answered from the records at the name by the slow path (wire/metatypes.py)
-    if node is not None:
-        if do and table.signed_names:  # DNSSEC: the signed variants of the same entries
-            signed_node = table.signed_names.get(key)
-            if signed_node is not None:
-                if co and _nxdomain_entry(node.types.get(qtype, node.default)):
-                    return None  # all_down=nxdomain as a compact denial: the slow path writes NXDOMAIN
-                node = signed_node
-        pick, counter, variants, location_dependent = node.types.get(qtype, node.default)
-        if location_dependent and ecs_end and table.use_client_subnet:  # the ECS scope the plan used
-            scope_bits = echoed(plan_scope(getattr(pick, "__self__", None), ip, v6), ecs_src)
-        if pick is None:
-            heads, tc_heads, sections, options = variants[0]
-        else:
-            heads, tc_heads, sections, options = variants[pick(ip, v6, rng, next(counter))]
-    else:
-        location_dependent = False
-        if qtype in _ZONE_TRANSFERS:
-            heads, tc_heads, sections, options = table.refused_transfer
-        else:
-            heads, tc_heads, sections, options = table.refused
-            zones = table.zones
-            wildcards = table.wildcard_parents
-            delegated = table.delegated
-            for offset in suffixes:
-                zone_key = key[offset - 12 :]
-                if wildcards and zone_key in wildcards:
-                    return None  # maybe a wildcard's answer: the slow path decides (RFC 4592)
-                if delegated and zone_key in delegated:  # below a zone cut or a DNAME (answer/dname.py)
-                    referral = table.referrals.get(zone_key)
-                    if referral is None or (do and table.signer is not None):
-                        return None  # a DNAME's synthesis, or a signed referral: the slow path
-                    qname = key_name(key)
-                    if "\\" in qname:
-                        return None  # a label with a dot or an odd byte: its shape is not its text's
-                    heads, tc_heads, sections, options = compile_answer(qname, referral)
-                    break
-                zone = zones.get(zone_key)
-                if zone is not None:
-                    options = b""
-                    signed = table.signed_zones.get(zone_key) if do else None
-                    if signed is not None:  # RFC 9824 compact denial, or NXDOMAIN from the NSEC chain
-                        found = signed.denials.get(key)
-                        if found is not None:
-                            heads, tc_heads, sections = (
-                                signed.heads,
-                                signed.tc_heads,
-                                signed.soa_at[offset] + found,
-                            )
-                        else:
-                            heads, tc_heads, sections = signed.denial(key, offset)
-                        if co and heads is signed.heads:  # compact (not from the chain): RFC 9824 4
-                            heads, tc_heads = co_heads(heads), co_heads(tc_heads)
-                            co_echo = True
-                        break
-                    heads = zone.heads
-                    tc_heads = zone.tc_heads
-                    sections = nx_soa(zone, key, offset, rest)
-                    break
-
-    # The response: ID, header tail, the query's question, records, OPT.
-    question = data[12:rest]
-    if has_opt:
-        index = (data[2] & 1) | 2
-        # Options in the slow path's order: ECS echo, NSID, then the variant's own (EDE).
-        if ecs_end and table.use_client_subnet:
-            scope = _BYTE[scope_bits]
-            options = b"".join((data[ecs_at : ecs_at + 7], scope, data[ecs_at + 8 : ecs_end], nsid, options))
-        elif nsid:
-            options = nsid + options
-        if options:
-            opt = b"".join((table.opt_prefix[do], len(options).to_bytes(2, "big"), options))
-        else:
-            opt = table.opt_plain[do]
-        if co_echo:
-            opt = opt[:7] + _CO_FLAGS + opt[8:]
-        limit = 512 if payload < 512 else payload
-        if limit > table.max_udp_payload:
-            limit = table.max_udp_payload if table.max_udp_payload > 512 else 512
-    else:
-        index = data[2] & 1
-        opt = b""
-        limit = 512
-    if not tcp and rest + len(sections) + len(opt) > limit:
-        head = tc_heads[index]
-        return b"".join((data[:2], with_cd(head) if data[3] & _CD else head, question, opt))
-    head = heads[index]
-    return b"".join((data[:2], with_cd(head) if data[3] & _CD else head, question, sections, opt))
-
-
-def with_cd(head: bytes) -> bytes:
-    """A header tail with the CD bit set: copied from the query (RFC 4035 3.1.6), as the slow path does."""
-    return head[:1] + bytes((head[1] | _CD,)) + head[2:]
+_IN = b"\x00\x01"
+_NXNAME = b"\x00\x80"  # RFC 9824's meta-type: FORMERR
 
 
 # Fill steps (server/build.py) update the C copy at most this often; Python answers what it lacks.
@@ -296,15 +44,15 @@ C_LAG = 1.0
 class Responder:
     """Answers query packets from the current answer table and view; `swap` replaces both at once.
 
-    With the C extension (wire/ctable.py) the responder also keeps a C copy of the table: `handle` asks
-    it first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for
-    what the C table knows. `native=False` (or GSLBD_NATIVE=0) answers everything in Python. The C copy
-    leaves to Python what a feature in Python changes (`fallback_of`): every query while a Python guard
-    is set (the C guard, wire/cguard.py, is a stage of C's answers instead), NXDOMAIN and REFUSED while
-    the exchange hook is set, and every name it does not hold while the
-    table is partial (names not compiled yet are answered by the slow path, from the view). Signed zones
-    are answered in C too, but for what only Python does (a fresh compact denial within the budget:
-    docs/wire.md)."""
+    With the C extension (wire/ctable.py) the responder keeps a C copy of the table: `handle` asks it
+    first, and `slot` hands it to the C UDP loops, which answer without calling Python at all for what
+    the C table knows; the rest goes to the dnspython slow path. `native=False` (or GSLBD_NATIVE=0)
+    answers everything with the slow path. The C copy leaves to Python what a feature in Python
+    changes (`fallback_of`): every query while a Python guard is set (the C guard, wire/cguard.py, is a
+    stage of C's answers instead), negative answers naming an exchange zone while the exchange hook is
+    set, and every name it does not hold while the table is partial (names not compiled yet are
+    answered by the slow path, from the view). Signed zones are answered in C too, but for what only
+    Python does (a fresh compact denial within the budget: docs/wire.md)."""
 
     __slots__ = (
         "_c_made",
@@ -483,35 +231,50 @@ class Responder:
             if answered is not None:  # guarded by C already; False: its guard dropped the answer
                 return answered if isinstance(answered, bytes) else None
             built.learn(data)  # a geo client only Python places: C keeps its prefix's class from now on
-        try:
-            out = fast_answer(table, data, src_ip, src_v6, tcp, self.rng)
-        except IndexError:
-            out = None
-        if out is None:  # a message whose structure breaks is answered from its bytes (wire/precheck.py)
-            found = scan(data)
-            if not found[0]:
-                self.malformed_count += 1
-                out = error_response(data, found, table.max_udp_payload)
-                guard = self.guard
-                return out if guard is None else guard.apply(data, out, src_ip, src_v6, tcp)
+        guard = self.guard
+        found = scan(data)
+        if not found[0]:  # a message whose structure breaks is answered from its bytes (wire/precheck.py)
+            self.malformed_count += 1
+            out = error_response(data, found, table.max_udp_payload)
+            return out if guard is None else guard.apply(data, out, src_ip, src_v6, tcp)
         hook = self._exchange
-        if hook is not None and (out is None or out[3] & 0xF in (3, 5) or out[6:8] == _NO_ANSWERS):
-            # NXDOMAIN, REFUSED, no answer records (a denial, the referral at the exchange cut of a
-            # signed zone) or not taken: maybe this site's exchange zone (wire/transfer.py)
+        if hook is not None:  # maybe this site's exchange zone (wire/transfer.py)
             own = hook(data, view.snapshot.evaluated_at, src_ip, src_v6, tcp)
             if own is not None:  # a transfer over TCP goes as it is (TCP is never rate limited)
-                return own if tcp or self.guard is None else self.guard.apply(data, own, src_ip, src_v6, tcp)
-        if out is None:
-            self.slow_count += 1
+                return own if tcp or guard is None else guard.apply(data, own, src_ip, src_v6, tcp)
+        self.slow_count += 1
+        out = slow_answer(
+            table,
+            view,
+            data,
+            src_ip,
+            src_v6,
+            tcp,
+            rng=self.rng,
+            seq=self._policy_seq(table, data, found),
+            on_notify=self.on_notify,
+        )
+        return out if guard is None else guard.apply(data, out, src_ip, src_v6, tcp)
+
+    def _policy_seq(self, table: AnswerTable, data: bytes, found: Scan) -> int:
+        """The `seq` of the policy's choice: the next count of the table entry that answers the question,
+        as C counts per entry (so a rotation turns per name and type, and the answer is counted per
+        policy); the responder's own sequence for a question the table does not answer (another opcode,
+        class or EDNS version, no entry). A name the partial table has not compiled yet is kept for the
+        next fill step (take_wanted)."""
+        question, opt = found[1], found[2]
+        if not question or data[2] & 0x78 or (opt is not None and opt[1] & 0xFF0000):
+            return next(self._slow_seq)
+        key = question[:-4].lower()
+        node = table.names.get(key)
+        if node is None:
             if table.partial and len(self._wanted) < WANTED_MAX:
-                key = _question_key(data)  # its name is made by take_wanted, off the query path
-                if key is not None:
-                    self._wanted[key] = None
-            out = self._slow(table, view, data, src_ip, src_v6, tcp)
-        guard = self.guard
-        if guard is None:
-            return out
-        return guard.apply(data, out, src_ip, src_v6, tcp)
+                self._wanted[key] = None  # its name is made by take_wanted, off the query path
+        elif question[-2:] == _IN and question[-4:-2] != _NXNAME:
+            entry = node.types.get(question[-4] << 8 | question[-3], node.default)
+            if entry.pick is not None:
+                return next(entry.counter)
+        return next(self._slow_seq)
 
     def take_wanted(self) -> list[str]:
         """The names the slow path was asked for while the table was partial (not compiled yet, or not
@@ -533,22 +296,36 @@ class Responder:
         names = {"hit": "geo_cache_hits", "miss": "geo_cache_misses", "fill": "geo_cache_fills"}
         return {names[k]: v for k, v in ctable.geo_counts().items()}
 
-    def _slow(
-        self, table: AnswerTable, view: View, data: bytes, src_ip: int, src_v6: bool, tcp: bool
-    ) -> bytes | None:
-        return slow_response(
-            data,
-            view,
-            src_ip,
-            src_v6,
-            tcp=tcp,
-            max_udp_payload=table.max_udp_payload,
-            use_client_subnet=table.use_client_subnet,
-            signer=table.signer,
-            signed_zones=table.signed_zones,
-            rng=self.rng,
-            seq=next(self._slow_seq),
-            on_notify=self.on_notify,
-            identity=table.identity,
-            version=view.config.dns.version,
-        )
+
+def slow_answer(
+    table: AnswerTable,
+    view: View,
+    data: bytes,
+    src_ip: int,
+    src_v6: bool,
+    tcp: bool,
+    *,
+    rng: random.Random,
+    seq: int,
+    on_notify: NotifyHook | None = None,
+) -> bytes | None:
+    """The slow path's response to a query packet with the settings of `table` (payload limit, ECS,
+    signer, NSID), as `Responder.handle` answers what C leaves: the oracle the C table is held to byte
+    for byte for the same choice (the policy's `seq` and `rng`'s draws; C's are its own counters and
+    draws, or the ones its `answer` is given)."""
+    return slow_response(
+        data,
+        view,
+        src_ip,
+        src_v6,
+        tcp=tcp,
+        max_udp_payload=table.max_udp_payload,
+        use_client_subnet=table.use_client_subnet,
+        signer=table.signer,
+        signed_zones=table.signed_zones,
+        rng=rng,
+        seq=seq,
+        on_notify=on_notify,
+        identity=table.identity,
+        version=view.config.dns.version,
+    )

@@ -34,7 +34,8 @@ import random
 import struct
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import dns.edns
 import dns.message
@@ -63,7 +64,7 @@ from gslbd.model.zone import Zone
 from gslbd.policy.scope import echoed as echoed_scope
 from gslbd.types import Rcode
 from gslbd.wire.compile import SignedZone
-from gslbd.wire.dnssec import CO, NXNAME, Signer
+from gslbd.wire.dnssec import CO, NXNAME, SignedReply, Signer, ZoneKeys
 from gslbd.wire.metatypes import meta_reply
 from gslbd.wire.notify import NotifyHook, notify_response
 from gslbd.wire.precheck import error_response, scan
@@ -243,6 +244,10 @@ def _respond(
             qname, data, answer, compact_ok=compact_ok, deniers=deniers, synthesized=synthesized
         )
         co_echo = signed is not None and compact_ok and signed.rcode == Rcode.NXDOMAIN and signed.compact_nx
+        if signed is not None and _is_denial(signed):  # written as C writes it
+            signed = replace(
+                signed, authority=_denial_records(signed.authority, question.name, signer.zone_of(qname))
+            )
     if edns is not None:
         options: list[dns.edns.Option] = []
         if ecs is not None:
@@ -265,6 +270,60 @@ def _respond(
             msg.answer = chaos_rrsets(answer)
     limit = TCP_LIMIT if tcp else udp_limit(has_edns, query.payload, max_udp_payload)
     return to_wire_limited(msg, limit)
+
+
+class _Owned(dns.name.Name):
+    """A name written as its labels below `zone` and a pointer to the zone's name (no zone: in full),
+    never compressed against the other names of the message nor a target for them."""
+
+    __slots__ = ("zone",)
+    zone: dns.name.Name | None
+
+    def __init__(self, name: dns.name.Name, zone: dns.name.Name | None) -> None:
+        super().__init__(name.labels)
+        object.__setattr__(self, "zone", zone)
+
+    def to_wire(
+        self,
+        file: Any = None,
+        compress: dns.name.CompressType | None = None,
+        origin: dns.name.Name | None = None,
+        canonicalize: bool = False,
+    ) -> bytes | None:
+        if file is None or compress is None:
+            return super().to_wire(file, compress, origin, canonicalize)
+        at = compress.get(self.zone) if self.zone is not None else None
+        only: dns.name.CompressType = {self.zone: at} if self.zone is not None and at is not None else {}
+        return super().to_wire(file, only, origin, canonicalize)
+
+
+def _is_denial(reply: SignedReply) -> bool:
+    """Whether a signed reply is a denial: no answer records, the zone's SOA in the authority section (a
+    referral has none)."""
+    return not reply.answer and any(r.rdtype == dns.rdatatype.SOA for r in reply.authority)
+
+
+def _denial_records(
+    authority: list[dns.rrset.RRset], qname: dns.name.Name, zone: ZoneKeys | None
+) -> list[dns.rrset.RRset]:
+    """A signed denial's authority records (NODATA, NXDOMAIN, RFC 9824's compact denial) written as
+    the compiled tables hold them for every query name (wire/compile.py `soa_tails`, wire/denial.py's
+    chain links, wire/_cfast.c), so the slow path writes the bytes C writes: the SOA's names in full,
+    and each owner but the question's name as its labels below the zone and a pointer to the zone."""
+    if zone is None:
+        return authority
+    zone_name = dns.name.from_text(zone.origin)
+    out = []
+    for rrset in authority:
+        owner = rrset.name if rrset.name == qname else _Owned(rrset.name, zone_name)
+        copy = dns.rrset.RRset(owner, rrset.rdclass, rrset.rdtype, rrset.covers)
+        for rd in rrset:
+            if rrset.rdtype == dns.rdatatype.SOA:
+                copy.add(rd.replace(mname=_Owned(rd.mname, None), rname=_Owned(rd.rname, None)), rrset.ttl)
+            else:
+                copy.add(rd, rrset.ttl)
+        out.append(copy)
+    return out
 
 
 CH = dns.rdataclass.CH

@@ -6,7 +6,6 @@ pool's endpoints get the shares their weights say."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 from dataclasses import replace
 
@@ -24,27 +23,28 @@ from pools_world import (
     shed_figures,
     weight_of,
 )
-from test_ctable import (
-    NETWORKS,
-    SITES,
-    VIEWS,
-    FixedDraw,
-    counter_values,
-    entry_kind,
-    layout_entries,
-    left_to_python,
-    used_count,
-)
+from test_ctable import NETWORKS, SITES, VIEWS, layout_entries
 from test_wire_fuzz import MUTATION, Mutation, mutate
-from wire_support import CONFIG, ORIGIN, SERVICES, make_snapshot, query
+from wire_support import (
+    CONFIG,
+    ORIGIN,
+    SERVICES,
+    FixedDraw,
+    entry_kind,
+    left_to_python,
+    make_snapshot,
+    oracle,
+    query,
+    well_formed,
+)
 
-from gslbd.answer import build_view
+from gslbd.answer import View, build_view
 from gslbd.model.service import Rule, Service
 from gslbd.model.topology import Topology
 from gslbd.policy.base import PolicyEnv
 from gslbd.policy.locate import TopologyLocator
 from gslbd.types import PolicyName
-from gslbd.wire import compile_table, fast_answer
+from gslbd.wire import compile_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.compile import AnswerTable
 
@@ -65,12 +65,12 @@ CLIENTS = (
 ECS = (None, "10.1.0.0/16", "10.1.2.0/24", "10.5.0.0/16", "203.0.113.0/24", "2001:db8:1::/48")
 
 
-def table_of(service: Service, use_client_subnet: bool = True) -> AnswerTable:
+def table_of(service: Service, use_client_subnet: bool = True) -> tuple[View, AnswerTable]:
     snapshot = make_snapshot()
     if service.shed_load is not None:
         snapshot = replace(snapshot, loads={**snapshot.loads, **shed_figures(service)})
     view = build_view(replace(CONFIG, services=(*SERVICES, service)), snapshot, ENV)
-    return compile_table(view, max_udp_payload=1232, use_client_subnet=use_client_subnet)
+    return view, compile_table(view, max_udp_payload=1232, use_client_subnet=use_client_subnet)
 
 
 # Python places a client at most once per geo or pools plan C nests: a shed level's pools, then the
@@ -126,16 +126,14 @@ def test_c_answers_drawing_and_geo_pools_with_the_python_bytes_for_the_same_seq_
     """min_healthy 3 sends europe's clients down its fallback chain; the ECS scope is in the bytes;
     `shed`: shed_load over the pools (a shed entry whose levels are pools entries, or pools entries over
     the weights shed_load gives a weighted policy)."""
-    table = table_of(pools_service(*policy, rules, min_healthy, shed=shed))
+    view, table = table_of(pools_service(*policy, rules, min_healthy, shed=shed))
     native = ct.build_ctable(table)
     wire = query(f"pd.{ORIGIN}", rtype, edns=0, ecs=ecs)
     assert entry_kind(table, wire) in (ct.K_GEO, ct.K_SHED)  # answered by C, not left to Python
     for ip, v6 in CLIENTS:
         for draw in draws:
-            for _ in range(repeats):  # seqs 0, 1, 2 ...: a rotation inside the variant would show
-                before = counter_values(table)
-                python = fast_answer(table, wire, ip, v6, False, FixedDraw(draw))
-                seq = used_count(before, counter_values(table))
+            for seq in range(repeats):  # seqs 0, 1, 2 ...: a rotation inside the variant would show
+                python = oracle(view, table, wire, ip, v6, seq=seq, rng=FixedDraw(draw))
                 assert python is not None
                 assert c_answer(native, wire, ip, v6, seq, draw) == python
 
@@ -146,8 +144,8 @@ def test_geo_pools_and_shed_load_over_pools_are_c_entries() -> None:
     for name, uneven in POLICIES:
         for rules in (BY_SITE, BY_NETWORK):
             wire = query(f"pd.{ORIGIN}", edns=0)
-            assert entry_kind(table_of(pools_service(name, uneven, rules, 1)), wire) == ct.K_GEO
-            shed = entry_kind(table_of(pools_service(name, uneven, rules, 1, shed=True)), wire)
+            assert entry_kind(table_of(pools_service(name, uneven, rules, 1))[1], wire) == ct.K_GEO
+            shed = entry_kind(table_of(pools_service(name, uneven, rules, 1, shed=True))[1], wire)
             # a weighted policy takes shed_load into its weights: no shed entry
             assert shed == (ct.K_GEO if name is PolicyName.WEIGHTED else ct.K_SHED)
 
@@ -158,7 +156,7 @@ def test_a_biased_geo_pool_answers_in_c_with_the_site_the_bias_grows() -> None:
     wire = query(f"pd.{ORIGIN}", edns=0)
     answers = {}
     for uneven in (False, True):
-        native = ct.build_ctable(table_of(pools_service(PolicyName.GEO, uneven, BY_SITE, 3)))
+        native = ct.build_ctable(table_of(pools_service(PolicyName.GEO, uneven, BY_SITE, 3))[1])
         out = native.native.answer(wire, 0x0A010005, False, False)
         assert out is not None
         answers[uneven] = {str(r) for rrset in dns.message.from_wire(out).answer for r in rrset}
@@ -166,7 +164,7 @@ def test_a_biased_geo_pool_answers_in_c_with_the_site_the_bias_grows() -> None:
 
 
 def test_each_endpoint_of_a_weighted_pool_gets_its_weight_share_of_c_answers() -> None:
-    table = table_of(pools_service(PolicyName.WEIGHTED, True, BY_SITE, 1))
+    _, table = table_of(pools_service(PolicyName.WEIGHTED, True, BY_SITE, 1))
     native = ct.build_ctable(table)
     native.native.seed(20261203)
     wire = query(f"pd.{ORIGIN}")
@@ -203,16 +201,14 @@ def test_mutated_queries_of_pools_services_get_the_python_answer_or_go_to_python
     packet = mutate(POOLS_SEEDS[seed], ops)
     table = compile_table(VIEWS["pools"], max_udp_payload=1232, use_client_subnet=True)
     ip, v6 = source
+    python = oracle(VIEWS["pools"], table, packet, ip, v6, tcp, rng=FixedDraw(draw))
     c = ct.build_ctable(table).native.answer(packet, ip, v6, tcp, 0, draw)
-    python = None
-    with contextlib.suppress(IndexError):
-        python = fast_answer(table, packet, ip, v6, tcp, FixedDraw(draw))
-    assert c == python or (c is None and left_to_python(table, packet))
+    assert c == python or (c is None and (not well_formed(packet) or left_to_python(table, packet)))
 
 
 def test_layout_counts_the_class_entries_a_drawing_pools_entry_holds() -> None:
     """`Table.layout()` counts a drawing pools entry's classes (one entry each, wire/_pools.c) as entries."""
-    table = table_of(pools_service(PolicyName.WEIGHTED, True, BY_SITE, 1))
+    _, table = table_of(pools_service(PolicyName.WEIGHTED, True, BY_SITE, 1))
     pooled = [
         spec
         for node in table.names.values()

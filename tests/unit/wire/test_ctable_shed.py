@@ -5,7 +5,6 @@ C only the touched service."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 from dataclasses import replace
 
@@ -16,21 +15,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pools_world import BY_NETWORK, BY_SITE, pools_of
 from shed_world import SHED, SHED_SEEDS, V4, V6, load_state, shed_service, shed_services, shed_snapshot
-from test_ctable import (
-    NETWORKS,
-    SITES,
-    VIEWS,
-    FixedDraw,
-    counter_values,
-    entry_kind,
-    layout_entries,
-    left_to_python,
-    used_count,
-)
+from test_ctable import NETWORKS, SITES, VIEWS, layout_entries
 from test_wire_fuzz import MUTATION, Mutation, mutate
-from wire_support import CONFIG, ORIGIN, query
+from wire_support import CONFIG, ORIGIN, FixedDraw, entry_kind, left_to_python, oracle, query, well_formed
 
-from gslbd.answer import build_view
+from gslbd.answer import View, build_view
 from gslbd.clock import FakeClock
 from gslbd.model.config import Config
 from gslbd.model.service import Rule, Service
@@ -41,7 +30,7 @@ from gslbd.policy.locate import TopologyLocator
 from gslbd.server.build import AnswerBuilder
 from gslbd.state.snapshot import Snapshot
 from gslbd.types import PolicyName
-from gslbd.wire import compile_table, fast_answer
+from gslbd.wire import compile_table
 from gslbd.wire import ctable as ct
 from gslbd.wire.compile import AnswerTable, wire_key
 
@@ -70,20 +59,25 @@ CLIENTS_V6 = ((0x20010DB8000100000000000000000001, True), (0x20010DB8FFFF0000000
 FIGURE = st.one_of(st.sampled_from([0.0, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 1.2]), st.floats(0.0, 1.2))
 
 
-def table_of(services: tuple[Service, ...], snapshot: Snapshot) -> AnswerTable:
+def table_of(services: tuple[Service, ...], snapshot: Snapshot) -> tuple[View, AnswerTable]:
     view = build_view(replace(CONFIG, services=services), snapshot, ENV)
-    return compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    return view, compile_table(view, max_udp_payload=1232, use_client_subnet=True)
 
 
 def python_and_c(
-    table: AnswerTable, native: ct.CTable, wire: bytes, ip: int, v6: bool, draw: float
+    view: View,
+    table: AnswerTable,
+    native: ct.CTable,
+    wire: bytes,
+    ip: int,
+    v6: bool,
+    draw: float,
+    seq: int = 0,
 ) -> tuple[bytes | None, bytes | None]:
-    """Python's answer and C's for the same choice (the count Python used, the same draw); a client
+    """The slow path's answer and C's for the same choice (the count `seq`, the same draw); a client
     only Python places (pools rules on the address) is placed by each level that misses it, as the
     responder does (learn after each query C left to Python), a bounded number of times."""
-    before = counter_values(table)
-    python = fast_answer(table, wire, ip, v6, False, FixedDraw(draw))
-    seq = used_count(before, counter_values(table))
+    python = oracle(view, table, wire, ip, v6, seq=seq, rng=FixedDraw(draw))
     c = native.native.answer(wire, ip, v6, False, seq, draw)
     for _ in range(LEARN_LIMIT):
         if c is not None:
@@ -129,25 +123,27 @@ def test_c_answers_shed_load_with_the_python_bytes_for_the_same_draw(
     if rules:
         service = replace(service, pools=pools_of(min_healthy), rules=rules)
     loads = {e.endpoint_key: load_state(f) for e, f in zip(service.endpoints, figures, strict=True)}
-    table = table_of((service,), Snapshot(loads=loads))
+    view, table = table_of((service,), Snapshot(loads=loads))
     native = ct.build_ctable(table)
     for rtype in ("A", "AAAA"):
         wire = query(service.name, rtype)
         if isinstance(plan_of(table, service.name, dns.rdatatype.from_text(rtype)), ShedPlan):
             assert entry_kind(table, wire) == ct.K_SHED
         for ip, v6 in (*CLIENTS, *CLIENTS_V6):
-            for draw in draws:
-                python, c = python_and_c(table, native, wire, ip, v6, draw)
+            for seq, draw in enumerate(draws):
+                python, c = python_and_c(view, table, native, wire, ip, v6, draw, seq)
                 assert c is not None and c == python
 
 
 def test_when_every_candidate_is_above_high_all_stay_in_c_too() -> None:
     service = shed_service("s", PolicyName.ROUND_ROBIN, V4[:3], ORIGIN)
-    table = table_of((service,), Snapshot(loads={e.endpoint_key: load_state(0.9) for e in service.endpoints}))
+    view, table = table_of(
+        (service,), Snapshot(loads={e.endpoint_key: load_state(0.9) for e in service.endpoints})
+    )
     native = ct.build_ctable(table)
     wire = query(service.name)
     for draw in (0.0, 0.5, 0.99):
-        python, c = python_and_c(table, native, wire, 1, False, draw)
+        python, c = python_and_c(view, table, native, wire, 1, False, draw)
         assert c is not None and c == python
         assert {str(r) for rrset in dns.message.from_wire(c).answer for r in rrset} == set(V4[:3])
 
@@ -156,7 +152,7 @@ def test_each_endpoint_is_in_the_share_of_c_answers_its_shed_factor_says() -> No
     figures = (0.3, 0.65, 0.7, 0.75, 0.95)  # factors 1, 0.75, 0.5, 0.25 and out (above high)
     service = shed_service("s", PolicyName.ROUND_ROBIN, V4, ORIGIN)
     loads = {e.endpoint_key: load_state(f) for e, f in zip(service.endpoints, figures, strict=True)}
-    table = table_of((service,), Snapshot(loads=loads))
+    _, table = table_of((service,), Snapshot(loads=loads))
     native = ct.build_ctable(table)
     native.native.seed(20261203)
     wire = query(service.name)
@@ -184,7 +180,7 @@ def test_a_load_change_recompiles_and_copies_into_c_only_the_touched_service() -
     native = ct.build_ctable(table)
     rr = next(s for s in services if s.label == "shed-rr")
     moved = {**snapshot.loads, rr.endpoints[0].endpoint_key: load_state(0.7)}  # 0.3 -> 0.7: factor 0.5
-    _, changed = builder.build(config, replace(snapshot, loads=moved), ENV, touched=[rr.name])
+    view, changed = builder.build(config, replace(snapshot, loads=moved), ENV, touched=[rr.name])
     assert builder.last_change.services == frozenset({rr.name})
     assert builder.last_change.changed == frozenset({rr.name})
     updated = ct.update_ctable(native, changed)
@@ -193,7 +189,7 @@ def test_a_load_change_recompiles_and_copies_into_c_only_the_touched_service() -
     for service in services:
         wire = query(service.name)
         for draw in (0.1, 0.45, 0.55, 0.9):
-            python, c = python_and_c(changed, updated, wire, 0x0A010203, False, draw)
+            python, c = python_and_c(view, changed, updated, wire, 0x0A010203, False, draw)
             assert c is not None and c == python
     # 192.0.2.161 is now kept only by draws below its factor 0.5
     low = updated.native.answer(query(rr.name), 1, False, False, 0, 0.4)
@@ -220,18 +216,16 @@ def test_mutated_queries_of_shed_services_get_the_python_answer_or_go_to_python(
     packet = mutate(SHED_SEEDS[seed], ops)
     table = compile_table(VIEWS["shed"], max_udp_payload=1232, use_client_subnet=True)
     ip, v6 = source
+    python = oracle(VIEWS["shed"], table, packet, ip, v6, tcp, rng=FixedDraw(draw))
     c = ct.build_ctable(table).native.answer(packet, ip, v6, tcp, 0, draw)
-    python = None
-    with contextlib.suppress(IndexError):
-        python = fast_answer(table, packet, ip, v6, tcp, FixedDraw(draw))
-    assert c == python or (c is None and left_to_python(table, packet))
+    assert c == python or (c is None and (not well_formed(packet) or left_to_python(table, packet)))
 
 
 def test_layout_counts_the_level_entries_a_shed_entry_holds() -> None:
     """`Table.layout()` counts a shed entry's levels as entries (each its own block in C) and as
     references: the C copy of the shed services holds one entry per level besides the shed entry."""
     services = shed_services(ORIGIN)
-    table = table_of(services, shed_snapshot(services))
+    _, table = table_of(services, shed_snapshot(services))
     distinct = {id(e): e for n in table.names.values() for e in n.types.values() if e.pick is not None}
     specs = [ct._entry_spec(e, 0, ct._Locators()) for e in distinct.values()]
     levels = sum(len(spec[4][1]) for spec in specs if spec[0] == ct.K_SHED)

@@ -243,7 +243,6 @@ def test_past_the_budget_new_names_get_nxdomain_from_the_chain(world: World) -> 
         msg = ask(world.responder, query(name, "A", dnssec_ok=True))
         chain_proof(world, msg, name, encloser)
     assert signer.signatures_made == before  # nothing signed on the query path
-    assert world.responder.slow_count == 0
     # A name denied before keeps its compact denial (cached), whatever the budget.
     again = ask(world.responder, query(f"fresh1.{ORIGIN}", "A", dnssec_ok=True))
     assert again.rcode() == dns.rcode.NOERROR and NXNAME in bitmap_types(again.authority[-2])

@@ -219,4 +219,3 @@ def test_geo_answers_follow_the_ecs_address_with_scope_the_source_prefix() -> No
     assert ecs_of(american) == ["ECS 198.51.100.0/24 scope/24"]
     no_ecs = ask(responder, query(name), src="10.1.1.1")
     assert texts(no_ecs) == [f"{name} 30 IN A 192.0.2.101"]
-    assert responder.slow_count == 0
