@@ -770,7 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p
         )
     signal.signal(signal.SIGTERM, _terminate)
-    if args.profiles:
+    if args.profiles or args.tables_from:
         return _profiles(args)
     if args.dnssec:  # DO on every query; only what a signed zone changes is compared
         global SCENARIOS
@@ -838,7 +838,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _profiles(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from dns_bench import BenchError as ProfileError  # what dns_profiles raises (this file is __main__)
-    from dns_profiles import run_profiles  # bench/ is not a package: found through sys.path
+    from dns_profiles import run_profiles, tables_from_json  # bench/ is not a package: found via sys.path
+
+    if args.tables_from:
+        return tables_from_json(args.tables_from)
 
     for tool in ("dnsperf", "dig", "taskset", args.knotd, args.gdnsd):
         if shutil.which(tool) is None:
