@@ -754,6 +754,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--perf", action="store_true", help="--profiles: perf record gslbd where a target is missed"
     )
+    p.add_argument("--tables-from", type=Path, help="print the tables of a --profiles --json FILE again")
     return p.parse_args(argv)
 
 
