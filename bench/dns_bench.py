@@ -745,6 +745,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--scaling-cpus", default="0,1", help="CPUs of the scaling runs (default 0,1)")
     p.add_argument("--start-timeout", type=float, default=30.0, help="seconds to wait for a server to answer")
     p.add_argument("--require-target", action="store_true", help="exit 1 when a target is not met")
+    p.add_argument(
+        "--profiles",
+        default="",
+        help="feature profiles side by side (issue 21): comma-separated of plain, internet, signed, peers, "
+        "geoip_outside, dnstap, all; or all-of-them (see bench/dns_profiles.py)",
+    )
+    p.add_argument(
+        "--perf", action="store_true", help="--profiles: perf record gslbd where a target is missed"
+    )
+    p.add_argument("--tables-from", type=Path, help="print the tables of a --profiles --json FILE again")
     return p.parse_args(argv)
 
 
@@ -754,7 +764,15 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    # The servers start in a temporary directory: a relative PYTHONPATH (`PYTHONPATH=src`) would
+    # silently import the installed gslbd instead of the tree under test.
+    if os.environ.get("PYTHONPATH"):
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p
+        )
     signal.signal(signal.SIGTERM, _terminate)
+    if args.profiles or args.tables_from:
+        return _profiles(args)
     if args.dnssec:  # DO on every query; only what a signed zone changes is compared
         global SCENARIOS
         SCENARIOS = tuple(
@@ -816,6 +834,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 1 if args.require_target and not all(met.values()) else 0
+
+
+def _profiles(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from dns_bench import BenchError as ProfileError  # what dns_profiles raises (this file is __main__)
+    from dns_profiles import run_profiles, tables_from_json  # bench/ is not a package: found via sys.path
+
+    if args.tables_from:
+        return tables_from_json(args.tables_from)
+
+    for tool in ("dnsperf", "dig", "taskset", args.knotd, args.gdnsd):
+        if shutil.which(tool) is None:
+            print(f"dns_bench: {tool} not found on PATH", file=sys.stderr)
+            return 2
+    where = subprocess.run(
+        [sys.executable, "-c", "import gslbd; print(gslbd.__file__)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    print(f"gslbd from {where.stdout.strip() or where.stderr.strip()}")
+    with tempfile.TemporaryDirectory(prefix="gslbd-bench-") as tmp:
+        try:
+            return run_profiles(args, Path(tmp))
+        except (BenchError, ProfileError) as error:
+            print(f"dns_bench: {error}", file=sys.stderr)
+            return 2
 
 
 def _met(ratios: dict[str, dict[str, float]]) -> dict[str, bool]:
