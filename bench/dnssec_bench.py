@@ -106,8 +106,8 @@ def cpu_ns(handle: object, wires: list[bytes], rounds: int) -> float:
 
 def chain_figures(keys: list[Path], count: int) -> None:
     """The NSEC chain of a zone of `count` names alone (wire/denial.py): signing it, the query path's
-    lookup of a nonexistent name one and two labels below the apex (`NsecChain.cover`, what the slow path asks past the budget),
-    and an incremental change of one name."""
+    lookup of a nonexistent name one and two labels below the apex (`NsecChain.cover`, what the slow
+    path asks past the budget), and an incremental change of one name."""
     settings = Dnssec(tuple(read_key_pair(k, ORIGIN) for k in keys), denial_signing_rate=0)
     signer = Signer({ORIGIN: settings}, time.time)
     zone = signer.zones[ORIGIN]

@@ -1,6 +1,6 @@
 /*
  * gslbd.wire._cfast: the query path in C. A table of precompiled answers (built by wire/ctable.py from
- * the Python AnswerTable), the same answer function as wire/fastpath.py's fast_answer over it, and a UDP
+ * the Python AnswerTable), an answer function held byte for byte to the slow path (the oracle), and a UDP
  * loop (recvmmsg -> answer -> sendmmsg) that runs without the GIL and calls Python only for what the table
  * cannot answer.
  *
@@ -730,8 +730,8 @@ static int rj_exchange_marked(const uint8_t *d, uint32_t n) {
 
 static inline uint32_t rcode_of(const uint8_t (*heads)[10]) { return heads[0][1] & 0xFu; }
 
-/* Mirrors wire/fastpath.py fast_answer step by step: every case where Python returns None or would raise
-   IndexError returns R_FALLBACK here, so that the caller asks Python; so do the features the base's
+/* Answers what the slow path would answer for the same choice; every shape it does not hold (what the
+   slow path alone answers) returns R_FALLBACK here, so that the caller asks Python; so do the features the base's
    flags leave to Python (see wire/ctable.py). Returns 0 with `o` filled. */
 static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 src_ip, int src_v6, int tcp,
                        choice_t *ch, plan_t *o) {
@@ -847,7 +847,7 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                 uint32_t size = after - at - 4;
                 if (size != 8 && !(size >= 16 && size <= 40)) return R_FALLBACK;
             } else if (code == 3) {
-                nsid = b->nsidlen; /* the identity, when one is configured (fast_answer: table.nsid) */
+                nsid = b->nsidlen; /* the identity, when one is configured (table.nsid) */
             } else if (code == 15 || code == 18 || code == 22 || code == 23 || code == 24 || code == 25) {
                 return R_FALLBACK;
             } else if (flags & FB_OPTIONS) {

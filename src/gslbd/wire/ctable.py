@@ -1,7 +1,8 @@
 """The answer table in C: the Python `AnswerTable` copied into C memory for `gslbd.wire._cfast`.
 
-The C module answers exactly what `fast_answer` answers, byte for byte (tests/unit/wire/test_ctable.py
-holds them equal for the same choice), from a copy of the table that needs no Python object per query:
+The C module answers exactly what the dnspython slow path (the oracle) answers, byte for byte
+(tests/unit/wire/test_ctable.py holds them equal for the same choice), from a copy of the table that
+needs no Python object per query:
   - per name (lower-case wire key) a node: its entries (variants + how to pick one) and a type map;
   - per entry one of the kinds below, from the type of the policy plan behind `Entry.pick`:
       none      fixed answer, not counted        (`pick` None)
@@ -23,18 +24,18 @@ holds them equal for the same choice), from a copy of the table that needs no Py
       python    anything else (a plan type C does not know): the query is answered in Python
   - per variant its EDNS options after ECS (an Extended DNS Error, RFC 8914);
   - per zone the NXDOMAIN heads and the SOA's parts: C writes the record per query, its names compressed
-    against the query's name exactly as `compile.nx_soa` does; the REFUSED variants (outside every zone,
+    against the query's name exactly as the slow path does; the REFUSED variants (outside every zone,
     and zone transfers); the OPT records and limits.
 Draws come from a per-thread splitmix64 generator in C (Python's `random` in the Python path), so the two
 paths agree for the same draw, not for the same seed. The `seq` counters are C's own (one per entry,
 atomic, shared by the UDP threads); they also count the answers per policy for the metric.
 
 A query with an NSID option gets the table's `nsid` option (`dns.identity`) from C, after the ECS echo
-and before the variant's EDE, as `fast_answer` writes it. Cookies and RRL are the last stage of C's
+and before the variant's EDE, as the slow path writes it. Cookies and RRL are the last stage of C's
 answers when the responder gives the table its guard (`Table.set_guard`, wire/cguard.py, wire/_guard.c).
 
 Falls back to Python (the query goes to `Responder.handle`'s Python path) for what the C table cannot
-answer: any shape `fast_answer` leaves to the slow path (CHAOS, NXNAME, ...), a plan kind C does not
+answer: the rare shapes only the slow path answers (CHAOS, NXNAME, ...), a plan kind C does not
 know (a chain through several policies), the first query of each client prefix only Python can place
 (a GeoIP client outside the topology, pools rules on networks/asn: C keeps the answer for the prefix
 afterwards, `CTable.learn`, wire/_geocache.c), a
@@ -412,7 +413,7 @@ def _policies(table: AnswerTable, key: bytes) -> dict[int, str]:
 
 
 def _soa_parts(zone: ZoneEntry) -> tuple[bytes, bytes, bytes, bytes] | None:
-    """What C needs to write the zone's NXDOMAIN SOA per query as `compile.nx_soa` does: type, class and
+    """What C needs to write the zone's NXDOMAIN SOA per query as the slow path does: type, class and
     TTL, MNAME and RNAME as labels (without the root), the five numbers. None leaves the zone's NXDOMAIN
     to Python."""
     if len(zone.rr_head) != 8 or len(zone.numbers) != 20:

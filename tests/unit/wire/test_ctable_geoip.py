@@ -300,8 +300,8 @@ def test_a_geoip_client_of_a_geo_pool_is_placed_by_the_pools_then_by_the_pools_g
     # the pools' class (a miss, then a hit), the pool's geo plan (a miss): each filled once
     assert delta(before) == {"hit": 1, "miss": 2, "fill": 2}
     before = counts()
-    for host in ("175.16.199.9", "175.16.199.200"):
-        out = native.native.answer(wire, v4(host), False, False)
+    for seq, host in enumerate(("175.16.199.9", "175.16.199.200")):
+        out = native.native.answer(wire, v4(host), False, False, seq, 0.5)
         assert out is not None
-        assert out == oracle(view, table, wire, v4(host))
+        assert out == oracle(view, table, wire, v4(host), seq=seq, rng=FixedDraw(0.5))
     assert delta(before) == {"hit": 4, "miss": 0, "fill": 0}
