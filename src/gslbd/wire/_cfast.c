@@ -652,7 +652,7 @@ typedef struct {
     uint32_t off; /* where it is written in the message */
 } known_t;
 
-/* The SOA record of an NXDOMAIN answer, as wire/compile.py's nx_soa writes it: owner a pointer to the
+/* The SOA record of an NXDOMAIN answer, as the slow path writes it: owner a pointer to the
    zone's suffix at `off` in the question (lower-case `key`, `keylen` bytes with the root), the record
    starting at `rest`; MNAME and RNAME compressed against the longest suffix already written (the
    question's suffixes first, then MNAME's own), as dnspython does. Returns its length. */
