@@ -205,6 +205,18 @@ def knot_zone() -> str:
     return "\n".join(lines) + "\n"
 
 
+def gslbd_key(keys: Path) -> str:
+    """A key pair for ORIGIN made by `gslbd dnssec keygen` in `keys` (created): the name it printed."""
+    keys.mkdir(exist_ok=True)
+    made = subprocess.run(
+        [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", ORIGIN, "--dir", str(keys)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return made.stdout.split()[0]
+
+
 def free_port(taken: set[int]) -> int:
     """A loopback port free for both UDP and TCP, not in `taken`."""
     for _ in range(100):
@@ -464,15 +476,7 @@ def start_servers(
         argv = [part.format(config=config, port=port) for part in shlex.split(args.gslbd_cmd)]
         servers.append(Server("gslbd", argv, port, workdir, args.server_cpus))
         if args.dnssec:  # the same zone signed: a key pair as `gslbd dnssec keygen` writes it
-            keys = workdir / "keys"
-            keys.mkdir(exist_ok=True)
-            made = subprocess.run(
-                [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", ORIGIN, "--dir", str(keys)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            key = made.stdout.split()[0]
+            key = gslbd_key(workdir / "keys")
             port = free_port(taken)
             config = workdir / f"gslbd-signed-{workers}.yaml"
             signed = GSLBD_CONFIG.replace(

@@ -24,7 +24,6 @@ import socket
 import statistics
 import struct
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -47,6 +46,7 @@ from dns_bench import (
     dnsperf,
     free_port,
     gdnsd_zone,
+    gslbd_key,
 )
 
 FEATURES = ("rrl", "cookies", "nsid", "signed", "peers", "geoip", "dnstap")
@@ -271,15 +271,7 @@ def start_profile(
     try:
         key = ""
         if "signed" in features:
-            keys = work / "keys"
-            keys.mkdir(exist_ok=True)
-            made = subprocess.run(
-                [sys.executable, "-m", "gslbd", "dnssec", "keygen", "--zone", ORIGIN, "--dir", str(keys)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            key = made.stdout.split()[0]
+            key = gslbd_key(work / "keys")
         port = free_port(taken)
         config = work / "gslbd.yaml"
         config.write_text(json.dumps(gslbd_config(features, port, work, key, rrl), indent=1) + "\n")
