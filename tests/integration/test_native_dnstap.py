@@ -1,7 +1,7 @@
-"""dnstap with the C UDP loop (log.dnstap, wire/_tap.c): on a real loopback socket the C loop answers from
-the C table while the dnstap wrapper is the listener's handler, and every exchange it receives (those it
-hands to Python too) reaches the dnstap file once, query and response byte for byte; a full ring drops
-the new exchanges and counts them, and answering goes on."""
+"""dnstap with the C UDP loop and the C TCP answerer (log.dnstap, wire/_tap.c): on real loopback sockets C
+answers from the C table while the dnstap wrapper is the listener's handler, and every exchange (those
+C hands to Python too) reaches the dnstap file once, query and response byte for byte, marked UDP or
+TCP; a full ring drops the new exchanges and counts them, and answering goes on."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from test_native_tcp import serve_and_ask
 from test_native_udp import Counting, a_query, exchange, listening, responder, status_query
 
 from gslbd.server.dnstap.fstrm import file_frames
@@ -120,3 +121,48 @@ def test_several_c_loops_share_one_ring_while_the_writer_drains_it(tmp_path: Pat
     assert Counter(of_kind(messages, AUTH_QUERY, 10)) == Counter(q for job in sent for q in job)
     assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(r for got in replies for r in got)
     assert (stats.dnstap_written, stats.dnstap_dropped) == (7200, 0)
+
+
+def test_pipelined_tcp_is_answered_by_c_and_each_message_logged_once_as_tcp(tmp_path: Path) -> None:
+    stats = ServerStats()
+    path = tmp_path / "tap.fstrm"
+    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, to_file=True)
+    sink.start()
+    inner = Counting(responder(native=True))
+    handler = DnstapHandler(inner, sink)
+    # Per connection: C's answers around two STATUS queries the Responder answers in their place.
+    batches = [[a_query(i) for i in range(n, n + 100)] for n in range(0, 300, 100)]
+    for n, batch in enumerate(batches):
+        batch[50:50] = [status_query(1000 + 2 * n), status_query(1001 + 2 * n)]
+    try:
+        replies = serve_and_ask(handler, stats, batches, native=True)
+    finally:
+        sink.stop()
+    sent = [q for batch in batches for q in batch]
+    assert [len(r) for r in replies] == [102] * 3
+    assert (stats.tcp_native_answers, inner.calls, stats.tcp_responses) == (300, 6, 306)
+    messages = logged(path)
+    assert Counter(of_kind(messages, AUTH_QUERY, 10)) == Counter(sent)
+    assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(r for got in replies for r in got)
+    assert len(messages) == 2 * len(sent)  # the Responder's answers too: none twice
+    for m in messages:
+        assert (m[2], m[3], m[4]) == ([1], [2], [b"\x7f\x00\x00\x01"])  # INET, TCP, 127.0.0.1
+        if m[1] == [AUTH_RESPONSE]:
+            assert (m[12][0], m[13][0]) >= (m[8][0], m[9][0])
+    assert (stats.dnstap_written, stats.dnstap_dropped) == (len(sent), 0)
+
+
+def test_a_full_ring_drops_new_tcp_exchanges_counts_them_and_tcp_is_answered(tmp_path: Path) -> None:
+    stats = ServerStats()
+    path = tmp_path / "tap.fstrm"
+    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, capacity=50, to_file=True)
+    handler = DnstapHandler(Counting(responder(native=True)), sink)  # no writer yet
+    payloads = [a_query(i) for i in range(400)]
+    payloads[200:200] = [status_query(1000)]
+    (replies,) = serve_and_ask(handler, stats, [payloads], native=True)
+    assert len(replies) == 401 and stats.tcp_native_answers == 400
+    assert sink.ring.counts() == (50, 351)
+    sink.start()
+    sink.stop()
+    assert (stats.dnstap_written, stats.dnstap_dropped) == (50, 351)
+    assert of_kind(logged(path), AUTH_QUERY, 10) == payloads[:50]

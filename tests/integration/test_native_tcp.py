@@ -16,6 +16,7 @@ from test_native_udp import APP, Counting, a_query, responder, status_query
 
 from gslbd.limits import ConnectionBudget
 from gslbd.model.config import ListenAddress
+from gslbd.server.handler import Handler
 from gslbd.server.sockets import bind_tcp
 from gslbd.server.stats import ServerStats
 from gslbd.server.tcp import TcpListener
@@ -43,7 +44,7 @@ def pipelined(port: int, payloads: list[bytes]) -> list[bytes]:
 
 
 def serve_and_ask(
-    handler: Counting, stats: ServerStats, batches: list[list[bytes]], native: bool
+    handler: Handler, stats: ServerStats, batches: list[list[bytes]], native: bool
 ) -> list[list[bytes]]:
     """A started TCP listener on loopback; each batch pipelined on a connection of its own, in parallel."""
 

@@ -15,6 +15,11 @@ answers every complete message of the connection's buffer, framed, until it meet
 Python (what the UDP loop leaves to Python: docs/wire.md); `handler.handle` answers that one, in its
 place, and C goes on after it. So the answers keep the order of the queries and every counter counts
 what the one-message-at-a-time loop counted (`tcp_native_answers`: the ones C answered).
+
+With `log.dnstap` the listener is given the dnstap wrapper (server/dnstap/tap.py); with a C table it
+answers as above with the Responder inside the wrapper, the C answerer writes what C answers (and drops)
+into the dnstap sink's C ring, and the listener writes what the Responder answers (`_answer_one`), so
+each TCP exchange is logged once, marked TCP. Without a C table every message goes through the wrapper.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from time import time_ns
 from typing import Any, cast
 
 try:
@@ -29,6 +35,7 @@ try:
 except ImportError:  # not compiled here: every message goes to handler.handle
     _cfast = None  # type: ignore[assignment]
 from gslbd.limits import ConnectionBudget, process_budget
+from gslbd.server.dnstap.tap import untapped
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats
@@ -69,10 +76,14 @@ class TcpListener:
         self._server: asyncio.AbstractServer | None = None
         self.sockname: tuple[str, int] = cast(tuple[str, int], tuple(sock.getsockname()[:2]))
         self.error_logged = False
-        slot = getattr(handler, "slot", None)
+        answerer, ring = untapped(handler)
+        slot = getattr(answerer, "slot", None)
         self.native: Any = None  # answers from the handler's C table (see the module's docstring)
+        self.ring: Any = None  # the dnstap ring the Responder's answers go into, with `native`
         if _cfast is not None and isinstance(slot, _cfast.Slot) and native is not False:
-            self.native = _cfast.TcpAnswerer(slot, native_seed())
+            self.native = _cfast.TcpAnswerer(slot, native_seed(), ring)
+            self.handler = answerer
+            self.ring = ring
 
     async def start(self) -> None:
         """Start accepting connections."""
@@ -233,6 +244,8 @@ class _DnsStream(asyncio.Protocol):
         listener = self._listener
         stats = listener.stats
         stats.tcp_queries += 1
+        ring = listener.ring
+        t_query = time_ns() if ring is not None else 0
         try:
             reply = listener.handler.handle(message, self._ip, listener.v6, True)
         except Exception:
@@ -241,6 +254,8 @@ class _DnsStream(asyncio.Protocol):
                 listener.error_logged = True
                 log.exception("error while answering a TCP query (counted; further ones are not logged)")
             reply = None
+        if ring is not None:
+            ring.put(message, reply, self._ip, listener.v6, True, t_query, time_ns())
         if isinstance(reply, Framed):  # a zone transfer: several messages, already framed
             replies.append(reply)
             stats.tcp_responses += 1

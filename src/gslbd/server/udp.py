@@ -10,7 +10,7 @@ loop applies it to every answer C makes; only a guard in Python (no C guard) mak
 and C's answers to malformed datagrams to Python (`_guard_of`). With `log.dnstap` the listener is given
 the dnstap wrapper (server/dnstap/tap.py); the C loop then answers with the Responder inside it and writes
 every exchange of each batch, those Python answered included, into the dnstap sink's C ring
-(`_untapped`). A handler without a C table (a Responder with `native=False`, a test's handler) gets an
+(`untapped`). A handler without a C table (a Responder with `native=False`, a test's handler) gets an
 empty slot: the C loop passes every datagram to it. The handler only reads the answer table the control
 plane swaps with one attribute store, so it is safe to call from that thread; the Responder's NOTIFY
 hook hands work to the event loop (app/core.py).
@@ -42,7 +42,7 @@ try:
     from gslbd.wire import _cfast
 except ImportError:  # not compiled here: the asyncio reader answers
     _cfast = None  # type: ignore[assignment]
-from gslbd.server.dnstap.tap import DnstapHandler
+from gslbd.server.dnstap.tap import untapped
 from gslbd.server.handler import Handler
 from gslbd.server.sockets import address_to_int
 from gslbd.server.stats import ServerStats, UdpReading
@@ -73,7 +73,7 @@ class UdpListener:
         SO_REUSEPORT group (`dns.threads`), each answered by a C loop of its own; without the C loop they
         are closed (the kernel then gives `sock` all the datagrams)."""
         self._sock = sock
-        answerer, tap = _untapped(handler)
+        answerer, tap = untapped(handler)
         slot: Any = None
         if _cfast is not None and native is not False:
             slot = getattr(answerer, "slot", None)
@@ -201,15 +201,6 @@ class UdpListener:
             counters.udp_responses += 1
             if len(reply) > 3:
                 rcodes[reply[3] & 15] += 1
-
-
-def _untapped(handler: Handler) -> tuple[Handler, Any]:
-    """(the handler inside the dnstap wrapper, the wrapper's C ring) when `handler` is the wrapper and the
-    C extension is there: the C loop calls the inner handler and writes every exchange into the ring
-    itself, so each is logged once; else (`handler`, None)."""
-    if isinstance(handler, DnstapHandler) and handler.ring is not None:
-        return handler.inner, handler.ring
-    return handler, None
 
 
 def _guard_of(handler: Handler) -> Callable[[bytes, bytes, int, bool], bytes | None] | None:

@@ -1,6 +1,6 @@
 /* Included by _cfast.c (after the Slot type): DNS over TCP answered from the same C table as UDP.
 
-   Python type TcpAnswerer(slot, seed): `answer(buffer, start, ip, v6)` reads the length-prefixed messages
+   Python type TcpAnswerer(slot, seed, tap=None): `answer(buffer, start, ip, v6)` reads the length-prefixed messages
    (RFC 1035 4.2.2) of a TCP stream's buffer from `start` and answers each complete one from the slot's
    current table, as the UDP loop does (plan_answer with tcp set: never TC, the table's guard with tcp
    set: cookies, no RRL; a message that cannot be a valid query answered by reject_answer), until the
@@ -20,29 +20,41 @@
    while the table leaves everything to Python, FB_ALL), plus an answer longer than 65,535 bytes with its
    cookie (Python closes the connection for that). Called on the event loop's thread with the GIL held
    (the buffer is a bytearray the protocol owns); the rotation counters are the table's atomics, the
-   random draws this answerer's own splitmix64 state (as each UDP loop has its own). */
+   random draws this answerer's own splitmix64 state (as each UDP loop has its own).
+
+   With a dnstap ring `tap` (_tap.c), each call writes what C did into it, marked TCP, under one lock:
+   every message it answered (the query and its answer, unframed) and the one it drops (the query, no
+   response), all with the call's start as query time and its end as response time. The message left to
+   Python is not written: server/tcp.py writes it with Python's answer, so each exchange is logged once. */
 
 #define TCP_MAX_MESSAGE 65535
 
 typedef struct {
     PyObject_HEAD
     PyObject *slot;
+    TapObject *tap; /* dnstap: every exchange C answers or drops into this ring, or NULL */
     uint64_t rng;
 } TcpObject;
 
 static PyObject *tcp_new(PyTypeObject *type, PyObject *args, UNUSED PyObject *kw) {
-    PyObject *slot;
+    PyObject *slot, *tap = Py_None;
     unsigned long long seed;
-    if (!PyArg_ParseTuple(args, "O!K", &SlotType, &slot, &seed)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!K|O", &SlotType, &slot, &seed, &tap)) return NULL;
+    if (tap != Py_None && !PyObject_TypeCheck(tap, &TapType)) {
+        PyErr_SetString(PyExc_TypeError, "TcpAnswerer: tap must be a TapRing or None");
+        return NULL;
+    }
     TcpObject *self = (TcpObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->slot = Py_NewRef(slot);
+    self->tap = tap == Py_None ? NULL : (TapObject *)Py_NewRef(tap);
     self->rng = seed;
     return (PyObject *)self;
 }
 
 static void tcp_dealloc(TcpObject *self) {
     Py_XDECREF(self->slot);
+    Py_XDECREF(self->tap);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -64,6 +76,24 @@ static int tcp_room(tcp_out_t *o, size_t more) {
 }
 
 enum { TCP_ANSWERED = 0, TCP_PYTHON = 1, TCP_DROP = 2, TCP_NOMEM = 3 };
+
+/* The `answered` messages framed in d from `start` and their framed answers in out, then (with `drop`)
+   the query at `drop_at` (its length `drop_len`) without a response, into the ring under one lock. */
+static void tcp_tap(TapObject *tap, const uint8_t *d, size_t start, const tcp_out_t *out, uint64_t answered,
+                    int drop, size_t drop_at, uint32_t drop_len, u128 ip, int v6, int64_t tq) {
+    int64_t tr = tap_now();
+    size_t q = start, r = 0;
+    pthread_mutex_lock(&tap->mu);
+    for (uint64_t i = 0; i < answered; i++) {
+        uint32_t qlen = (uint32_t)d[q] << 8 | d[q + 1];
+        uint32_t rlen = (uint32_t)out->p[r] << 8 | out->p[r + 1];
+        tap_put(tap, d + q + 2, qlen, out->p + r + 2, rlen, 1, ip, v6, 1, tq, tr);
+        q += 2 + (size_t)qlen;
+        r += 2 + (size_t)rlen;
+    }
+    if (drop) tap_put(tap, d + drop_at, drop_len, NULL, 0, 0, ip, v6, 1, tq, tr);
+    pthread_mutex_unlock(&tap->mu);
+}
 
 /* One message (d, n) from the client at ip: its answer framed at the end of o (TCP_ANSWERED), or what
    else becomes of it. */
@@ -109,6 +139,7 @@ static PyObject *tcp_answer(TcpObject *self, PyObject *args) {
     }
     const uint8_t *d = buf.buf;
     size_t end = (size_t)buf.len, pos = (size_t)start;
+    int64_t tq = self->tap != NULL ? tap_now() : 0;
     tcp_out_t o = {NULL, 0, 0};
     uint64_t rc[16] = {0};
     uint64_t answered = 0;
@@ -130,8 +161,10 @@ static PyObject *tcp_answer(TcpObject *self, PyObject *args) {
     ctab_decref(t);
     PyObject *result = NULL;
     if (status == TCP_NOMEM) {
-        PyErr_NoMemory();
+        PyErr_NoMemory(); /* nothing written to the ring: Python answers (and logs) from `start` again */
     } else {
+        if (self->tap != NULL && (answered || status == TCP_DROP))
+            tcp_tap(self->tap, d, (size_t)start, &o, answered, status == TCP_DROP, msg, size, ip, v6, tq);
         PyObject *pending = status == TCP_PYTHON ? PyBytes_FromStringAndSize((const char *)d + msg, size)
                             : status == TCP_DROP ? Py_NewRef(Py_False)
                                                  : Py_NewRef(Py_None);

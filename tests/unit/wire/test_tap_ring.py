@@ -1,14 +1,18 @@
-"""The C dnstap ring (`_cfast.TapRing`, wire/_tap.c) the C UDP loops write and the dnstap writer drains:
-first in, first out across the buffer's wrap-around, bounded in entries and in bytes, a full ring drops the
-new entry and counts it."""
+"""The C dnstap ring (`_cfast.TapRing`, wire/_tap.c) the C UDP loops and the C TCP answerer write and the
+dnstap writer drains: first in, first out across the buffer's wrap-around, bounded in entries and in bytes,
+a full ring drops the new entry and counts it; the TCP answerer writes each message it answers or drops,
+marked TCP, and none it leaves to Python."""
 
 from __future__ import annotations
 
 import random
+import struct
 from collections import deque
 
 import pytest
+from wire_support import CONFIG, make_view, query
 
+from gslbd.wire import Responder, compile_table
 from gslbd.wire import ctable as ct
 
 pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is not compiled here")
@@ -74,6 +78,54 @@ def test_it_is_a_bounded_fifo_across_wrap_arounds_like_a_deque() -> None:
     assert dropped > 50  # the bounds were reached many times
 
 
+def framed(messages: list[bytes]) -> bytes:
+    return b"".join(struct.pack("!H", len(m)) + m for m in messages)
+
+
+def unframed(stream: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(stream):
+        size = struct.unpack_from("!H", stream, pos)[0]
+        out.append(stream[pos + 2 : pos + 2 + size])
+        pos += 2 + size
+    return out
+
+
+def tcp_answerer(ring: _cfast.TapRing) -> _cfast.TcpAnswerer:
+    view = make_view(CONFIG)
+    table = compile_table(view, max_udp_payload=1232, use_client_subnet=True)
+    slot = Responder(table, view, random.Random(1), native=True).slot
+    assert isinstance(slot, _cfast.Slot)
+    return _cfast.TcpAnswerer(slot, 1, ring)
+
+
+def test_the_tcp_answerer_writes_what_c_answers_or_drops_marked_tcp_but_not_what_python_answers() -> None:
+    ring = _cfast.TapRing(100, 1 << 16, True, True)
+    answerer = tcp_answerer(ring)
+    answered = [query("app.gslb.example.com.", qid=i) for i in range(3)]
+    status = struct.pack("!HHHHHH", 9, 0x1100, 1, 0, 0, 0) + b"\x02qq\x00\x00\x01\x00\x01"  # to Python
+    not_a_query = struct.pack("!HHHHHH", 10, 0x8100, 0, 0, 0, 0)  # QR set: dropped
+    stream = framed([*answered, status, *answered, not_a_query])
+    v6 = 0x20010DB8 << 96 | 5
+    out, pos, count, _, pending = answerer.answer(stream, 0, v6, True)
+    assert (count, pending) == (3, status)
+    out2, _, count2, _, pending2 = answerer.answer(stream, pos, v6, True)
+    assert (count2, pending2) == (3, False)
+    records = ring.drain(100)
+    replies = unframed(out) + unframed(out2)
+    assert [(q, r) for q, r, *_ in records] == [*zip(answered * 2, replies, strict=True), (not_a_query, None)]
+    assert {(ip, is_v6, tcp) for _, _, ip, is_v6, tcp, _, _ in records} == {(v6, True, True)}
+    assert all(0 < tq <= tr for *_, tq, tr in records)
+
+
+def test_a_full_ring_drops_what_the_tcp_answerer_answers_and_counts_it() -> None:
+    ring = _cfast.TapRing(2, 4096, True, True)
+    answerer = tcp_answerer(ring)
+    stream = framed([query("app.gslb.example.com.", qid=i) for i in range(5)])
+    assert answerer.answer(stream, 0, 1, False)[2] == 5
+    assert ring.counts() == (2, 3)
+
+
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError):
         _cfast.TapRing(0, 4096, True, True)
@@ -81,3 +133,5 @@ def test_bad_arguments_are_refused() -> None:
         _cfast.TapRing(10, 100, True, True)
     with pytest.raises(TypeError):
         _cfast.UdpLoop(0, _cfast.Slot(), print, None, 1, None, object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _cfast.TcpAnswerer(_cfast.Slot(), 1, object())  # type: ignore[arg-type]

@@ -6,12 +6,15 @@ length check and a deque append (no wake-up); encoding and writing happen on the
 
 A UDP listener whose Responder has a C table does not call the wrapper: it runs the C loop with the
 Responder itself (`inner`) and the sink's C ring (`ring`), and the loop writes every exchange it receives,
-those Python answers included, into the ring (wire/_tap.c). TCP and the Python UDP loops call `handle`.
+those Python answers included, into the ring (wire/_tap.c). A TCP listener whose Responder has a C table
+does not call it either: its C answerer writes what C answers into the ring and the listener writes what
+the Responder answers (server/tcp.py). Only the Python UDP loops and TCP without a C table call `handle`.
 """
 
 from __future__ import annotations
 
 from time import time_ns
+from typing import Any
 
 from gslbd import __version__
 from gslbd.model.config import Config
@@ -44,6 +47,15 @@ class DnstapHandler:
         else:
             self._stats.dnstap_dropped += 1
         return reply
+
+
+def untapped(handler: Handler) -> tuple[Handler, Any]:
+    """(the handler inside the dnstap wrapper, the wrapper's C ring) when `handler` is the wrapper and the
+    C extension is there: the C loops call the inner handler and write every exchange into the ring
+    themselves, so each is logged once; else (`handler`, None)."""
+    if isinstance(handler, DnstapHandler) and handler.ring is not None:
+        return handler.inner, handler.ring
+    return handler, None
 
 
 def with_dnstap(
