@@ -12,8 +12,12 @@ not counted. Each server first gets an unthrottled dnsperf run; then both are me
 (--load of the slower unthrottled rate, or --rate), alternating which goes first, and the figure is the
 median CPU time per answered query (all threads) of each and their ratio, on / off, from the same
 invocation. After the runs the dnstap counters of the `on` server (/metrics) say how many exchanges were
-written and dropped, and its UDP counters how many queries the C loop answered without Python (with
-log.dnstap the C loop stays on and logs through its ring: docs/wire.md, "dnstap from the C loop").
+written and dropped, and its UDP and TCP counters how many queries C answered without Python (with
+log.dnstap the C UDP loop and the C TCP answerer stay on and log through the ring: docs/wire.md, "dnstap
+from the C loop").
+
+Two rows by default (--transports udp,tcp): rr over UDP, and rr over TCP pipelined (dnsperf -m tcp:
+each of its clients keeps one connection and up to -q queries outstanding on it), each measured as above.
 """
 
 from __future__ import annotations
@@ -40,13 +44,17 @@ from dns_bench import (  # bench/ is not a package: found through sys.path
     BenchError,
     Options,
     Run,
+    Scenario,
     Server,
     checked,
     dnsperf,
     free_port,
 )
 
-SCENARIO = SCENARIOS[0]  # rr: round_robin, no EDNS
+BY_TRANSPORT = {  # rr: round_robin, no EDNS; over UDP, and over TCP pipelined
+    "udp": SCENARIOS[0],
+    "tcp": next(s for s in SCENARIOS if s.key == "tcp"),
+}
 
 
 def start(args: argparse.Namespace, workdir: Path) -> tuple[list[Server], subprocess.Popen[bytes], int]:
@@ -84,11 +92,12 @@ def start(args: argparse.Namespace, workdir: Path) -> tuple[list[Server], subpro
 
 
 def dnstap_counters(api_port: int) -> dict[str, int]:
-    """The `on` server's dnstap counters, and its UDP queries and those the C loop answered."""
+    """The `on` server's dnstap counters, and its UDP and TCP queries and those C answered."""
     with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/metrics", timeout=5) as response:
         text = response.read().decode()
     found = re.findall(
-        r'gslbd_dns_server_events_total\{event="(dnstap_\w+|udp_queries|udp_native_answers)"\} (\S+)', text
+        r'gslbd_dns_server_events_total\{event="(dnstap_\w+|(?:udp|tcp)_(?:queries|native_answers))"\} (\S+)',
+        text,
     )
     return {name: int(float(value)) for name, value in found}
 
@@ -109,25 +118,25 @@ def table(runs: Sequence[Run]) -> None:
 
 
 def measure(
-    args: argparse.Namespace, servers: list[Server], workdir: Path
+    args: argparse.Namespace, servers: list[Server], workdir: Path, scenario: Scenario
 ) -> tuple[list[Run], list[Run], int]:
     opts = Options(args.seconds, args.warmup, args.calibrate, args.outstanding, args.client_cpu, workdir)
     for server in servers:
-        answer = server.dig("A", SCENARIO.qname)
+        answer = server.dig("A", scenario.qname, *scenario.dig_args)
         if not answer:
-            raise BenchError(f"gslbd ({server.name}) did not answer {SCENARIO.qname}")
+            raise BenchError(f"gslbd ({server.name}) did not answer {scenario.qname}")
     unthrottled = []
     for server in servers:
         if opts.warmup:
-            dnsperf(server, SCENARIO, opts, opts.warmup, 0)
-        unthrottled.append(checked(dnsperf(server, SCENARIO, opts, opts.calibrate, 0), args.max_lost))
+            dnsperf(server, scenario, opts, opts.warmup, 0)
+        unthrottled.append(checked(dnsperf(server, scenario, opts, opts.calibrate, 0), args.max_lost))
     rate = args.rate or max(100, int(min(r.qps for r in unthrottled) * args.load))
     runs = []
     for round_no in range(args.rounds):
         for server in servers if round_no % 2 == 0 else servers[::-1]:
             if opts.warmup:
-                dnsperf(server, SCENARIO, opts, opts.warmup, rate)
-            runs.append(checked(dnsperf(server, SCENARIO, opts, opts.seconds, rate), args.max_lost))
+                dnsperf(server, scenario, opts, opts.warmup, rate)
+            runs.append(checked(dnsperf(server, scenario, opts, opts.seconds, rate), args.max_lost))
     return unthrottled, runs, rate
 
 
@@ -144,6 +153,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--calibrate", type=float, default=3.0, help="seconds of each unthrottled run (default 3)")
     p.add_argument("--outstanding", type=int, default=100, help="dnsperf -q (default 100)")
     p.add_argument("--max-lost", type=float, default=0.5, help="largest share of lost queries, %% (0.5)")
+    p.add_argument(
+        "--transports", default="udp,tcp", help="rows, of udp and tcp (pipelined); default udp,tcp"
+    )
     p.add_argument("--workers", type=int, default=1, help="gslbd dns.workers (default 1)")
     p.add_argument("--server-cpus", default="1", help="taskset CPU list of gslbd (default 1)")
     p.add_argument("--client-cpu", default="0", help="taskset CPU of dnsperf and the reader (default 0)")
@@ -158,6 +170,10 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    transports = [t for t in args.transports.split(",") if t]
+    if not transports or any(t not in BY_TRANSPORT for t in transports):
+        print(f"dnstap_bench: --transports: of {', '.join(BY_TRANSPORT)}", file=sys.stderr)
+        return 2
     # The servers start in a temporary directory: a relative PYTHONPATH (`PYTHONPATH=src`) would
     # silently import the installed gslbd instead of the tree under test.
     if os.environ.get("PYTHONPATH"):
@@ -174,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             servers, reader, api_port = start(args, workdir)
             try:
-                unthrottled, runs, rate = measure(args, servers, workdir)
+                results = [measure(args, servers, workdir, BY_TRANSPORT[t]) for t in transports]
                 counters = dnstap_counters(api_port)
             finally:
                 for server in servers:
@@ -185,21 +201,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"dnstap_bench: {error}", file=sys.stderr)
             return 2
     print(f"gslbd on CPU {args.server_cpus}; dnsperf and the dnstap reader on CPU {args.client_cpu}")
-    print(f"\nunthrottled: {args.calibrate:g} s runs, -q {args.outstanding}")
-    table(unthrottled)
-    print(f"\nfixed rate: {rate} queries/s, {args.seconds:g} s x {args.rounds} round(s)")
-    table(runs)
-    off, on = median_us(runs, "off"), median_us(runs, "on")
-    print(
-        f"\nCPU per answered query, medians: dnstap off {off:.1f} µs, on {on:.1f} µs, on/off {on / off:.2f}"
-    )
-    queries, by_c = counters.pop("udp_queries", 0), counters.pop("udp_native_answers", 0)
+    for transport, (unthrottled, runs, rate) in zip(transports, results, strict=True):
+        what = BY_TRANSPORT[transport].policy
+        print(f"\n{what}, unthrottled: {args.calibrate:g} s runs, -q {args.outstanding}")
+        table(unthrottled)
+        print(f"\nfixed rate: {rate} queries/s, {args.seconds:g} s x {args.rounds} round(s)")
+        table(runs)
+    print("\nCPU per answered query, medians:")
+    for transport, (_, runs, _) in zip(transports, results, strict=True):
+        off, on = median_us(runs, "off"), median_us(runs, "on")
+        print(f"  {transport}: dnstap off {off:.1f} µs, on {on:.1f} µs, on/off {on / off:.2f}")
+    by_c = {
+        t: (counters.pop(f"{t}_native_answers", 0), counters.pop(f"{t}_queries", 0)) for t in BY_TRANSPORT
+    }
     print(
         "dnstap counters of the `on` server: "
         + ", ".join(f"{name} {value}" for name, value in sorted(counters.items()))
         + f" (exchanges; {time.strftime('%Y-%m-%d')})"
     )
-    print(f"UDP queries of the `on` server answered by the C loop: {by_c} of {queries}")
+    for transport, (native, queries) in by_c.items():
+        print(f"{transport.upper()} queries of the `on` server answered by C: {native} of {queries}")
     return 0
 
 

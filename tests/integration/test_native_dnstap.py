@@ -10,8 +10,11 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import dns.message
 import pytest
-from test_native_tcp import serve_and_ask
+from gslbd_harness import free_port, running_gslbd
+from test_guard_native import events
+from test_native_tcp import pipelined, serve_and_ask
 from test_native_udp import Counting, a_query, exchange, listening, responder, status_query
 
 from gslbd.server.dnstap.fstrm import file_frames
@@ -166,3 +169,36 @@ def test_a_full_ring_drops_new_tcp_exchanges_counts_them_and_tcp_is_answered(tmp
     sink.stop()
     assert (stats.dnstap_written, stats.dnstap_dropped) == (50, 351)
     assert of_kind(logged(path), AUTH_QUERY, 10) == payloads[:50]
+
+
+def test_a_real_gslbd_logs_each_pipelined_tcp_message_once_as_tcp_whichever_path_answered(
+    tmp_path: Path,
+) -> None:
+    zone, api, path = "gslb.example.com.", free_port(), tmp_path / "tap.fstrm"
+    config = f"""
+version: 1
+dns: {{listen: @LISTEN@, lame_duck: 0s}}
+api: {{listen: "127.0.0.1:{api}"}}
+zones: [{{origin: {zone}, nameservers: [{{name: ns1.{zone}, address: 127.0.0.1}}]}}]
+services:
+  - {{name: app.{zone}, check: none, endpoints: [{{address: 192.0.2.10}}]}}
+log: {{dnstap: {{file: {path}}}}}
+"""
+    chaos = dns.message.make_query("version.bind.", "TXT", "CH", id=7000).to_wire()  # Python answers it
+    batches = [[a_query(i) for i in range(n, n + 40)] for n in range(0, 120, 40)]
+    for n, batch in enumerate(batches):
+        batch[10:10] = [chaos, status_query(7001 + n)]
+    with running_gslbd(tmp_path, config, zone=zone) as server:
+        before = events(api)
+        replies = [pipelined(server.port, batch) for batch in batches]
+        after = events(api)
+        assert server.stop() == 0  # the writer flushes the file on the way out
+    sent = [q for batch in batches for q in batch]
+    assert [len(r) for r in replies] == [42] * 3
+    asked = {k: after[k] - before.get(k, 0.0) for k in ("tcp_queries", "tcp_native_answers")}
+    assert asked == {"tcp_queries": 126, "tcp_native_answers": 120}
+    messages = [m for m in logged(path) if m[3] == [2]]  # TCP (the harness's readiness probes are UDP)
+    assert Counter(of_kind(messages, AUTH_QUERY, 10)) == Counter(sent)
+    assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(r for got in replies for r in got)
+    assert len(messages) == 2 * len(sent)
+    assert {(m[2][0], m[4][0]) for m in messages} == {(1, b"\x7f\x00\x00\x01")}  # INET, 127.0.0.1
