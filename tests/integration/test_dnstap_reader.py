@@ -19,6 +19,8 @@ from daemon_support import daemon
 from gslbd_harness import Running, running_gslbd
 from health_app_support import wait_until
 
+from gslbd.wire import ctable as ct
+
 ZONE = "gslb.example.com."
 APP = f"app.{ZONE}"
 
@@ -96,6 +98,7 @@ def test_reader_prints_auth_query_and_response_for_udp_and_tcp(tmp_path: Path, w
         wait_until(lambda: kinds_for(out, APP) == expected)
         for m in messages(out):
             assert m["socket_family"] == "INET" and m["query_address"] == "127.0.0.1"
+            assert m.get("query_port", 0) > 0 or not ct.AVAILABLE  # C's and TCP's entries know the port
             assert m["query_time"].endswith("Z")
             if m["type"] == "AUTH_RESPONSE" and APP in m["response_message"]:
                 assert "192.0.2.10" in m["response_message"] and "flags: qr aa" in m["response_message"]

@@ -65,6 +65,7 @@ def test_exchanges_the_c_loop_answers_are_logged_once_each_byte_for_byte(tmp_pat
     assert Counter(of_kind(messages, AUTH_QUERY, 10)) == Counter([*answered, not_a_query])
     assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(replies)
     assert len(messages) == 2 * len(answered) + 1
+    assert len({m[6][0] for m in messages}) == 1  # the one client socket's port, C's answers and Python's
     for m in messages:
         assert (m[2], m[3], m[4]) == ([1], [1], [b"\x7f\x00\x00\x01"])  # INET, UDP, 127.0.0.1
         if m[1] == [AUTH_RESPONSE]:
@@ -148,6 +149,7 @@ def test_pipelined_tcp_is_answered_by_c_and_each_message_logged_once_as_tcp(tmp_
     assert Counter(of_kind(messages, AUTH_QUERY, 10)) == Counter(sent)
     assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(r for got in replies for r in got)
     assert len(messages) == 2 * len(sent)  # the Responder's answers too: none twice
+    assert sorted(Counter(m[6][0] for m in messages).values()) == [204] * 3  # one port per connection
     for m in messages:
         assert (m[2], m[3], m[4]) == ([1], [2], [b"\x7f\x00\x00\x01"])  # INET, TCP, 127.0.0.1
         if m[1] == [AUTH_RESPONSE]:
@@ -202,3 +204,4 @@ log: {{dnstap: {{file: {path}}}}}
     assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(r for got in replies for r in got)
     assert len(messages) == 2 * len(sent)
     assert {(m[2][0], m[4][0]) for m in messages} == {(1, b"\x7f\x00\x00\x01")}  # INET, 127.0.0.1
+    assert sorted(Counter(m[6][0] for m in messages).values()) == [84] * 3  # one port per connection

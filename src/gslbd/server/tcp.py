@@ -124,6 +124,7 @@ class _DnsStream(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._buf = bytearray()
         self._ip = 0
+        self._port = 0  # the client's, for dnstap
         self._timer: asyncio.TimerHandle | None = None
         self.last_activity = loop.time()
 
@@ -132,8 +133,9 @@ class _DnsStream(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         try:
             self._ip = address_to_int(peer[0], self._listener.v6)
+            self._port = int(peer[1])
         except (OSError, TypeError, IndexError, ValueError):
-            self._ip = 0
+            self._ip = self._port = 0
         self._listener.admit(self)
         self._timer = self._loop.call_later(self._listener.idle_timeout, self._check_idle)
 
@@ -206,7 +208,9 @@ class _DnsStream(asyncio.Protocol):
         pos = 0
         while True:
             try:
-                out, pos_after, answered, by_rcode, pending = native.answer(buf, pos, self._ip, v6)
+                out, pos_after, answered, by_rcode, pending = native.answer(
+                    buf, pos, self._ip, v6, self._port
+                )
             except MemoryError:  # C could not grow its output: Python answers the rest
                 return self._answer_python(pos, replies)
             pos = pos_after
@@ -255,7 +259,7 @@ class _DnsStream(asyncio.Protocol):
                 log.exception("error while answering a TCP query (counted; further ones are not logged)")
             reply = None
         if ring is not None:
-            ring.put(message, reply, self._ip, listener.v6, True, t_query, time_ns())
+            ring.put(message, reply, self._ip, listener.v6, True, t_query, time_ns(), self._port)
         if isinstance(reply, Framed):  # a zone transfer: several messages, already framed
             replies.append(reply)
             stats.tcp_responses += 1

@@ -56,7 +56,7 @@ class Slot:
 
 class TapRing:
     def __init__(self, entries: int, size: int, queries: bool, responses: bool, /) -> None: ...
-    def drain(self, max: int, /) -> list[tuple[bytes, bytes | None, int, bool, bool, int, int]]: ...
+    def drain(self, max: int, /) -> list[tuple[bytes, bytes | None, int, bool, bool, int, int, int]]: ...
     def put(
         self,
         query: bytes,
@@ -66,6 +66,7 @@ class TapRing:
         tcp: bool,
         t_query: int,
         t_response: int,
+        port: int = 0,
         /,
     ) -> bool: ...
     def counts(self) -> tuple[int, int]: ...
@@ -74,7 +75,7 @@ class TapRing:
 class TcpAnswerer:
     def __init__(self, slot: Slot, seed: int, tap: TapRing | None = None, /) -> None: ...
     def answer(
-        self, buffer: bytes | bytearray, start: int, ip: int, v6: bool, /
+        self, buffer: bytes | bytearray, start: int, ip: int, v6: bool, port: int = 0, /
     ) -> tuple[bytes, int, int, tuple[tuple[int, int], ...], bytes | bool | None]: ...
 
 class UdpLoop:

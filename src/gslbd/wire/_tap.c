@@ -5,8 +5,8 @@
  * emptied by the dnstap writer thread (server/dnstap/sink.py), which encodes them with message.py as it
  * encodes what Python answers. A UdpLoop given a ring writes one record per datagram it received
  * (tap_batch, after the batch's sendmmsg): the query (when `queries`), the response it sent (when
- * `responses`; none for a datagram it dropped), the client's address and family, and the batch's receive
- * and send times (CLOCK_REALTIME, one read each per batch). A datagram longer than the receive buffer
+ * `responses`; none for a datagram it dropped), the client's address, port and family, and the batch's
+ * receive and send times (CLOCK_REALTIME, one read each per batch). A datagram longer than the receive buffer
  * (answered FORMERR, its query cut) is not written, as the Python loops never gave it to the dnstap
  * wrapper either.
  *
@@ -31,7 +31,8 @@ typedef struct {
     uint32_t size; /* the whole record, header included, a multiple of 8 */
     uint32_t qlen;
     uint32_t rlen;
-    uint8_t v6, tcp, unused_[2];
+    uint8_t v6, tcp;
+    uint16_t port; /* the client's (0: not known) */
     uint64_t ip_hi, ip_lo;
     int64_t t_query, t_response; /* ns since the epoch */
 } taprec_t;
@@ -92,7 +93,7 @@ static uint8_t *tap_reserve(TapObject *t, size_t need) {
 
 /* Write one exchange (the mutex held); 0 when it did not fit (counted). */
 static int tap_put(TapObject *t, const uint8_t *q, uint32_t qlen, const uint8_t *r, uint32_t rlen, int has_r,
-                   u128 ip, int v6, int tcp, int64_t tq, int64_t tr) {
+                   u128 ip, int v6, int tcp, uint16_t port, int64_t tq, int64_t tr) {
     if (!t->queries) qlen = 0;
     if (!t->responses) has_r = 0;
     if (!has_r) rlen = 0;
@@ -109,6 +110,7 @@ static int tap_put(TapObject *t, const uint8_t *q, uint32_t qlen, const uint8_t 
     rec->rlen = has_r ? rlen : TAP_NONE;
     rec->v6 = (uint8_t)(v6 != 0);
     rec->tcp = (uint8_t)(tcp != 0);
+    rec->port = port;
     rec->ip_hi = (uint64_t)(ip >> 64);
     rec->ip_lo = (uint64_t)ip;
     rec->t_query = tq;
@@ -118,14 +120,18 @@ static int tap_put(TapObject *t, const uint8_t *q, uint32_t qlen, const uint8_t 
     return 1;
 }
 
-static void tap_address(const struct sockaddr_storage *sa, u128 *ip, int *v6) {
+static void tap_address(const struct sockaddr_storage *sa, u128 *ip, int *v6, uint16_t *port) {
     *ip = 0;
+    *port = 0;
     *v6 = sa->ss_family == AF_INET6;
     if (*v6) {
-        const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-        for (int i = 0; i < 16; i++) *ip = *ip << 8 | b[i];
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        for (int i = 0; i < 16; i++) *ip = *ip << 8 | in6->sin6_addr.s6_addr[i];
+        *port = ntohs(in6->sin6_port);
     } else if (sa->ss_family == AF_INET) {
-        *ip = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        *ip = ntohl(in->sin_addr.s_addr);
+        *port = ntohs(in->sin_port);
     }
 }
 
@@ -147,11 +153,12 @@ static void tap_batch(TapObject *t, const struct mmsghdr *msgs, const struct iov
     for (i = 0; i < got; i++) {
         if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) continue; /* a cut query: not logged */
         u128 ip;
+        uint16_t port;
         int v6, k = reply_of[i];
-        tap_address(&addrs[i], &ip, &v6);
+        tap_address(&addrs[i], &ip, &v6, &port);
         const struct iovec *r = k >= 0 ? smsgs[k].msg_hdr.msg_iov : NULL;
         tap_put(t, iovs[i].iov_base, msgs[i].msg_len, r ? r->iov_base : NULL, r ? (uint32_t)r->iov_len : 0,
-                r != NULL, ip, v6, 0, tq, tr);
+                r != NULL, ip, v6, 0, port, tq, tr);
     }
     pthread_mutex_unlock(&t->mu);
 }
@@ -197,8 +204,8 @@ static PyObject *tap_ip(uint64_t hi, uint64_t lo, int v6) {
     return _PyLong_FromByteArray(bytes, 16, 0, 0);
 }
 
-/* drain(max) -> [(query, response | None, ip, v6, tcp, query ns, response ns)]: the oldest `max` at most,
-   removed from the ring (sink.Entry, as the Python query path queues them). */
+/* drain(max) -> [(query, response | None, ip, v6, tcp, query ns, response ns, port)]: the oldest `max`
+   at most, removed from the ring (sink.Entry, as the Python query path queues them). */
 static PyObject *tap_drain(TapObject *self, PyObject *arg) {
     Py_ssize_t max = PyLong_AsSsize_t(arg);
     if (max < 0) {
@@ -255,11 +262,12 @@ static PyObject *tap_drain(TapObject *self, PyObject *arg) {
         if (rec->rlen != TAP_NONE) response = PyBytes_FromStringAndSize(q + rec->qlen, rec->rlen);
         else Py_INCREF(response);
         PyObject *entry = response == NULL ? NULL
-                                           : Py_BuildValue("(y#NNOOLL)", q, (Py_ssize_t)rec->qlen, response,
+                                           : Py_BuildValue("(y#NNOOLLi)", q, (Py_ssize_t)rec->qlen, response,
                                                            tap_ip(rec->ip_hi, rec->ip_lo, rec->v6),
                                                            rec->v6 ? Py_True : Py_False,
                                                            rec->tcp ? Py_True : Py_False,
-                                                           (long long)rec->t_query, (long long)rec->t_response);
+                                                           (long long)rec->t_query, (long long)rec->t_response,
+                                                           (int)rec->port);
         if (entry == NULL) {
             Py_CLEAR(out);
             break;
@@ -271,17 +279,21 @@ static PyObject *tap_drain(TapObject *self, PyObject *arg) {
     return out;
 }
 
-/* put(query, response | None, ip, v6, tcp, query ns, response ns) -> bool: what a loop writes, from
+/* put(query, response | None, ip, v6, tcp, query ns, response ns, port=0) -> bool: what a loop writes, from
    Python (tests, scripts/fuzz_cfast.py); False when it did not fit (counted as dropped). */
 static PyObject *tap_put_py(TapObject *self, PyObject *args) {
     Py_buffer q, r = {0};
     PyObject *response, *ipobj;
-    int v6, tcp;
+    int v6, tcp, port = 0;
     long long tq, tr;
     u128 ip;
-    if (!PyArg_ParseTuple(args, "y*OOppLL", &q, &response, &ipobj, &v6, &tcp, &tq, &tr)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*OOppLL|i", &q, &response, &ipobj, &v6, &tcp, &tq, &tr, &port)) return NULL;
     int has_r = response != Py_None;
     int ok = -1;
+    if (port < 0 || port > 65535) {
+        PyErr_SetString(PyExc_ValueError, "TapRing.put: port outside 0-65535");
+        goto done;
+    }
     if (has_r && PyObject_GetBuffer(response, &r, PyBUF_SIMPLE) < 0) goto done;
     if (as_u128(ipobj, &ip) < 0) goto done;
     if (q.len > UINT32_MAX / 4 || (has_r && r.len > UINT32_MAX / 4)) {
@@ -290,7 +302,7 @@ static PyObject *tap_put_py(TapObject *self, PyObject *args) {
     }
     pthread_mutex_lock(&self->mu);
     ok = tap_put(self, q.buf, (uint32_t)q.len, has_r ? r.buf : NULL, has_r ? (uint32_t)r.len : 0, has_r, ip,
-                 v6, tcp, tq, tr);
+                 v6, tcp, (uint16_t)port, tq, tr);
     pthread_mutex_unlock(&self->mu);
 done:
     PyBuffer_Release(&q);
@@ -316,7 +328,8 @@ static Py_ssize_t tap_len(TapObject *self) {
 
 static PyMethodDef tap_methods[] = {
     {"drain", (PyCFunction)tap_drain, METH_O, "drain(max) -> the oldest exchanges, removed"},
-    {"put", (PyCFunction)tap_put_py, METH_VARARGS, "put(query, response, ip, v6, tcp, tq, tr) -> fitted"},
+    {"put", (PyCFunction)tap_put_py, METH_VARARGS,
+     "put(query, response, ip, v6, tcp, tq, tr, port=0) -> fitted"},
     {"counts", (PyCFunction)tap_counts, METH_NOARGS, "counts() -> (queued, dropped)"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,8 +1,8 @@
 /* Included by _cfast.c (after the Slot type): DNS over TCP answered from the same C table as UDP.
 
-   Python type TcpAnswerer(slot, seed, tap=None): `answer(buffer, start, ip, v6)` reads the length-prefixed messages
-   (RFC 1035 4.2.2) of a TCP stream's buffer from `start` and answers each complete one from the slot's
-   current table, as the UDP loop does (plan_answer with tcp set: never TC, the table's guard with tcp
+   Python type TcpAnswerer(slot, seed, tap=None): `answer(buffer, start, ip, v6, port=0)` reads the
+   length-prefixed messages (RFC 1035 4.2.2) of a TCP stream's buffer from `start` and answers each
+   complete one from the slot's current table, as the UDP loop does (plan_answer with tcp set: never TC, the table's guard with tcp
    set: cookies, no RRL; a message that cannot be a valid query answered by reject_answer), until the
    buffer holds no complete message or C meets one it leaves to Python. It stops there, so that Python
    answers that one in its place in the stream and every counter is what the one-message-at-a-time loop
@@ -24,7 +24,8 @@
 
    With a dnstap ring `tap` (_tap.c), each call writes what C did into it, marked TCP, under one lock:
    every message it answered (the query and its answer, unframed) and the one it drops (the query, no
-   response), all with the call's start as query time and its end as response time. The message left to
+   response), all with the client's `port`, the call's start as query time and its end as response
+   time. The message left to
    Python is not written: server/tcp.py writes it with Python's answer, so each exchange is logged once. */
 
 #define TCP_MAX_MESSAGE 65535
@@ -80,18 +81,18 @@ enum { TCP_ANSWERED = 0, TCP_PYTHON = 1, TCP_DROP = 2, TCP_NOMEM = 3 };
 /* The `answered` messages framed in d from `start` and their framed answers in out, then (with `drop`)
    the query at `drop_at` (its length `drop_len`) without a response, into the ring under one lock. */
 static void tcp_tap(TapObject *tap, const uint8_t *d, size_t start, const tcp_out_t *out, uint64_t answered,
-                    int drop, size_t drop_at, uint32_t drop_len, u128 ip, int v6, int64_t tq) {
+                    int drop, size_t drop_at, uint32_t drop_len, u128 ip, int v6, uint16_t port, int64_t tq) {
     int64_t tr = tap_now();
     size_t q = start, r = 0;
     pthread_mutex_lock(&tap->mu);
     for (uint64_t i = 0; i < answered; i++) {
         uint32_t qlen = (uint32_t)d[q] << 8 | d[q + 1];
         uint32_t rlen = (uint32_t)out->p[r] << 8 | out->p[r + 1];
-        tap_put(tap, d + q + 2, qlen, out->p + r + 2, rlen, 1, ip, v6, 1, tq, tr);
+        tap_put(tap, d + q + 2, qlen, out->p + r + 2, rlen, 1, ip, v6, 1, port, tq, tr);
         q += 2 + (size_t)qlen;
         r += 2 + (size_t)rlen;
     }
-    if (drop) tap_put(tap, d + drop_at, drop_len, NULL, 0, 0, ip, v6, 1, tq, tr);
+    if (drop) tap_put(tap, d + drop_at, drop_len, NULL, 0, 0, ip, v6, 1, port, tq, tr);
     pthread_mutex_unlock(&tap->mu);
 }
 
@@ -129,11 +130,12 @@ static PyObject *tcp_answer(TcpObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t start;
     PyObject *ipobj;
-    int v6;
+    int v6, port = 0;
     u128 ip;
-    if (!PyArg_ParseTuple(args, "y*nOp", &buf, &start, &ipobj, &v6)) return NULL;
-    if (parse_ip(ipobj, v6, &ip) < 0 || start < 0 || start > buf.len) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "start outside the buffer");
+    if (!PyArg_ParseTuple(args, "y*nOp|i", &buf, &start, &ipobj, &v6, &port)) return NULL;
+    if (parse_ip(ipobj, v6, &ip) < 0 || start < 0 || start > buf.len || port < 0 || port > 65535) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "start outside the buffer, or port outside 0-65535");
         PyBuffer_Release(&buf);
         return NULL;
     }
@@ -164,7 +166,8 @@ static PyObject *tcp_answer(TcpObject *self, PyObject *args) {
         PyErr_NoMemory(); /* nothing written to the ring: Python answers (and logs) from `start` again */
     } else {
         if (self->tap != NULL && (answered || status == TCP_DROP))
-            tcp_tap(self->tap, d, (size_t)start, &o, answered, status == TCP_DROP, msg, size, ip, v6, tq);
+            tcp_tap(self->tap, d, (size_t)start, &o, answered, status == TCP_DROP, msg, size, ip, v6,
+                    (uint16_t)port, tq);
         PyObject *pending = status == TCP_PYTHON ? PyBytes_FromStringAndSize((const char *)d + msg, size)
                             : status == TCP_DROP ? Py_NewRef(Py_False)
                                                  : Py_NewRef(Py_None);
@@ -194,7 +197,7 @@ static PyObject *tcp_answer(TcpObject *self, PyObject *args) {
 
 static PyMethodDef tcp_methods[] = {
     {"answer", (PyCFunction)tcp_answer, METH_VARARGS,
-     "answer(buffer, start, ip, v6) -> (out, pos, answered, rcodes, pending): see _tcp.c"},
+     "answer(buffer, start, ip, v6, port=0) -> (out, pos, answered, rcodes, pending): see _tcp.c"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -58,13 +58,13 @@ def test_auth_query_carries_family_protocol_address_time_and_the_query() -> None
     }
 
 
-def test_auth_response_over_tcp_ipv6_carries_both_times_and_the_response_only() -> None:
+def test_auth_response_over_tcp_ipv6_carries_the_port_both_times_and_the_response_only() -> None:
     payload = Encoder("x", "y").message(
-        AUTH_RESPONSE, 1, True, True, 5_000_000_001, None, 6_000_000_002, b"R"
+        AUTH_RESPONSE, 1, True, True, 5_000_000_001, None, 6_000_000_002, b"R", port=40000
     )
     msg = decode(bytes(decode(payload)[14][0]))  # type: ignore[arg-type]
     assert msg[1] == [AUTH_RESPONSE] and msg[2] == [2] and msg[3] == [2]
-    assert msg[4] == [b"\x00" * 15 + b"\x01"]
+    assert msg[4] == [b"\x00" * 15 + b"\x01"] and msg[6] == [40000]  # the client's port
     assert (msg[8], msg[9], msg[12], msg[13]) == ([5], [1], [6], [2])
     assert msg[14] == [b"R"] and 10 not in msg
 
@@ -160,7 +160,7 @@ def test_without_a_reader_stop_counts_what_was_queued_as_dropped(tmp_path: Path)
 def test_a_batch_of_frames_is_each_exchange_s_messages_with_their_length_prefixes() -> None:
     """`Encoder.frames` (what the writer sends) gives the bytes of `message()` for every exchange: times
     within one second and across seconds, repeated ones (a receive batch of the C loop), both families
-    and transports, sizes past the precomputed ones."""
+    and transports, ports known and not (0), sizes past the precomputed ones."""
     rng = random.Random(3)
     t0 = 1_764_547_200 * NS
     batch = []
@@ -181,17 +181,20 @@ def test_a_batch_of_frames_is_each_exchange_s_messages_with_their_length_prefixe
                 rng.random() < 0.5,
                 query_ns,
                 response_ns,
+                rng.choice([0, 53, 65535, rng.randrange(1, 65536)]),
             )
         )
     encoder, oracle = Encoder("eu", "gslbd 1.0"), Encoder("eu", "gslbd 1.0")
     for queries, responses in [(True, True), (True, False), (False, True)]:
         expected = []
-        for query, response, ip, v6, tcp, query_ns, response_ns in batch:
+        for query, response, ip, v6, tcp, query_ns, response_ns, port in batch:
             if queries:
-                expected.append(oracle.message(AUTH_QUERY, ip, v6, tcp, query_ns, query))
+                expected.append(oracle.message(AUTH_QUERY, ip, v6, tcp, query_ns, query, port=port))
             if responses and response is not None:
                 expected.append(
-                    oracle.message(AUTH_RESPONSE, ip, v6, tcp, query_ns, None, response_ns, response)
+                    oracle.message(
+                        AUTH_RESPONSE, ip, v6, tcp, query_ns, None, response_ns, response, port=port
+                    )
                 )
         framed = b"".join(struct.pack(">I", len(m)) + m for m in expected)
         assert encoder.frames(batch, queries, responses) == framed

@@ -20,18 +20,20 @@ pytestmark = pytest.mark.skipif(not ct.AVAILABLE, reason="gslbd.wire._cfast is n
 if ct.AVAILABLE:
     from gslbd.wire import _cfast
 
-Entry = tuple[bytes, bytes | None, int, bool, bool, int, int]
+Entry = tuple[bytes, bytes | None, int, bool, bool, int, int, int]
 
 
-def test_entries_come_out_as_they_went_in_with_both_families_and_no_response() -> None:
+def test_entries_come_out_as_they_went_in_with_both_families_ports_and_no_response() -> None:
     ring = _cfast.TapRing(4, 4096, True, True)
     v6 = 0x20010DB8 << 96 | 1
-    assert ring.put(b"q1", b"r1", 0x7F000001, False, False, 10, 20)
-    assert ring.put(b"q2", None, v6, True, True, 30, 40)
-    assert len(ring) == 2
+    assert ring.put(b"q1", b"r1", 0x7F000001, False, False, 10, 20, 53)
+    assert ring.put(b"q2", None, v6, True, True, 30, 40, 65535)
+    assert ring.put(b"q3", b"r3", 1, False, False, 50, 60)  # no port: 0, not known
+    assert len(ring) == 3
     assert ring.drain(10) == [
-        (b"q1", b"r1", 0x7F000001, False, False, 10, 20),
-        (b"q2", None, v6, True, True, 30, 40),
+        (b"q1", b"r1", 0x7F000001, False, False, 10, 20, 53),
+        (b"q2", None, v6, True, True, 30, 40, 65535),
+        (b"q3", b"r3", 1, False, False, 50, 60, 0),
     ]
     assert (len(ring), ring.counts()) == (0, (0, 0))
 
@@ -51,10 +53,10 @@ def test_what_the_writer_does_not_encode_is_not_kept() -> None:
     responses_only = _cfast.TapRing(10, 4096, False, True)
     assert responses_only.put(b"query", None, 1, False, False, 1, 2)  # nothing to log: not stored
     assert responses_only.put(b"query", b"reply", 1, False, False, 1, 2)
-    assert responses_only.drain(10) == [(b"", b"reply", 1, False, False, 1, 2)]
+    assert responses_only.drain(10) == [(b"", b"reply", 1, False, False, 1, 2, 0)]
     queries_only = _cfast.TapRing(10, 4096, True, False)
     assert queries_only.put(b"query", b"reply", 1, False, False, 1, 2)
-    assert queries_only.drain(10) == [(b"query", None, 1, False, False, 1, 2)]
+    assert queries_only.drain(10) == [(b"query", None, 1, False, False, 1, 2, 0)]
 
 
 def test_it_is_a_bounded_fifo_across_wrap_arounds_like_a_deque() -> None:
@@ -66,7 +68,7 @@ def test_it_is_a_bounded_fifo_across_wrap_arounds_like_a_deque() -> None:
         if rng.random() < 0.55:
             query = rng.randbytes(rng.randint(0, 700))
             response = rng.choice([None, rng.randbytes(rng.randint(0, 900))])
-            entry = (query, response, step, False, False, step, step + 1)
+            entry = (query, response, step, False, False, step, step + 1, step & 0xFFFF)
             if ring.put(*entry):
                 model.append(entry)
             else:
@@ -107,15 +109,17 @@ def test_the_tcp_answerer_writes_what_c_answers_or_drops_marked_tcp_but_not_what
     not_a_query = struct.pack("!HHHHHH", 10, 0x8100, 0, 0, 0, 0)  # QR set: dropped
     stream = framed([*answered, status, *answered, not_a_query])
     v6 = 0x20010DB8 << 96 | 5
-    out, pos, count, _, pending = answerer.answer(stream, 0, v6, True)
+    out, pos, count, _, pending = answerer.answer(stream, 0, v6, True, 5353)
     assert (count, pending) == (3, status)
-    out2, _, count2, _, pending2 = answerer.answer(stream, pos, v6, True)
+    out2, _, count2, _, pending2 = answerer.answer(stream, pos, v6, True, 5353)
     assert (count2, pending2) == (3, False)
     records = ring.drain(100)
     replies = unframed(out) + unframed(out2)
     assert [(q, r) for q, r, *_ in records] == [*zip(answered * 2, replies, strict=True), (not_a_query, None)]
-    assert {(ip, is_v6, tcp) for _, _, ip, is_v6, tcp, _, _ in records} == {(v6, True, True)}
-    assert all(0 < tq <= tr for *_, tq, tr in records)
+    assert {(ip, is_v6, tcp, port) for _, _, ip, is_v6, tcp, _, _, port in records} == {
+        (v6, True, True, 5353)
+    }
+    assert all(0 < tq <= tr for *_, tq, tr, _ in records)
 
 
 def test_a_full_ring_drops_what_the_tcp_answerer_answers_and_counts_it() -> None:
@@ -135,3 +139,7 @@ def test_bad_arguments_are_refused() -> None:
         _cfast.UdpLoop(0, _cfast.Slot(), print, None, 1, None, object())  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         _cfast.TcpAnswerer(_cfast.Slot(), 1, object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        _cfast.TapRing(10, 4096, True, True).put(b"q", None, 1, False, False, 1, 2, 65536)
+    with pytest.raises(ValueError):
+        _cfast.TcpAnswerer(_cfast.Slot(), 1).answer(b"", 0, 1, False, -1)

@@ -3,11 +3,15 @@
     Dnstap  { identity = 1 (bytes), version = 2 (bytes), message = 14 (Message), type = 15 (MESSAGE = 1) }
     Message { type = 1 (AUTH_QUERY = 1, AUTH_RESPONSE = 2), socket_family = 2 (INET = 1, INET6 = 2),
               socket_protocol = 3 (UDP = 1, TCP = 2), query_address = 4 (4 or 16 bytes),
-              query_time_sec = 8 (varint), query_time_nsec = 9 (fixed32), query_message = 10 (bytes),
-              response_time_sec = 12 (varint), response_time_nsec = 13 (fixed32), response_message = 14 }
+              query_port = 6 (varint), query_time_sec = 8 (varint), query_time_nsec = 9 (fixed32),
+              query_message = 10 (bytes), response_time_sec = 12 (varint), response_time_nsec = 13 (fixed32),
+              response_message = 14 }
 
-Fields are written in field-number order. query_port is left out: the transports hand the handler only
-the client's address (server/handler.py), and the schema makes every Message field but `type` optional.
+Fields are written in field-number order. query_port is the client's port where the transport knows it
+(the C UDP loop and the TCP listener); the Python query path hands the handler only the client's address
+(server/handler.py), so its entries carry port 0 and leave the field out (the schema makes every Message
+field but `type` optional). The server's own address and port (response_address, response_port) are left
+out.
 """
 
 from __future__ import annotations
@@ -86,11 +90,14 @@ class Encoder:
         query: bytes | None,
         response_ns: int | None = None,
         response: bytes | None = None,
+        port: int = 0,
     ) -> bytes:
-        """One Dnstap payload. `ip`: the client's address as an int; times in nanoseconds since the epoch."""
+        """One Dnstap payload. `ip`: the client's address as an int, `port` its port (0: not known, left
+        out); times in nanoseconds since the epoch."""
         parts = [
             self._prefix[kind, v6, tcp],
             b"\x22\x10" + ip.to_bytes(16, "big") if v6 else b"\x22\x04" + ip.to_bytes(4, "big"),
+            b"\x30" + varint(port) if port else b"",
             b"\x40",
             self._seconds(query_ns // NS),
             b"\x4d",
@@ -107,26 +114,27 @@ class Encoder:
 
     def frames(
         self,
-        batch: Iterable[tuple[bytes, bytes | None, int, bool, bool, int, int]],
+        batch: Iterable[tuple[bytes, bytes | None, int, bool, bool, int, int, int]],
         queries: bool,
         responses: bool,
     ) -> bytes:
         """The Frame Streams data frames of a batch of exchanges (query, response or None, client ip, v6,
-        tcp, query time ns, response time ns), joined: for each, AUTH_QUERY (with `queries`) and
-        AUTH_RESPONSE (with `responses`, when there was one). The same bytes as `message()` with a length
-        prefix each, built from pieces cached within the batch (the address with its message prefix, the
-        times, the frame head by body size): this runs for every query."""
+        tcp, query time ns, response time ns, client port or 0), joined: for each, AUTH_QUERY (with
+        `queries`) and AUTH_RESPONSE (with `responses`, when there was one). The same bytes as `message()`
+        with a length prefix each, built from pieces cached within the batch (the address with its message
+        prefix, the port, the times, the frame head by body size): this runs for every query."""
         head = self._head
         head_size = len(head) + 3  # the head, the Message key and the trailing type field
         prefixes = self._prefixes
         addresses: list[dict[int, tuple[bytes, bytes, int]]] = [{}, {}, {}, {}]
         frame_heads: dict[int, bytes] = {}
+        ports: dict[int, bytes] = {0: b""}
         out: list[bytes] = []
         last_query = (
             last_response
         ) = -1  # the C loop gives a whole receive batch one time (and one reply time)
         query_time = answered = b""
-        for query, response, ip, v6, tcp, query_ns, response_ns in batch:
+        for query, response, ip, v6, tcp, query_ns, response_ns, port in batch:
             kind = 2 * v6 + tcp
             known = addresses[kind].get(ip)
             if known is None:
@@ -138,7 +146,10 @@ class Encoder:
                 last_query = query_ns
                 second, nano = divmod(query_ns, NS)
                 query_time = b"\x40" + self._seconds(second) + b"\x4d" + _FIXED32.pack(nano)
-            fixed = known[2] + len(query_time)  # type, family, protocol, address, query time
+            port_field = ports.get(port)
+            if port_field is None:
+                port_field = ports[port] = b"\x30" + varint(port)
+            fixed = known[2] + len(port_field) + len(query_time)  # type ... address, port, query time
             if queries:
                 n = len(query)
                 size = _QUERY_SIZE[n] if n < _SIZES else b"\x52" + varint(n)
@@ -150,7 +161,7 @@ class Encoder:
                         _FRAME_LENGTH.pack(head_size + len(body_size) + body) + head + b"\x72" + body_size
                     )
                     frame_heads[body] = frame_head
-                out += (frame_head, known[0], query_time, size, query, b"\x78\x01")
+                out += (frame_head, known[0], port_field, query_time, size, query, b"\x78\x01")
             if responses and response is not None:
                 if response_ns != last_response:
                     last_response = response_ns
@@ -169,6 +180,7 @@ class Encoder:
                 out += (
                     frame_head,
                     known[1],
+                    port_field,
                     query_time,
                     answered,
                     size,

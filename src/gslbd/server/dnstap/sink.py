@@ -38,8 +38,8 @@ FLUSH_INTERVAL = 0.02  # seconds the writer sleeps when it found the queue empty
 RING_BYTES = 1024  # bytes of the C ring per entry (a query and its answer: ~100-600 bytes; pages on use)
 RING_MIN_BYTES = 1 << 17  # room for the largest exchange: a 4 KiB query and a 64 KiB response
 
-# (query, response or None, client ip, v6, tcp, query time ns, response time ns)
-Entry = tuple[bytes, bytes | None, int, bool, bool, int, int]
+# (query, response or None, client ip, v6, tcp, query time ns, response time ns, client port or 0)
+Entry = tuple[bytes, bytes | None, int, bool, bool, int, int, int]
 
 
 class DnstapSink:

@@ -43,7 +43,7 @@ class DnstapHandler:
         reply = self._inner.handle(data, src_ip, src_v6, tcp)
         queue = self._queue
         if len(queue) < self._capacity:
-            queue.append((data, reply, src_ip, src_v6, tcp, t_query, time_ns()))
+            queue.append((data, reply, src_ip, src_v6, tcp, t_query, time_ns(), 0))  # the port: not known
         else:
             self._stats.dnstap_dropped += 1
         return reply
