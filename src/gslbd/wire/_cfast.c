@@ -40,7 +40,7 @@
 enum { K_NONE = 0, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON, K_SHED };
 /* FB_NEG: the exchange hook is set; a negative answer (NXDOMAIN, REFUSED, NODATA) to a query that names an
    exchange zone ("_gslbd-exchange-" after the header) is the hook's, every other one stays in C. */
-enum { FB_DO = 1, FB_COOKIE = 2, FB_OPTIONS = 4, FB_ALL = 8, FB_NEG = 16, FB_CO = 32, FB_MISS = 64 };
+enum { FB_ALL = 8, FB_NEG = 16, FB_MISS = 64 };
 enum { S_SIGNER = 1 << 16 }; /* in the flags: the table has a signer (RFC 9824 CO changes signed answers) */
 enum { R_FALLBACK = -1 };
 
@@ -809,8 +809,6 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
         if (data[rest] || data[rest + 1] || data[rest + 2] != 41 || data[rest + 6]) return R_FALLBACK;
         payload = (uint32_t)data[rest + 3] << 8 | data[rest + 4];
         dobit = data[rest + 7] >> 7;
-        if ((data[rest + 7] & 0xC0) && (flags & FB_DO)) return R_FALLBACK; /* DO or CO: Python's */
-        if ((data[rest + 7] & 0x40) && (flags & FB_CO)) return R_FALLBACK; /* CO: Python's */
         co = dobit && (data[rest + 7] & 0x40) && (flags & S_SIGNER); /* changes signed answers only */
         if (dobit && (flags & S_SIGNER) && (qtype == 46 || qtype == 47)) return R_FALLBACK; /* RRSIG/NSEC */
         uint32_t end = rest + 11 + ((uint32_t)data[rest + 9] << 8 | data[rest + 10]);
@@ -843,14 +841,11 @@ static int plan_answer(const ctab_t *t, const uint8_t *data, uint32_t n, u128 sr
                     v6 = family == 2;
                 }
             } else if (code == 10) {
-                if (flags & FB_COOKIE) return R_FALLBACK;
                 uint32_t size = after - at - 4;
                 if (size != 8 && !(size >= 16 && size <= 40)) return R_FALLBACK;
             } else if (code == 3) {
                 nsid = b->nsidlen; /* the identity, when one is configured (table.nsid) */
             } else if (code == 15 || code == 18 || code == 22 || code == 23 || code == 24 || code == 25) {
-                return R_FALLBACK;
-            } else if (flags & FB_OPTIONS) {
                 return R_FALLBACK;
             }
             at = after;
@@ -3581,9 +3576,6 @@ PyMODINIT_FUNC PyInit__cfast(void) {
     PyModule_AddIntConstant(m, "K_WHASH", K_WHASH);
     PyModule_AddIntConstant(m, "K_PYTHON", K_PYTHON);
     PyModule_AddIntConstant(m, "K_SHED", K_SHED);
-    PyModule_AddIntConstant(m, "FB_DO", FB_DO);
-    PyModule_AddIntConstant(m, "FB_COOKIE", FB_COOKIE);
-    PyModule_AddIntConstant(m, "FB_OPTIONS", FB_OPTIONS);
     PyModule_AddIntConstant(m, "FB_ALL", FB_ALL);
     PyModule_AddIntConstant(m, "FB_NEG", FB_NEG);
     return m;

@@ -214,12 +214,15 @@ def _heads(rcode: int, authoritative: bool, counts: tuple[int, int, int], *, tru
 _NAME_DATA = {"NS": 1, "CNAME": 1, "PTR": 1, "DNAME": 1, "MX": 2, "SOA": 2}
 
 
-def _labels(name: str) -> list[str]:
-    return name.rstrip(".").lower().split(".") if name != "." else []
+@lru_cache(maxsize=4096)  # the zones' names (SOA, NS) recur in the answers of every name
+def _labels(name: str) -> tuple[str, ...]:
+    return tuple(name.rstrip(".").lower().split(".")) if name != "." else ()
 
 
-def _common(a: list[str], b: list[str]) -> int:
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     """How many trailing labels two names share."""
+    if a == b:  # most often: a record owned by the question's name
+        return len(a)
     n = 0
     for x, y in zip(reversed(a), reversed(b), strict=False):
         if x != y:

@@ -39,8 +39,7 @@ answer: the rare shapes only the slow path answers (CHAOS, NXNAME, ...), a plan 
 know (a chain through several policies), the first query of each client prefix only Python can place
 (a GeoIP client outside the topology, pools rules on networks/asn: C keeps the answer for the prefix
 afterwards, `CTable.learn`, wire/_geocache.c), a
-nonexistent name below the parent of a wildcard, and what `Fallback` names: DO or CO set (`do`), CO set
-(`co`), a DNS cookie (`cookie`), any EDNS option but ECS and cookies (`options`), a negative answer to a
+nonexistent name below the parent of a wildcard, and what `Fallback` names: a negative answer to a
 query naming an exchange zone (`negative`: the exchange hook owns `_gslbd-exchange-*`; every other
 NXDOMAIN, REFUSED or NODATA stays in C), every query (`everything`: RRL or cookies applied in Python,
 where the guard is not C's), or a name the table does not hold (`misses`: tables compiled lazily).
@@ -94,7 +93,7 @@ AVAILABLE = _cfast is not None
 ENV_SWITCH = "GSLBD_NATIVE"
 
 K_NONE, K_FIXED, K_ROTATE, K_WEIGHTED, K_SHUFFLE, K_GEO, K_HASH, K_WHASH, K_PYTHON, K_SHED = range(10)
-FB_DO, FB_COOKIE, FB_OPTIONS, FB_ALL, FB_NEG, FB_CO, FB_MISS = 1, 2, 4, 8, 16, 32, 64
+FB_ALL, FB_NEG, FB_MISS = 8, 16, 64  # bits of _cfast.c's table flags
 S_SIGNER = 1 << 16  # with the flags: the table has a signer (CO changes its signed answers)
 MAX_POLICIES = 32
 _UNCOUNTED = 0  # policy id of entries that no policy counter covers
@@ -125,23 +124,15 @@ def python_only_notice() -> str | None:
 class Fallback:
     """What the C table must leave to Python because a feature in Python changes the answer."""
 
-    do: bool = False  # DO or CO set (every signed answer and denial in Python)
-    cookie: bool = False  # a COOKIE option (server cookies)
-    options: bool = False  # any option but ECS and COOKIE
     everything: bool = False  # every query (RRL, cookies applied in Python: no C guard)
     negative: bool = False  # a negative answer to a query naming `_gslbd-exchange-*` (the exchange hook)
-    co: bool = False  # CO set (RFC 9824 Compact Answers OK: the table has a signer)
     misses: bool = False  # a name the C table does not hold (names compiled lazily, in Python)
 
     @property
     def flags(self) -> int:
         return (
-            (FB_DO if self.do else 0)
-            | (FB_COOKIE if self.cookie else 0)
-            | (FB_OPTIONS if self.options else 0)
-            | (FB_ALL if self.everything else 0)
+            (FB_ALL if self.everything else 0)
             | (FB_NEG if self.negative else 0)
-            | (FB_CO if self.co else 0)
             | (FB_MISS if self.misses else 0)
         )
 

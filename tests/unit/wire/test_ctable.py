@@ -268,14 +268,6 @@ def test_geo_clients_are_placed_by_the_longest_topology_prefix() -> None:
 @pytest.mark.parametrize(
     ("fallback", "wire"),
     [
-        (ct.Fallback(do=True), query(f"app.{ORIGIN}", dnssec_ok=True)),
-        (
-            ct.Fallback(cookie=True),
-            query(f"app.{ORIGIN}", options=(dns.edns.CookieOption(b"12345678", b""),)),
-        ),
-        (ct.Fallback(do=True), with_co(query(f"app.{ORIGIN}", edns=0))),
-        (ct.Fallback(co=True), with_co(query(f"app.{ORIGIN}", edns=0))),
-        (ct.Fallback(options=True), query(f"app.{ORIGIN}", options=(dns.edns.GenericOption(65001, b"x"),))),
         (ct.Fallback(everything=True), query(f"app.{ORIGIN}")),
         (ct.Fallback(negative=True), query(f"_gslbd-exchange-eu.{ORIGIN}")),
         (ct.Fallback(negative=True), query(f"x._GSLBD-Exchange-us.{ORIGIN}", "SOA")),
