@@ -694,7 +694,7 @@ def test_a_signed_table_answers_do_queries_in_c_as_python_does(
         assert (
             (do and is_denial(table, wire) and python[3] & 0xF == 3 and gate_open_or_odd(table, wire))
             # a CNAME chain to a name that does not exist (dangling.): its target's fresh denial
-            or (do and python[3] & 0xF == 3 and gate_open_or_odd(table, wire))
+            or (do and python[3] & 0xF == 3 and dangling(wire))
             or left_to_python(table, wire)
             or (do and dns.message.from_wire(wire).question[0].rdtype in (46, 47))  # NSEC, RRSIG: meta
         )
@@ -708,6 +708,13 @@ def is_denial(table: AnswerTable, wire: bytes) -> bool:
     if table.names.get(wire_key(question.name.to_text())) is not None:
         return False
     return any(question.name.is_subdomain(dns.name.from_wire(key, 0)[0]) for key in table.signed_zones)
+
+
+def dangling(wire: bytes) -> bool:
+    """Whether the question is the CNAME to a name that does not exist (dangling.): C leaves its
+    target's denial to Python whatever the signing budget (the rate-0 case of CI's Debian pass and of
+    a helper's run)."""
+    return dns.message.from_wire(wire).question[0].name.labels[0].lower() == b"dangling"
 
 
 def gate_open_or_odd(table: AnswerTable, wire: bytes) -> bool:
