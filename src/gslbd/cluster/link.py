@@ -220,4 +220,4 @@ class RedisLink:
         if pubsub is not None:
             with contextlib.suppress(*REDIS_FAILURES):
                 async with self.deadline():
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2

@@ -49,7 +49,7 @@ def make_client(target: RedisTarget, timeout: float) -> Redis:
     }
     if target.sentinel_password:
         sentinel_kwargs["password"] = target.sentinel_password
-    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_kwargs)  # type: ignore[no-untyped-call]
+    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_kwargs)  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
     client: Redis = sentinel.master_for(
         target.master,
         redis_class=Redis,
