@@ -9,6 +9,7 @@ import struct
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import dns.message
 import pytest
@@ -43,13 +44,36 @@ def of_kind(messages: list[dict[int, list[int | bytes]]], kind: int, field: int)
     return found  # type: ignore[return-value]
 
 
-def test_exchanges_the_c_loop_answers_are_logged_once_each_byte_for_byte(tmp_path: Path) -> None:
+class Tapped(NamedTuple):
+    stats: ServerStats
+    path: Path
+    sink: DnstapSink
+    inner: Counting
+    handler: DnstapHandler
+
+
+def tapped(tmp_path: Path, *, start: bool = True, **sink_options: Any) -> Tapped:
+    """A native Responder (counting what reaches it) inside the dnstap wrapper, its sink writing to a
+    file under `tmp_path`; the writer started unless `start` is False (the ring then only fills)."""
     stats = ServerStats()
     path = tmp_path / "tap.fstrm"
-    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, to_file=True)
-    sink.start()
+    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, to_file=True, **sink_options)
+    if start:
+        sink.start()
     inner = Counting(responder(native=True))
-    handler = DnstapHandler(inner, sink)
+    return Tapped(stats, path, sink, inner, DnstapHandler(inner, sink))
+
+
+def assert_each_from_localhost(messages: list[dict[int, list[int | bytes]]], protocol: int) -> None:
+    """Every message INET over `protocol` (1 UDP, 2 TCP) from 127.0.0.1, each response after its query."""
+    for m in messages:
+        assert (m[2], m[3], m[4]) == ([1], [protocol], [b"\x7f\x00\x00\x01"])
+        if m[1] == [AUTH_RESPONSE]:
+            assert (m[12][0], m[13][0]) >= (m[8][0], m[9][0])  # answered after it was received
+
+
+def test_exchanges_the_c_loop_answers_are_logged_once_each_byte_for_byte(tmp_path: Path) -> None:
+    stats, path, sink, inner, handler = tapped(tmp_path)
     answered = [a_query(i) for i in range(300)] + [status_query(1000), status_query(1001)]
     not_a_query = struct.pack("!HHHHHH", 2000, 0x8100, 0, 0, 0, 0)  # QR set: dropped, its query logged
     try:
@@ -66,20 +90,12 @@ def test_exchanges_the_c_loop_answers_are_logged_once_each_byte_for_byte(tmp_pat
     assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(replies)
     assert len(messages) == 2 * len(answered) + 1
     assert len({m[6][0] for m in messages}) == 1  # the one client socket's port, C's answers and Python's
-    for m in messages:
-        assert (m[2], m[3], m[4]) == ([1], [1], [b"\x7f\x00\x00\x01"])  # INET, UDP, 127.0.0.1
-        if m[1] == [AUTH_RESPONSE]:
-            assert (m[12][0], m[13][0]) >= (m[8][0], m[9][0])  # answered after it was received
+    assert_each_from_localhost(messages, 1)  # UDP
     assert (stats.dnstap_written, stats.dnstap_dropped) == (len(answered) + 1, 0)
 
 
 def test_a_full_ring_drops_the_new_exchanges_counts_them_and_answering_goes_on(tmp_path: Path) -> None:
-    stats = ServerStats()
-    path = tmp_path / "tap.fstrm"
-    sink = DnstapSink(
-        str(path), Encoder("eu", "gslbd test"), stats, capacity=50, to_file=True
-    )  # no writer yet
-    handler = DnstapHandler(Counting(responder(native=True)), sink)
+    stats, path, sink, _, handler = tapped(tmp_path, start=False, capacity=50)  # no writer yet
     payloads = [a_query(i) for i in range(500)]
     with listening(handler, stats) as ports:
         replies = exchange(ports[0], payloads)
@@ -92,11 +108,7 @@ def test_a_full_ring_drops_the_new_exchanges_counts_them_and_answering_goes_on(t
 
 
 def test_with_queries_off_the_c_loop_logs_responses_only(tmp_path: Path) -> None:
-    stats = ServerStats()
-    path = tmp_path / "tap.fstrm"
-    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, queries=False, to_file=True)
-    sink.start()
-    handler = DnstapHandler(Counting(responder(native=True)), sink)
+    stats, path, sink, _, handler = tapped(tmp_path, queries=False)
     try:
         with listening(handler, stats) as ports:
             replies = exchange(ports[0], [a_query(i) for i in range(20)])
@@ -109,11 +121,7 @@ def test_with_queries_off_the_c_loop_logs_responses_only(tmp_path: Path) -> None
 
 
 def test_several_c_loops_share_one_ring_while_the_writer_drains_it(tmp_path: Path) -> None:
-    stats = ServerStats()
-    path = tmp_path / "tap.fstrm"
-    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, to_file=True)
-    sink.start()
-    handler = DnstapHandler(Counting(responder(native=True)), sink)
+    stats, path, sink, _, handler = tapped(tmp_path)
     sent = [[a_query(i) for i in range(start, start + 1200)] for start in range(0, 7200, 1200)]
     try:
         with listening(handler, stats, count=3) as ports, ThreadPoolExecutor(6) as pool:
@@ -128,12 +136,7 @@ def test_several_c_loops_share_one_ring_while_the_writer_drains_it(tmp_path: Pat
 
 
 def test_pipelined_tcp_is_answered_by_c_and_each_message_logged_once_as_tcp(tmp_path: Path) -> None:
-    stats = ServerStats()
-    path = tmp_path / "tap.fstrm"
-    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, to_file=True)
-    sink.start()
-    inner = Counting(responder(native=True))
-    handler = DnstapHandler(inner, sink)
+    stats, path, sink, inner, handler = tapped(tmp_path)
     # Per connection: C's answers around two STATUS queries the Responder answers in their place.
     batches = [[a_query(i) for i in range(n, n + 100)] for n in range(0, 300, 100)]
     for n, batch in enumerate(batches):
@@ -150,18 +153,12 @@ def test_pipelined_tcp_is_answered_by_c_and_each_message_logged_once_as_tcp(tmp_
     assert Counter(of_kind(messages, AUTH_RESPONSE, 14)) == Counter(r for got in replies for r in got)
     assert len(messages) == 2 * len(sent)  # the Responder's answers too: none twice
     assert sorted(Counter(m[6][0] for m in messages).values()) == [204] * 3  # one port per connection
-    for m in messages:
-        assert (m[2], m[3], m[4]) == ([1], [2], [b"\x7f\x00\x00\x01"])  # INET, TCP, 127.0.0.1
-        if m[1] == [AUTH_RESPONSE]:
-            assert (m[12][0], m[13][0]) >= (m[8][0], m[9][0])
+    assert_each_from_localhost(messages, 2)  # TCP
     assert (stats.dnstap_written, stats.dnstap_dropped) == (len(sent), 0)
 
 
 def test_a_full_ring_drops_new_tcp_exchanges_counts_them_and_tcp_is_answered(tmp_path: Path) -> None:
-    stats = ServerStats()
-    path = tmp_path / "tap.fstrm"
-    sink = DnstapSink(str(path), Encoder("eu", "gslbd test"), stats, capacity=50, to_file=True)
-    handler = DnstapHandler(Counting(responder(native=True)), sink)  # no writer yet
+    stats, path, sink, _, handler = tapped(tmp_path, start=False, capacity=50)  # no writer yet
     payloads = [a_query(i) for i in range(400)]
     payloads[200:200] = [status_query(1000)]
     (replies,) = serve_and_ask(handler, stats, [payloads], native=True)
